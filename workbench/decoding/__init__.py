@@ -1,0 +1,48 @@
+"""The As²d decoding core: pure Python, no torch (paper Sections 4.1-4.2, Appendix C).
+
+Clock-agnostic state machines. A driver owns time; schemes decide each target call; the
+verification rule decides what is committed; the buffer holds immutable published candidates
+and the read cursor realigns over them.
+"""
+
+from .alignment import DEFAULT_ALIGN_WINDOW, ReadCursor
+from .buffer import DEFAULT_BATCH_TOKENS, Batch, PublicationBuffer, Snapshot
+from .drafter import TrajectoryDrafter
+from .driver import DecodeResult, audit_exact, decode
+from .protocols import Drafter, Proposal, Target
+from .records import FRESH, RECYCLED, ROUND_COLUMNS, Call, DraftWork, RoundRecord
+from .schemes import SCHEMES, As2d, Scheme, SpecASR, StandardSD, TargetOnly, make_scheme
+from .verification import ExactnessError, ReferenceTarget, Verdict, verify_chain
+
+__all__ = [
+    "DEFAULT_ALIGN_WINDOW",
+    "DEFAULT_BATCH_TOKENS",
+    "FRESH",
+    "RECYCLED",
+    "ROUND_COLUMNS",
+    "SCHEMES",
+    "As2d",
+    "Batch",
+    "Call",
+    "DecodeResult",
+    "DraftWork",
+    "Drafter",
+    "ExactnessError",
+    "Proposal",
+    "PublicationBuffer",
+    "ReadCursor",
+    "ReferenceTarget",
+    "RoundRecord",
+    "Scheme",
+    "Snapshot",
+    "SpecASR",
+    "StandardSD",
+    "Target",
+    "TargetOnly",
+    "TrajectoryDrafter",
+    "Verdict",
+    "audit_exact",
+    "decode",
+    "make_scheme",
+    "verify_chain",
+]

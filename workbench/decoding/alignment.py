@@ -1,0 +1,59 @@
+"""Candidate alignment: the read cursor over published candidates (paper Appendix C.3).
+
+Adapted from SpecASR's local continuation matching to a target-decoupled buffer. The producer
+never hears about it: only the cursor moves, and published tokens never change.
+
+State (``ReadCursor``):
+
+* ``cursor`` -- the buffer position where the current **known root** is expected.
+* ``floor`` -- positions below it are **retired** and never proposed again.
+
+At each round the **alignment anchor** is the known root. We look for it in the published
+window ``[floor, cursor + window)``, nearest-first from ``floor``. A match at ``j`` makes
+``buffer[j+1:]`` the candidate chain. The cases of C.3 fall out of that one rule:
+
+* full acceptance -- the bonus is expected right after the last candidate (``cursor`` moves
+  there, ``floor`` with it);
+* rejection at position ``m`` -- the correction is expected at ``m`` (``cursor = floor = m``).
+  If the correction itself appears just ahead, the producer had an extra token (**deletion**)
+  and its continuation is usable at once. Otherwise the target takes a plain step and the next
+  target token becomes the anchor, with ``cursor = m + 1``: it may equal the candidate at the
+  mismatch (``m``: the target **inserted** a token, so that position stays eligible), the one
+  after it (**substitution**), or one further ahead;
+* no match -- a plain step; the expected position advances with the target and positions more
+  than one behind it retire, so the search stays bounded and the cursor only moves forward.
+
+A repeated token can anchor at an unhelpful position; that costs verification work, never
+exactness, because every reused token is verified again (C.4, condition 3).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .buffer import Snapshot
+
+DEFAULT_ALIGN_WINDOW = 8
+
+
+@dataclass(frozen=True, slots=True)
+class ReadCursor:
+    cursor: int = 0
+    floor: int = 0
+
+    def find_anchor(self, snap: Snapshot, root: int, window: int) -> int | None:
+        """Nearest eligible published position holding ``root``, or ``None``."""
+        stop = min(len(snap), self.cursor + window)
+        toks = snap._tokens  # shared immutable prefix; bounded by ``stop <= len(snap)``
+        for j in range(self.floor, stop):
+            if toks[j] == root:
+                return j
+        return None
+
+    def after_call(self, anchor: int | None, accepted: int) -> ReadCursor:
+        """Move the cursor after a target call that used ``accepted`` chain candidates."""
+        if anchor is not None:
+            nxt = anchor + 1 + accepted  # bonus slot on full acceptance, else the mismatch slot
+            return ReadCursor(nxt, nxt)
+        nxt = self.cursor + 1  # the target advanced alone
+        return ReadCursor(nxt, max(self.floor, nxt - 1))

@@ -1,0 +1,93 @@
+"""Round records: the one event vocabulary shared by the native and the replay clocks.
+
+A **round** is one target call. The scheme's plan for it is a ``Call``; what the verification
+rule commits is a ``RoundRecord``. Drivers add times (``t_decide``, ``t_start``, ``t_end``) and
+never change the token fields, so metrics, audits and figures do not care which clock ran.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Literal
+
+# Why a round is a plain step (K = 1). ``None`` for K > 1.
+K1Reason = Literal["target_only", "not_ready", "no_match", "exhausted", "output_cap", "confidence", "drafter"]
+Outcome = Literal["correction", "bonus", "eos", "cap"]
+
+FRESH = -1  # provenance of a token a prefix-conditioned drafter proposed this round
+RECYCLED = -2  # provenance of a token reused from a rejected draft (ASP recycling)
+
+
+@dataclass(frozen=True, slots=True)
+class DraftWork:
+    """Serial drafting work a round needed before its target call (priced by replay)."""
+
+    forwards: int = 0  # single-sequence drafter forwards
+    catchup: int = 0  # committed tokens the drafter's KV lacked
+    paired_forwards: int = 0  # ASP masked two-query (old/new branch) forwards
+    prob_rows: int = 0  # rows whose softmax confidence was computed
+    refresh_width: int = 0  # batched KV refresh of a recycled suffix
+
+
+NO_WORK = DraftWork()
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """A scheme's decision for the next target call: known root plus a chain."""
+
+    root: int
+    chain: tuple[int, ...] = ()
+    provenance: tuple[int, ...] = ()  # buffer position per chain token, or FRESH / RECYCLED
+    k1_reason: K1Reason | None = None
+    ready: int = 0  # usable candidates available after the root before the budget cut
+    work: DraftWork = NO_WORK
+    cursor_before: int | None = None
+    anchor: int | None = None  # buffer position matched to the root, if any
+    confidences: tuple[float, ...] | None = None
+
+    @property
+    def width(self) -> int:
+        return 1 + len(self.chain)
+
+
+@dataclass(frozen=True, slots=True)
+class RoundRecord:
+    """What one target call did. ``committed`` lists the tokens it made known, in order."""
+
+    round: int
+    scheme: str
+    width: int
+    root: int
+    chain: tuple[int, ...]
+    provenance: tuple[int, ...]
+    k1_reason: K1Reason | None
+    ready: int
+    accepted: int
+    committed: tuple[int, ...]
+    outcome: Outcome
+    next_root: int | None
+    cursor_before: int | None
+    cursor_after: int | None
+    work: DraftWork = field(default=NO_WORK)
+    t_decide: float = float("nan")
+    t_start: float = float("nan")
+    t_end: float = float("nan")
+
+    def timed(self, t_decide: float, t_start: float, t_end: float) -> RoundRecord:
+        return replace(self, t_decide=t_decide, t_start=t_start, t_end=t_end)
+
+    def as_row(self) -> dict[str, Any]:
+        """Flat dict for a parquet row (lists stay lists; work fields are prefixed)."""
+        row = asdict(self)
+        work = row.pop("work")
+        row.update({f"work_{k}": v for k, v in work.items()})
+        for key in ("chain", "provenance", "committed"):
+            row[key] = list(row[key])
+        return row
+
+
+ROUND_COLUMNS: tuple[str, ...] = tuple(
+    [f for f in RoundRecord.__dataclass_fields__ if f != "work"]
+    + [f"work_{f}" for f in DraftWork.__dataclass_fields__]
+)

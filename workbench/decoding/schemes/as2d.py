@@ -1,0 +1,91 @@
+"""As²d: verify whatever the target-decoupled producer has published (paper Section 4).
+
+The producer runs on its own history and publishes to the buffer; this scheme never waits for
+it. Each round it anchors the known root in the buffer (``ReadCursor``), takes up to ``budget``
+published candidates after the anchor, and hands them to the target. If nothing usable is ready
+the target takes a plain step. With ``threshold`` set, the chain also stops after the first
+low-confidence candidate (the ``w/o BC`` ablation: ASP's stop rule on decoupled candidates).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from ..alignment import DEFAULT_ALIGN_WINDOW, ReadCursor
+from ..buffer import Snapshot
+from ..records import Call, K1Reason
+from ..verification import Verdict
+from .asp import confident_prefix
+from .base import Scheme, check_budget, check_threshold
+
+
+class CandidateSource(Protocol):
+    """Anything that can show what was published by time ``t`` (a ``PublicationBuffer``)."""
+
+    def snapshot(self, t: float = ...) -> Snapshot: ...
+
+
+class As2d(Scheme):
+    name = "as2d"
+    uses_buffer = True
+
+    def __init__(
+        self,
+        source: CandidateSource,
+        budget: int,
+        max_output: int,
+        eos_id: int | None,
+        window: int = DEFAULT_ALIGN_WINDOW,
+        threshold: float | None = None,
+    ) -> None:
+        super().__init__(max_output, eos_id)
+        self.source = source
+        self.budget = check_budget("budget", budget)
+        self.window = check_budget("window", window, low=1, high=10_000)
+        self.threshold = check_threshold("threshold", threshold)
+
+    def _reset(self) -> None:
+        self.cursor = ReadCursor()
+
+    def plan(self, now: float) -> Call:
+        n = self.chain_limit(self.budget)
+        before = self.cursor.cursor
+        if n == 0:
+            return Call(root=self.root, k1_reason="output_cap", cursor_before=before)
+        snap = self.source.snapshot(now)
+        anchor = self.cursor.find_anchor(snap, self.root, self.window)
+        if anchor is None:
+            return Call(root=self.root, k1_reason=self._why_unaligned(snap), cursor_before=before)
+        start = anchor + 1
+        chain = snap.tokens(start, start + n)
+        if chain and self.threshold is not None:
+            confs = tuple(snap.confidence(i) for i in range(start, start + len(chain)))
+            if any(c is None for c in confs):
+                raise ValueError(
+                    f"threshold: source {snap.source_id!r} publishes no confidences; "
+                    "confidence stopping needs them (set threshold to null)"
+                )
+            chain = chain[: confident_prefix(confs, self.threshold)]
+        reason: K1Reason | None = None
+        if not chain:
+            reason = "exhausted" if snap.complete else "not_ready"
+        return Call(
+            root=self.root,
+            chain=chain,
+            provenance=tuple(range(start, start + len(chain))),
+            k1_reason=reason,
+            ready=max(0, len(snap) - start),
+            cursor_before=before,
+            anchor=anchor,
+        )
+
+    def _why_unaligned(self, snap: Snapshot) -> K1Reason:
+        if snap.complete and self.cursor.floor >= len(snap):
+            return "exhausted"
+        if self.cursor.cursor >= len(snap):
+            return "not_ready"
+        return "no_match"
+
+    def _after(self, call: Call, verdict: Verdict) -> int | None:
+        self.cursor = self.cursor.after_call(call.anchor, verdict.accepted)
+        return self.cursor.cursor
