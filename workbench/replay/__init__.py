@@ -1,0 +1,1 @@
+"""Phone-profile replay: device cost profiles, event-driven replay, budget selection, oracle."""

@@ -1,0 +1,364 @@
+"""Device cost profiles: the typed, validated form of ``conf/device/*.yaml``.
+
+A profile prices the operations of a decoding run on one phone/backend (Appendix D.2). Every
+number in the YAML is written as ``{v: <number>, source: <paper section>}`` or
+``{v: <number>, derived: <rule id>}`` where the rule id is stated in the file's ``rules:`` map,
+so each constant carries its provenance.
+
+Widths follow D.2.1: only measured (or explicitly derived) physical widths exist. A missing
+width stays missing; asking for it raises :class:`MissingWidthError` unless the profile states
+``missing: median_ratio`` for *concurrent* costs, in which case the median concurrent/idle ratio
+of the widths that have one is applied to the idle cost (D.2.4, D.2.5, D.5.2).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Literal
+
+import yaml
+
+DEVICE_DIR = Path(__file__).resolve().parents[2] / "conf" / "device"
+SCHEMA = "device-profile/1"
+
+SourceKind = Literal["autoregressive", "chunk"]
+Scenario = Literal["nominal", "low", "high"]
+
+
+class ProfileError(ValueError):
+    """A malformed profile file; the message names the file and the offending field."""
+
+    def __init__(self, file: str, field_path: str, problem: str) -> None:
+        super().__init__(f"{file}: field '{field_path}': {problem}")
+        self.file = file
+        self.field_path = field_path
+
+
+class MissingWidthError(ValueError):
+    """A scheme asked for a physical width the profile does not price (D.2.1)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SourceCost:
+    """Producer costs for one candidate source.
+
+    ``op_ms`` is one producer operation: a single drafter forward for an autoregressive source,
+    one chunk's service time for an external chunk source. ``concurrent_factor`` slows producer
+    operations while the verifier is busy (coexistence, D.2.1).
+    """
+
+    name: str
+    kind: SourceKind
+    op_ms: float
+    publication_ms: float
+    startup_ms: float
+    concurrent_factor: float
+    batch_tokens: int | None
+    has_confidence: bool
+
+
+@dataclass(frozen=True, slots=True)
+class AspCost:
+    """SpecASR ASP extras (D.1.3, D.2.2): paired-branch forward, per-row probabilities, KV refresh."""
+
+    paired_branch_ms: float
+    prob_row_ms: float
+    kv_refresh_ms: Mapping[int, float]
+
+
+@dataclass(frozen=True, slots=True)
+class VerifierCost:
+    """Target verifier cost by physical width ``K``, idle and while the producer runs.
+
+    ``concurrent_ms`` holds only the widths with a direct concurrent figure (measured ms or a
+    per-width ratio); the rest come from ``factor`` or the median-ratio rule at lookup time.
+    """
+
+    idle_ms: Mapping[int, float]
+    concurrent_ms: Mapping[int, float]
+    factor: float | None
+    missing: Literal["median_ratio", "error"]
+    clip_at_one: bool
+    low: float | None = None
+    high: float | None = None
+    fallback_ratio: float | None = None
+
+    def widths(self) -> tuple[int, ...]:
+        return tuple(sorted(self.idle_ms))
+
+    def cost_ms(self, k: int, concurrent: bool, profile: str = "?") -> float:
+        idle = self.idle_ms.get(k)
+        if idle is None:
+            raise MissingWidthError(
+                f"profile {profile!r} has no verifier cost at physical width K={k} "
+                f"(priced widths: {_span(self.idle_ms)}); missing widths are never zero (D.2.1)"
+            )
+        if not concurrent:
+            return idle
+        direct = self.concurrent_ms.get(k)
+        if direct is not None:
+            return direct
+        ratio = self.factor if self.factor is not None else self.fallback_ratio
+        if ratio is None:
+            raise MissingWidthError(
+                f"profile {profile!r} has no concurrent verifier cost at K={k} and states "
+                f"missing: error (concurrent widths: {_span(self.concurrent_ms)})"
+            )
+        return idle * ratio
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceProfile:
+    name: str
+    device: str
+    file: str
+    target_step_ms: float
+    loop_residual_ms: float
+    queue_ms: float
+    alignment_ms: float
+    verifier: VerifierCost
+    sources: Mapping[str, SourceCost]
+    serial_drafter: str
+    asp: AspCost | None
+    provenance: Mapping[str, str] = field(repr=False)
+
+    def verify_ms(self, k: int, concurrent: bool = False) -> float:
+        return self.verifier.cost_ms(k, concurrent, self.name)
+
+    def source(self, name: str) -> SourceCost:
+        if name not in self.sources:
+            raise KeyError(f"profile {self.name!r} has no source {name!r} (has {sorted(self.sources)})")
+        return self.sources[name]
+
+    def kv_refresh_ms(self, k: int) -> float:
+        if self.asp is None:
+            raise MissingWidthError(f"profile {self.name!r} has no ASP costs")
+        if k not in self.asp.kv_refresh_ms:
+            raise MissingWidthError(
+                f"profile {self.name!r} has no ASP KV refresh cost at width {k} "
+                f"(priced: {_span(self.asp.kv_refresh_ms)})"
+            )
+        return self.asp.kv_refresh_ms[k]
+
+    def scenario(self, which: Scenario) -> DeviceProfile:
+        """Cost-sensitivity variant (D.4.3): replace the extrapolated concurrent ratio.
+
+        Widths with a direct concurrent figure keep it; the constant factor or the median-ratio
+        fallback is replaced by the profile's stated low/high ratio.
+        """
+        if which == "nominal":
+            return self
+        ratio = self.verifier.low if which == "low" else self.verifier.high
+        if ratio is None:
+            raise ValueError(f"{self.file}: no '{which}' sensitivity ratio in verifier.concurrent")
+        v = self.verifier
+        new = replace(v, factor=ratio if v.factor is not None else None,
+                      fallback_ratio=ratio if v.factor is None and v.fallback_ratio is not None else None)
+        return replace(self, verifier=new, name=f"{self.name}@{which}")
+
+
+def _span(widths: Mapping[int, float]) -> str:
+    ks = sorted(widths)
+    if not ks:
+        return "none"
+    if ks == list(range(ks[0], ks[-1] + 1)):
+        return f"K{ks[0]}-K{ks[-1]}"
+    return ",".join(f"K{k}" for k in ks)
+
+
+def available_profiles() -> list[str]:
+    return sorted(p.stem for p in DEVICE_DIR.glob("*.yaml"))
+
+
+def load_profile(name_or_path: str | Path) -> DeviceProfile:
+    """Load ``conf/device/<name>.yaml`` (or an explicit path) into a validated profile."""
+    path = Path(name_or_path)
+    if path.suffix not in (".yaml", ".yml"):
+        path = DEVICE_DIR / f"{name_or_path}.yaml"
+    with open(path, encoding="utf-8") as fh:
+        raw = yaml.safe_load(fh)
+    return parse_profile(raw, file=str(path))
+
+
+# ---------------------------------------------------------------------------------------------
+# parsing and validation
+
+
+class _Reader:
+    """Walks the raw YAML, recording provenance and raising ProfileError with the field path."""
+
+    def __init__(self, file: str, rules: Mapping[str, str]) -> None:
+        self.file = file
+        self.rules = rules
+        self.provenance: dict[str, str] = {}
+
+    def fail(self, path: str, problem: str) -> ProfileError:
+        return ProfileError(self.file, path, problem)
+
+    def mapping(self, node: Any, path: str, required: set[str], optional: set[str] = frozenset()) -> dict:
+        if not isinstance(node, dict):
+            raise self.fail(path, f"expected a mapping, got {type(node).__name__}")
+        for key in node:
+            if key not in required and key not in optional:
+                raise self.fail(f"{path}.{key}" if path else str(key), "unknown key")
+        for key in sorted(required):
+            if key not in node:
+                raise self.fail(f"{path}.{key}" if path else key, "missing required key")
+        return node
+
+    def number(self, node: Any, path: str, integer: bool = False) -> float:
+        self.mapping(node, path, {"v"}, {"source", "derived"})
+        has_source, has_derived = "source" in node, "derived" in node
+        if has_source == has_derived:
+            raise self.fail(path, "needs exactly one of 'source:' (paper section) or 'derived:' (rule id)")
+        if has_derived and node["derived"] not in self.rules:
+            raise self.fail(f"{path}.derived", f"rule {node['derived']!r} is not stated under 'rules:'")
+        value = node["v"]
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.fail(f"{path}.v", f"expected a number, got {value!r}")
+        if integer and value != int(value):
+            raise self.fail(f"{path}.v", f"expected an integer, got {value!r}")
+        if value < 0 or value != value:
+            raise self.fail(f"{path}.v", f"cost must be a non-negative number, got {value!r}")
+        note = f"source: {node['source']}" if has_source else f"derived: {self.rules[node['derived']]}"
+        self.provenance[path] = note
+        return int(value) if integer else float(value)
+
+    def widths(self, node: Any, path: str, need_k1: bool) -> dict[int, float]:
+        if not isinstance(node, dict) or not node:
+            raise self.fail(path, "expected a non-empty mapping of physical width -> cost")
+        out: dict[int, float] = {}
+        for key, val in node.items():
+            if isinstance(key, bool) or not isinstance(key, int) or key < 1:
+                raise self.fail(f"{path}.{key}", "width keys must be integers >= 1")
+            out[key] = self.number(val, f"{path}.{key}")
+        if need_k1 and 1 not in out:
+            raise self.fail(f"{path}.1", "missing K1: every verifier profile must price the K=1 step")
+        return dict(sorted(out.items()))
+
+    def flag(self, node: Mapping, key: str, path: str, default: bool) -> bool:
+        value = node.get(key, default)
+        if not isinstance(value, bool):
+            raise self.fail(f"{path}.{key}", f"expected true/false, got {value!r}")
+        return value
+
+
+_TOP_REQUIRED = {"schema", "name", "device", "rules", "target_step_ms", "loop_residual_ms",
+                 "queue_ms", "alignment_ms", "verifier", "sources", "serial_drafter"}
+_TOP_OPTIONAL = {"description", "asp"}
+
+
+def parse_profile(raw: Any, file: str = "<memory>") -> DeviceProfile:
+    if not isinstance(raw, dict):
+        raise ProfileError(file, "", "profile must be a YAML mapping")
+    rules = raw.get("rules")
+    if not isinstance(rules, dict) or not all(isinstance(v, str) for v in rules.values()):
+        raise ProfileError(file, "rules", "expected a mapping of rule id -> stated rule text")
+    r = _Reader(file, rules)
+    r.mapping(raw, "", _TOP_REQUIRED, _TOP_OPTIONAL)
+    if raw["schema"] != SCHEMA:
+        raise r.fail("schema", f"expected {SCHEMA!r}, got {raw['schema']!r}")
+    for key in ("name", "device"):
+        if not isinstance(raw[key], str) or not raw[key]:
+            raise r.fail(key, "expected a non-empty string")
+
+    verifier = _parse_verifier(r, raw["verifier"])
+    sources = _parse_sources(r, raw["sources"])
+    if raw["serial_drafter"] not in sources:
+        raise r.fail("serial_drafter", f"names no source (have {sorted(sources)})")
+    asp = None
+    if "asp" in raw:
+        node = r.mapping(raw["asp"], "asp", {"paired_branch_ms", "prob_row_ms", "kv_refresh_ms"})
+        asp = AspCost(
+            paired_branch_ms=r.number(node["paired_branch_ms"], "asp.paired_branch_ms"),
+            prob_row_ms=r.number(node["prob_row_ms"], "asp.prob_row_ms"),
+            kv_refresh_ms=MappingProxyType(r.widths(node["kv_refresh_ms"], "asp.kv_refresh_ms", False)),
+        )
+    return DeviceProfile(
+        name=raw["name"],
+        device=raw["device"],
+        file=file,
+        target_step_ms=r.number(raw["target_step_ms"], "target_step_ms"),
+        loop_residual_ms=r.number(raw["loop_residual_ms"], "loop_residual_ms"),
+        queue_ms=r.number(raw["queue_ms"], "queue_ms"),
+        alignment_ms=r.number(raw["alignment_ms"], "alignment_ms"),
+        verifier=verifier,
+        sources=MappingProxyType(sources),
+        serial_drafter=raw["serial_drafter"],
+        asp=asp,
+        provenance=MappingProxyType(r.provenance),
+    )
+
+
+def _parse_verifier(r: _Reader, node: Any) -> VerifierCost:
+    node = r.mapping(node, "verifier", {"idle_ms", "concurrent"})
+    idle = r.widths(node["idle_ms"], "verifier.idle_ms", need_k1=True)
+    path = "verifier.concurrent"
+    conc = r.mapping(node["concurrent"], path, {"missing"},
+                     {"ms", "ratio", "factor", "clip_at_one", "low", "high"})
+    given = [k for k in ("ms", "ratio", "factor") if k in conc]
+    if len(given) != 1:
+        raise r.fail(path, f"give exactly one of ms / ratio / factor, got {given or 'none'}")
+    missing = conc["missing"]
+    if missing not in ("median_ratio", "error"):
+        raise r.fail(f"{path}.missing", f"expected median_ratio or error, got {missing!r}")
+    clip = r.flag(conc, "clip_at_one", path, default=False)
+
+    def clipped(x: float) -> float:
+        return max(x, 1.0) if clip else x
+
+    factor = None
+    direct: dict[int, float] = {}
+    ratios: list[float] = []
+    if "factor" in conc:
+        factor = clipped(r.number(conc["factor"], f"{path}.factor"))
+    else:
+        table = r.widths(conc[given[0]], f"{path}.{given[0]}", need_k1=False)
+        for k, val in table.items():
+            if k not in idle:
+                raise r.fail(f"{path}.{given[0]}.{k}", "concurrent cost at a width with no idle cost")
+            ratio = clipped(val / idle[k] if given[0] == "ms" else val)
+            ratios.append(ratio)
+            direct[k] = idle[k] * ratio
+    fallback = statistics.median(ratios) if (missing == "median_ratio" and ratios) else None
+    low = clipped(r.number(conc["low"], f"{path}.low")) if "low" in conc else None
+    high = clipped(r.number(conc["high"], f"{path}.high")) if "high" in conc else None
+    return VerifierCost(
+        idle_ms=MappingProxyType(idle), concurrent_ms=MappingProxyType(direct), factor=factor,
+        missing=missing, clip_at_one=clip, low=low, high=high, fallback_ratio=fallback,
+    )
+
+
+def _parse_sources(r: _Reader, node: Any) -> dict[str, SourceCost]:
+    if not isinstance(node, dict) or not node:
+        raise r.fail("sources", "expected a non-empty mapping of source name -> costs")
+    out: dict[str, SourceCost] = {}
+    for name, spec in node.items():
+        path = f"sources.{name}"
+        kind = spec.get("kind") if isinstance(spec, dict) else None
+        if kind == "autoregressive":
+            r.mapping(spec, path, {"kind", "forward_ms", "publication_ms", "startup_ms",
+                                   "concurrent_factor", "batch_tokens", "confidence"})
+            op = r.number(spec["forward_ms"], f"{path}.forward_ms")
+            batch = r.number(spec["batch_tokens"], f"{path}.batch_tokens", integer=True)
+            if batch < 1:
+                raise r.fail(f"{path}.batch_tokens.v", "publication batch must hold at least one token")
+        elif kind == "chunk":
+            r.mapping(spec, path, {"kind", "chunk_service_ms", "publication_ms", "startup_ms",
+                                   "concurrent_factor", "confidence"})
+            op, batch = r.number(spec["chunk_service_ms"], f"{path}.chunk_service_ms"), None
+        else:
+            raise r.fail(f"{path}.kind", f"expected autoregressive or chunk, got {kind!r}")
+        out[name] = SourceCost(
+            name=name, kind=kind, op_ms=op,
+            publication_ms=r.number(spec["publication_ms"], f"{path}.publication_ms"),
+            startup_ms=r.number(spec["startup_ms"], f"{path}.startup_ms"),
+            concurrent_factor=r.number(spec["concurrent_factor"], f"{path}.concurrent_factor"),
+            batch_tokens=int(batch) if batch is not None else None,
+            has_confidence=r.flag(spec, "confidence", path, default=False),
+        )
+    return out
