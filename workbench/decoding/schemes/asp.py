@@ -92,6 +92,8 @@ class SpecASR(Scheme):
 
     def _recycled(self, n: int, head: Proposal) -> Call | None:
         old_tokens, old_confs = self._old
+        if not head.tokens:
+            return None
         t, t_conf = head.tokens[0], _confidences(head, self.name)[0]
         for off in _MATCH_OFFSETS:
             if off < len(old_tokens) and old_tokens[off] == t:

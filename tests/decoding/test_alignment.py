@@ -1,0 +1,98 @@
+"""Each alignment case of Appendix C.3, pinned round by round, and the Figure 4 example."""
+
+from workbench.decoding import As2d, PublicationBuffer, ReadCursor, ReferenceTarget, decode
+
+A, B, C, D, E, F, X, Y, R, EOS = range(1, 11)
+VOCAB = 16
+
+
+def run(reference, stream, budget=8, window=8, times=None):
+    times = times or [0.0] * len(stream)
+    buf = PublicationBuffer.from_stream(stream, times, vocab_size=VOCAB)
+    scheme = As2d(buf, budget, max_output=64, eos_id=EOS, window=window)
+    res = decode(scheme, ReferenceTarget(reference, EOS, VOCAB))
+    assert res.output == tuple(reference)
+    return [(r.root, r.chain, r.accepted, r.committed, r.cursor_after) for r in res.records]
+
+
+def test_figure4_accept_AB_correct_C_to_X_then_D_reanchors_and_EF_verified():
+    # Producer: R A B C D E F; target: R A B X D E F. Root R is known after prefill.
+    rounds = run([R, A, B, X, D, E, F, EOS], [R, A, B, C, D, E, F], budget=4)
+    # (b) the target checks A B C D, agrees on A B, predicts X: commits A B X.
+    assert rounds[0] == (R, (A, B, C, D), 2, (A, B, X), 3)
+    # X is nowhere near: a plain step yields D.
+    assert rounds[1] == (X, (), 0, (D,), 4)
+    # (c) D matches the buffer and is the root for verifying ready E F.
+    assert rounds[2][:4] == (D, (E, F), 2, (E, F, EOS))
+
+
+def test_full_acceptance_advances_cursor():
+    rounds = run([R, A, B, C, D, EOS], [R, A, B, C, D, EOS], budget=2)
+    assert [r[4] for r in rounds] == [3, 6]  # bonus C at slot 3, then D EOS accepted
+    assert rounds[0][:3] == (R, (A, B), 2)
+
+
+def test_insertion_keeps_the_mismatch_position():
+    # Target inserts X before C; the next target token C equals the candidate at the mismatch.
+    rounds = run([R, A, B, X, C, D, E, EOS], [R, A, B, C, D, E, EOS])
+    assert rounds[0][2:4] == (2, (A, B, X))
+    assert rounds[1] == (X, (), 0, (C,), 4)  # plain step
+    assert rounds[2][:3] == (C, (D, E, EOS), 3)  # anchored at the old mismatch slot 3
+
+
+def test_substitution_anchors_after_the_mismatch():
+    rounds = run([R, A, X, C, D, EOS], [R, A, B, C, D, EOS])
+    assert rounds[0][3] == (A, X)
+    assert rounds[1][:2] == (X, ())
+    assert rounds[2][:3] == (C, (D, EOS), 2)
+
+
+def test_deletion_reanchors_on_the_correction_without_a_plain_step():
+    # The producer has an extra B; the target's correction C is the next published token.
+    rounds = run([R, A, C, D, E, EOS], [R, A, B, C, D, E, EOS])
+    assert rounds[0][3] == (A, C)
+    assert rounds[1][:3] == (C, (D, E, EOS), 3)
+
+
+def test_repeated_token_anchor_takes_the_nearest_match_and_stays_exact():
+    # Correction X, next target token A; A repeats in the window: nearest eligible match wins.
+    reference = [R, A, X, A, C, EOS]
+    stream = [R, A, B, D, A, A, C, EOS]
+    rounds = run(reference, stream)
+    assert rounds[0][3] == (A, X)
+    assert rounds[1][:2] == (X, ())
+    # anchor for root A is the first A at/after the floor (slot 4), so chain = A C EOS: A rejected.
+    assert rounds[2][0] == A and rounds[2][1][0] == A and rounds[2][2] == 0
+
+
+def test_no_match_retires_positions_and_target_continues_alone():
+    rounds = run([R, X, Y, X, Y, X, EOS], [R, A, B, C, D, E, F], window=2)
+    assert all(len(chain) == 0 for _, chain, *_ in rounds[1:])
+    cursors = [r[4] for r in rounds]
+    assert cursors == sorted(cursors)  # the cursor only moves forward
+
+
+def test_exhausted_record_lets_target_finish_alone():
+    buf = PublicationBuffer.from_stream([R, A], [0.0, 0.0], vocab_size=VOCAB)
+    scheme = As2d(buf, 4, max_output=64, eos_id=EOS)
+    res = decode(scheme, ReferenceTarget([R, A, B, C, EOS], EOS, VOCAB))
+    assert res.output == (R, A, B, C, EOS)
+    assert [r.k1_reason for r in res.records[1:]] == ["exhausted"] * (len(res.records) - 1)
+
+
+def test_not_ready_when_producer_is_behind():
+    # Nothing is published before t=100; the target never waits.
+    times = [100.0] * 4
+    rounds_ref = [R, A, B, C, EOS]
+    buf = PublicationBuffer.from_stream([R, A, B, C], times, vocab_size=VOCAB)
+    res = decode(As2d(buf, 4, 64, EOS), ReferenceTarget(rounds_ref, EOS, VOCAB))
+    assert {r.k1_reason for r in res.records} == {"not_ready"}
+    assert res.time == len(res.records)  # one unit-cost plain step per token
+
+
+def test_read_cursor_is_monotone():
+    cur = ReadCursor()
+    for anchor, acc in [(0, 3), (None, 0), (None, 0), (7, 0), (None, 0)]:
+        nxt = cur.after_call(anchor, acc)
+        assert nxt.cursor > cur.cursor and nxt.floor >= cur.floor
+        cur = nxt
