@@ -1,0 +1,26 @@
+# Two commands a newcomer needs (see README): `make demo` and `make test`.
+# Each one installs what it needs into .venv first; a second run reuses it.
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: setup demo test lint clean-venv
+
+$(STAMP): pyproject.toml scripts/setup.sh
+	PY=$(PY) VENV=$(VENV) bash scripts/setup.sh
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python -m workbench.run
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+clean-venv:
+	rm -rf $(VENV)
