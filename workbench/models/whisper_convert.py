@@ -77,6 +77,10 @@ def _qkv(prefix: str, m: Ct2Model, out: dict[str, np.ndarray], dst: str, names: 
             raise ValueError(f"{prefix}: non-zero key bias, not a Whisper checkpoint")
 
 
+def _scalar(a: np.ndarray) -> int:
+    return int(np.asarray(a).reshape(-1)[0])  # writers store scalars as rank 0 or rank 1
+
+
 def _n_layers(v: dict[str, np.ndarray], side: str) -> int:
     idx = [k.split("/")[1].removeprefix("layer_") for k in v if k.startswith(f"{side}/layer_")]
     return 1 + max(int(i) for i in idx if i.isdigit())
@@ -123,14 +127,14 @@ def ct2_to_whisper_state(m: Ct2Model) -> tuple[dict[str, np.ndarray], dict]:
         d_model=d_model,
         encoder_layers=n_enc,
         decoder_layers=n_dec,
-        encoder_attention_heads=int(v["encoder/num_heads"]),
-        decoder_attention_heads=int(v["decoder/num_heads"]),
+        encoder_attention_heads=_scalar(v["encoder/num_heads"]),
+        decoder_attention_heads=_scalar(v["decoder/num_heads"]),
         encoder_ffn_dim=s["model.encoder.layers.0.fc1.weight"].shape[0],
         decoder_ffn_dim=s["model.decoder.layers.0.fc1.weight"].shape[0],
         num_mel_bins=s["model.encoder.conv1.weight"].shape[1],
         max_source_positions=s["model.encoder.embed_positions.weight"].shape[0],
         max_target_positions=s["model.decoder.embed_positions.weight"].shape[0],
-        scale_embedding=bool(v["decoder/scale_embeddings"]),
+        scale_embedding=bool(_scalar(v["decoder/scale_embeddings"])),
     )
     return s, cfg
 
