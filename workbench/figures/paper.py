@@ -1,0 +1,141 @@
+"""Chart builders for the paper's figures. Each takes a Polars frame and returns an Altair chart.
+
+Every chart has a title, axis titles with units, and a legend; a ``provenance`` column, when
+present, keeps "paper (phones)" and "this run" apart instead of blending them.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import polars as pl
+
+METHOD_ORDER = ["target_only", "sd", "asp", "as2d_wo_td", "as2d_wo_bc", "as2d"]
+METHOD_LABEL = {
+    "target_only": "Target-only",
+    "sd": "SD (mean K=5..8)",
+    "asp": "SpecASR (ASP)",
+    "as2d_wo_td": "As²d w/o TD",
+    "as2d_wo_bc": "As²d w/o BC",
+    "as2d": "As²d",
+}
+
+
+def _need(df: pl.DataFrame, cols: list[str], what: str) -> None:
+    missing = [c for c in cols if c not in df.columns]
+    if missing:
+        raise ValueError(f"{what}: frame lacks column(s) {missing}; has {df.columns}")
+
+
+def tps_cdf(df: pl.DataFrame, title: str = "Per-window decoding throughput (Fig. 5)") -> alt.FacetChart:
+    """Empirical CDF of per-window TPS per method, one panel per device (columns device, method, tps)."""
+    _need(df, ["device", "method", "tps"], "tps_cdf")
+    cdf = (
+        df.sort("tps")
+        .with_columns(
+            (pl.col("tps").rank("ordinal").over(["device", "method"]) / pl.len().over(["device", "method"])).alias(
+                "cdf"
+            ),
+            pl.col("method").replace_strict(METHOD_LABEL, default=pl.col("method")).alias("Method"),
+        )
+    )
+    base = alt.Chart(cdf).mark_line(interpolate="step-after").encode(
+        x=alt.X("tps:Q", title="Decoding throughput (tokens/s)"),
+        y=alt.Y("cdf:Q", title="Share of windows", scale=alt.Scale(domain=[0, 1])),
+        color=alt.Color("Method:N", sort=[METHOD_LABEL[m] for m in METHOD_ORDER], title="Method"),
+    ).properties(width=260, height=180)
+    return base.facet(facet=alt.Facet("device:N", title="Device profile"), columns=2).resolve_scale(
+        x="independent"
+    ).properties(title=title)
+
+
+def batching_saving(df: pl.DataFrame, title: str = "Per-position batching saving R(K) (Fig. 8, eq. 2)") -> alt.Chart:
+    """R(K) = 100 (1 - V(K) / (K V(1))) per device (columns device, K, saving_pct[, provenance])."""
+    _need(df, ["device", "K", "saving_pct"], "batching_saving")
+    color = "device:N"
+    enc = {
+        "x": alt.X("K:O", title="Physical verification width K (tokens)"),
+        "y": alt.Y("saving_pct:Q", title="Saving per verified position (%)"),
+        "color": alt.Color(color, title="Device"),
+    }
+    if "provenance" in df.columns:
+        enc["strokeDash"] = alt.StrokeDash("provenance:N", title="Source of numbers")
+    return alt.Chart(df).mark_line(point=True).encode(**enc).properties(width=420, height=260, title=title)
+
+
+def drafting_share(df: pl.DataFrame, title: str = "Drafting share of serial SD time (Fig. 3a)") -> alt.Chart:
+    """Columns device, share_pct[, provenance]."""
+    _need(df, ["device", "share_pct"], "drafting_share")
+    enc = {
+        "x": alt.X("device:N", title="Device profile"),
+        "y": alt.Y("share_pct:Q", title="Drafting share of decode time (%)", scale=alt.Scale(domain=[0, 100])),
+        "color": alt.Color("provenance:N" if "provenance" in df.columns else "device:N", title="Source"),
+    }
+    if "provenance" in df.columns:
+        enc["xOffset"] = "provenance:N"
+    return alt.Chart(df).mark_bar().encode(**enc).properties(width=360, height=240, title=title)
+
+
+def timeline(stages: pl.DataFrame, rounds: pl.DataFrame | None = None,
+             title: str = "Producer vs verifier timeline (Fig. 1 / Fig. 6)") -> alt.LayerChart:
+    """Gantt of stage intervals (resource, stage, start, end in seconds), with K and rejections marked."""
+    _need(stages, ["resource", "stage", "start", "end"], "timeline")
+    st = stages.with_columns((pl.col("start") * 1e3).alias("start_ms"), (pl.col("end") * 1e3).alias("end_ms"))
+    bars = alt.Chart(st).mark_bar(height=18, stroke="white", strokeWidth=0.5).encode(
+        x=alt.X("start_ms:Q", title="Time since prefill (ms)"),
+        x2="end_ms:Q",
+        y=alt.Y("resource:N", title=None, sort=["producer", "verifier"]),
+        color=alt.Color("stage:N", title="Stage"),
+        tooltip=["stage", "start_ms", "end_ms"],
+    )
+    layers = [bars]
+    if rounds is not None and len(rounds):
+        _need(rounds, ["t_start", "t_end", "width", "outcome"], "timeline rounds")
+        r = rounds.with_columns(
+            ((pl.col("t_start") + pl.col("t_end")) * 500).alias("mid_ms"),
+            pl.lit("verifier").alias("resource"),
+            pl.format("K{}", pl.col("width")).alias("label"),
+            pl.when(pl.col("outcome") == "correction").then(pl.lit("rejection")).otherwise(pl.lit("accepted"))
+            .alias("Result"),
+        )
+        layers.append(alt.Chart(r).mark_text(dy=-16, fontSize=9).encode(
+            x="mid_ms:Q", y=alt.Y("resource:N", sort=["producer", "verifier"]), text="label:N"))
+        layers.append(alt.Chart(r.filter(pl.col("Result") == "rejection")).mark_point(
+            shape="triangle-down", color="firebrick", size=40, dy=14).encode(
+            x="mid_ms:Q", y=alt.Y("resource:N", sort=["producer", "verifier"]),
+            shape=alt.Shape("Result:N", title="Round")))
+    return alt.layer(*layers).properties(width=720, height=120, title=title)
+
+
+def budget_tradeoff(df: pl.DataFrame, title: str = "Source and budget trade-off (Tables 13/14)") -> alt.Chart:
+    """Pooled TPS vs budget per source (columns source, budget, tps[, device])."""
+    _need(df, ["source", "budget", "tps"], "budget_tradeoff")
+    chart = alt.Chart(df).mark_line(point=True).encode(
+        x=alt.X("budget:O", title="Proposal budget b (tokens after the root)"),
+        y=alt.Y("tps:Q", title="Pooled throughput (tokens/s)"),
+        color=alt.Color("source:N", title="Candidate source"),
+    ).properties(width=300, height=220)
+    if "device" in df.columns:
+        return chart.facet(facet=alt.Facet("device:N", title="Device profile"), columns=2).resolve_scale(
+            y="independent").properties(title=title)
+    return chart.properties(title=title)
+
+
+def replay_error(df: pl.DataFrame, title: str = "Replay vs native TPS error per window (D.3)") -> alt.Chart:
+    """Columns window_id, signed_error_pct."""
+    _need(df, ["window_id", "signed_error_pct"], "replay_error")
+    return alt.Chart(df).mark_bar().encode(
+        x=alt.X("window_id:N", title="Validation window", sort=None),
+        y=alt.Y("signed_error_pct:Q", title="Signed TPS error, replay vs native (%)"),
+        color=alt.condition(alt.datum.signed_error_pct > 0, alt.value("steelblue"), alt.value("darkorange")),
+    ).properties(width=420, height=240, title=title)
+
+
+def decomposition(df: pl.DataFrame, title: str = "Overlap decomposition D, V, O, H (D.2.7)") -> alt.Chart:
+    """Stacked service times per method (columns method, term in {D,V,O,H}, seconds)."""
+    _need(df, ["method", "term", "seconds"], "decomposition")
+    return alt.Chart(df).mark_bar().encode(
+        x=alt.X("method:N", title="Method"),
+        y=alt.Y("seconds:Q", title="Time (s)"),
+        xOffset=alt.XOffset("term:N"),
+        color=alt.Color("term:N", title="Term", sort=["D", "V", "O", "H"]),
+    ).properties(width=420, height=240, title=title)
