@@ -183,3 +183,32 @@ class WhisperTarget:
     def committed_entries(self) -> int:
         """Decoder tokens in the retained state after the prompt."""
         return 0 if self.state is None else self.state.length - self.prompt_len
+
+
+def whisper_drafter(bundle: WhisperBundle, audio: np.ndarray | None = None, features: torch.Tensor | None = None):
+    """Prefix-conditioned Whisper drafter (``Drafter`` protocol) for SD / ASP baselines."""
+    from workbench.models.drafting import PrefixDrafter
+
+    feats = bundle.features(audio) if features is None else features
+    p = bundle.protocol
+    return PrefixDrafter(WhisperDecoderState(bundle, feats), p.prompt_ids, p.eos_id,
+                         bundle.config.max_target_positions)
+
+
+def whisper_producer(
+    bundle: WhisperBundle,
+    audio: np.ndarray | None = None,
+    features: torch.Tensor | None = None,
+    max_new_tokens: int | None = None,
+):
+    """Target-decoupled Whisper producer; feature extraction and encoder run inside its clock."""
+    from workbench.models.drafting import AutoregressiveProducer
+
+    p = bundle.protocol
+    cap = bundle.config.max_target_positions - len(p.prompt_ids)
+    n = min(max_new_tokens or p.max_new_tokens, cap)
+
+    def session() -> WhisperDecoderState:
+        return WhisperDecoderState(bundle, bundle.features(audio) if features is None else features)
+
+    return AutoregressiveProducer(session, p.prompt_ids, p.eos_id, n)
