@@ -1,0 +1,162 @@
+"""Metrics shared by native runs and replay (paper Sections 5.1-5.3, D.2.7, D.4).
+
+Inputs are polars DataFrames:
+
+* **windows** -- one row per (window, configuration): ``window_id``, ``config``, ``tokens``
+  (committed target tokens), ``time`` (charged decode seconds);
+* **rounds** -- round records (``workbench.decoding.ROUND_COLUMNS``), one row per target call;
+* **stages** -- completed stage intervals: ``resource`` (producer / verifier / other),
+  ``start``, ``end``, and ``T`` (the run's charged time), plus grouping keys.
+
+TPS always pools tokens over time (sum / sum), never averages per-window rates, unless a
+per-window function says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import polars as pl
+
+
+def tps_pooled(windows: pl.DataFrame, by: Sequence[str] | None = None) -> pl.DataFrame | float:
+    """Committed tokens over charged time, pooled (per group when ``by`` is given)."""
+    expr = (pl.col("tokens").sum() / pl.col("time").sum()).alias("tps")
+    if by:
+        return windows.group_by(list(by), maintain_order=True).agg(expr)
+    return float(windows.select(expr).item())
+
+
+def tps_per_window(windows: pl.DataFrame) -> pl.DataFrame:
+    return windows.with_columns((pl.col("tokens") / pl.col("time")).alias("tps"))
+
+
+def _chain_len() -> pl.Expr:
+    return pl.col("chain").list.len()
+
+
+def acceptance(rounds: pl.DataFrame) -> float:
+    """Accepted candidates / proposed candidates (conditional acceptance)."""
+    proposed = rounds.select(_chain_len().sum()).item()
+    return float(rounds["accepted"].sum() / proposed) if proposed else float("nan")
+
+
+def output_tokens(rounds: pl.DataFrame, keys: Sequence[str] = ("window_id", "config")) -> int:
+    """Target output tokens of the runs in ``rounds``: every committed token plus each first root."""
+    runs = rounds.select([k for k in keys if k in rounds.columns]).unique().height if keys else 1
+    return int(rounds.select(pl.col("committed").list.len().sum()).item()) + runs
+
+
+def coverage(rounds: pl.DataFrame, tokens: int | None = None) -> float:
+    """Accepted draft tokens / target output tokens (Section 5.2)."""
+    total = output_tokens(rounds) if tokens is None else tokens
+    return float(rounds["accepted"].sum() / total)
+
+
+def readiness(rounds: pl.DataFrame) -> float:
+    """Share of rounds that are K=1 with nothing ready (the target advanced alone)."""
+    return float(rounds.select(((pl.col("width") == 1) & (pl.col("ready") == 0)).mean()).item())
+
+
+def multi_token_share(rounds: pl.DataFrame) -> float:
+    """Share of rounds with physical width K > 1."""
+    return float(rounds.select((pl.col("width") > 1).mean()).item())
+
+
+def mean_accepted_length(rounds: pl.DataFrame) -> float:
+    """vLLM-style mean acceptance length: 1 + accepted tokens per drafted round."""
+    drafted = rounds.filter(_chain_len() > 0)
+    return 1.0 + float(drafted["accepted"].sum() / drafted.height) if drafted.height else float("nan")
+
+
+def slowdown_share(windows: pl.DataFrame, baseline: pl.DataFrame) -> float:
+    """Share of windows whose TPS is below the baseline's (target-only) on the same window."""
+    a = tps_per_window(windows).select("window_id", "tps")
+    b = tps_per_window(baseline).select("window_id", pl.col("tps").alias("tps_base"))
+    joined = a.join(b, on="window_id", how="inner")
+    if joined.height != a.height:
+        raise ValueError(f"baseline lacks {a.height - joined.height} of the compared windows")
+    return float(joined.select((pl.col("tps") < pl.col("tps_base")).mean()).item())
+
+
+def oracle_gap(tps_selected: float, tps_oracle: float) -> float:
+    """100 * (1 - TPS_selected / TPS_oracle), D.4.3."""
+    return 100.0 * (1.0 - tps_selected / tps_oracle)
+
+
+# ---------------------------------------------------------------------------------------------
+# D.2.7 overlap decomposition
+
+
+@dataclass(frozen=True, slots=True)
+class Overlap:
+    """``T = D + V - O + H`` (eq. 5) for one run; ``T >= max(D, V) + H`` (eq. 9)."""
+
+    T: float
+    D: float  # |P|: producer (drafting) service
+    V: float  # |V|: verifier service
+    O: float  # |P ∩ V|
+    H: float  # |[0, T] \\ (P ∪ V)|: queue/synchronization work and idle time
+
+
+def _merge(intervals: Iterable[tuple[float, float]], T: float) -> list[tuple[float, float]]:
+    """Union of intervals clipped to ``[0, T]``: internal intervals of a stage merge (D.2.7)."""
+    out: list[tuple[float, float]] = []
+    for s, e in sorted((max(0.0, s), min(T, e)) for s, e in intervals):
+        if e <= s:
+            continue
+        if out and s <= out[-1][1]:
+            if e > out[-1][1]:
+                out[-1] = (out[-1][0], e)
+        else:
+            out.append((s, e))
+    return out
+
+
+def _measure(merged: list[tuple[float, float]]) -> float:
+    return sum(e - s for s, e in merged)
+
+
+def _intersection(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> float:
+    i = j = 0
+    total = 0.0
+    while i < len(a) and j < len(b):
+        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if hi > lo:
+            total += hi - lo
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return total
+
+
+def overlap_decomposition(stages: pl.DataFrame, T: float | None = None) -> Overlap:
+    """D, V, O, H of one run from its completed stage intervals (eqs. 4-5).
+
+    ``resource == "producer"`` intervals form P, ``"verifier"`` form V; anything else (loop,
+    queue) is residual and lands in H with idle time. H is measured directly as the part of
+    ``[0, T]`` covered by neither set, so eq. 5 is a checked identity rather than a definition.
+    """
+    if T is None:
+        T = float(stages["T"][0])
+    rows = stages.select("resource", "start", "end").rows()
+    p = _merge(((s, e) for r, s, e in rows if r == "producer"), T)
+    v = _merge(((s, e) for r, s, e in rows if r == "verifier"), T)
+    union = _merge(p + v, T)
+    gaps, prev = 0.0, 0.0
+    for s, e in union:
+        gaps += s - prev
+        prev = e
+    gaps += T - prev
+    return Overlap(T=T, D=_measure(p), V=_measure(v), O=_intersection(p, v), H=gaps)
+
+
+def overlap_table(stages: pl.DataFrame, keys: Sequence[str] = ("window_id", "config")) -> pl.DataFrame:
+    """Overlap decomposition per run (grouped by ``keys``); needs a ``T`` column."""
+    rows = []
+    for key, part in stages.group_by(list(keys), maintain_order=True):
+        o = overlap_decomposition(part)
+        rows.append({**dict(zip(keys, key, strict=True)), "T": o.T, "D": o.D, "V": o.V, "O": o.O, "H": o.H})
+    return pl.DataFrame(rows)
