@@ -96,7 +96,7 @@ class Overlap:
     T: float
     D: float  # |P|: producer (drafting) service
     V: float  # |V|: verifier service
-    O: float  # |P ∩ V|
+    O: float  # noqa: E741 - the paper's symbol; |P ∩ V|
     H: float  # |[0, T] \\ (P ∪ V)|: queue/synchronization work and idle time
 
 

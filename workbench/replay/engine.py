@@ -24,8 +24,8 @@ import polars as pl
 
 from workbench.decoding import (
     ROUND_COLUMNS,
-    ExactnessError,
     DraftWork,
+    ExactnessError,
     ReferenceTarget,
     RoundRecord,
     Scheme,
