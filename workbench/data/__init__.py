@@ -1,0 +1,1 @@
+"""Datasets, windowing, selection rules and audio input validation."""
