@@ -37,6 +37,12 @@ def audit_run(window: Window, result: ReplayResult, price: Pricing, buffer: Publ
     target_only = result.config.scheme == "target_only"
     for r, t_decide, t_start, t_end in zip(result.untimed, result.t_decide, result.t_start, result.t_end,
                                            strict=True):
+        if buffer is not None:
+            for pos in r.provenance:
+                if pos >= 0 and buffer.publish_time_of(pos) > t_decide:
+                    raise ReplayAuditError(
+                        f"{where}: round {r.round} used buffer position {pos} published at "
+                        f"{buffer.publish_time_of(pos)} after its decision time {t_decide}")
         if not target_only and not price.has_width(r.width):
             raise ReplayAuditError(f"{where}: round {r.round} used physical width K={r.width}, "
                                    f"which the profile does not price")
@@ -44,11 +50,6 @@ def audit_run(window: Window, result: ReplayResult, price: Pricing, buffer: Publ
             raise ReplayAuditError(f"{where}: round {r.round} times out of order "
                                    f"({t_decide}, {t_start}, {t_end}) after {prev_end}")
         prev_end = t_end
-        if buffer is not None:
-            for pos in r.provenance:
-                if pos >= 0 and buffer.publish_time_of(pos) > t_decide:
-                    raise ReplayAuditError(
-                        f"{where}: round {r.round} used buffer position {pos} published at "
-                        f"{buffer.publish_time_of(pos)} after its decision time {t_decide}")
+
     if result.time < prev_end or result.t_eos > result.time:
         raise ReplayAuditError(f"{where}: charged time {result.time} ends before the last round {prev_end}")
