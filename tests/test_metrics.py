@@ -1,0 +1,104 @@
+"""Metrics on hand-made frames with known answers, and the D.2.7 identity on real replays."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from workbench import metrics
+from workbench.replay.engine import ReplayConfig, replay, results_frame
+from workbench.replay.profile import load_profile
+from workbench.replay.synthetic import SyntheticSpec, paper_like_sources, synthetic_windows
+
+
+def _rounds(rows: list[tuple[int, int, int, list[int]]]) -> pl.DataFrame:
+    """(width, ready, accepted, committed) per round; chain length = width - 1."""
+    return pl.DataFrame({
+        "width": [r[0] for r in rows], "ready": [r[1] for r in rows], "accepted": [r[2] for r in rows],
+        "chain": [[7] * (r[0] - 1) for r in rows], "committed": [r[3] for r in rows],
+        "window_id": ["a"] * len(rows), "config": ["x"] * len(rows),
+    })
+
+
+ROUNDS = _rounds([
+    (1, 0, 0, [1]),  # K1, nothing ready
+    (4, 5, 3, [1, 1, 1, 1]),  # full acceptance + bonus
+    (3, 2, 0, [1]),  # rejected at once
+    (1, 3, 0, [1]),  # K1 although candidates existed (e.g. no match)
+])
+
+
+def test_round_metrics_by_hand() -> None:
+    assert metrics.acceptance(ROUNDS) == pytest.approx(3 / 5)
+    assert metrics.output_tokens(ROUNDS) == 7 + 1  # committed + the first root
+    assert metrics.coverage(ROUNDS) == pytest.approx(3 / 8)
+    assert metrics.readiness(ROUNDS) == pytest.approx(1 / 4)
+    assert metrics.multi_token_share(ROUNDS) == pytest.approx(2 / 4)
+    assert metrics.mean_accepted_length(ROUNDS) == pytest.approx(1 + 3 / 2)
+
+
+def test_tps_pooled_is_not_mean_of_rates() -> None:
+    w = pl.DataFrame({"window_id": ["a", "b"], "config": ["x", "x"], "tokens": [100, 10], "time": [10.0, 0.5]})
+    assert metrics.tps_pooled(w) == pytest.approx(110 / 10.5)
+    assert metrics.tps_per_window(w)["tps"].to_list() == [10.0, 20.0]
+    by = metrics.tps_pooled(w, by=["config"])
+    assert by["tps"][0] == pytest.approx(110 / 10.5)
+
+
+def test_slowdown_share_and_gap() -> None:
+    base = pl.DataFrame({"window_id": ["a", "b", "c"], "tokens": [10, 10, 10], "time": [1.0, 1.0, 1.0]})
+    run = pl.DataFrame({"window_id": ["a", "b", "c"], "tokens": [10, 10, 10], "time": [0.5, 2.0, 1.0]})
+    assert metrics.slowdown_share(run, base) == pytest.approx(1 / 3)
+    assert metrics.oracle_gap(27.92, 28.54) == pytest.approx(100 * (1 - 27.92 / 28.54))
+    with pytest.raises(ValueError, match="baseline lacks"):
+        metrics.slowdown_share(run, base.head(2))
+
+
+def _stages(producer: list[tuple[float, float]], verifier: list[tuple[float, float]], T: float) -> pl.DataFrame:
+    rows = [("producer", s, e) for s, e in producer] + [("verifier", s, e) for s, e in verifier]
+    rows.append(("other", 0.0, T))  # residual stages never enter D or V
+    return pl.DataFrame(rows, schema=["resource", "start", "end"], orient="row").with_columns(pl.lit(T).alias("T"))
+
+
+def test_overlap_decomposition_exact_on_dyadic_intervals() -> None:
+    st_ = _stages([(0.0, 0.5), (0.25, 1.0), (2.0, 2.5)], [(0.75, 1.5), (1.75, 2.25), (3.0, 3.5)], T=4.0)
+    o = metrics.overlap_decomposition(st_)
+    assert (o.D, o.V, o.O) == (1.5, 1.75, 0.5)
+    assert o.H == 4.0 - 2.75
+    assert o.T == o.D + o.V - o.O + o.H  # eq. 5, exactly
+    assert o.T >= max(o.D, o.V) + o.H  # eq. 9
+
+
+interval = st.tuples(st.floats(0, 10, allow_nan=False), st.floats(0, 3, allow_nan=False)).map(
+    lambda x: (x[0], x[0] + x[1]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(interval, max_size=12), st.lists(interval, max_size=12), st.floats(0, 14))
+def test_overlap_identity_property(p: list, v: list, T: float) -> None:
+    o = metrics.overlap_decomposition(_stages(p, v, T))
+    assert o.T == pytest.approx(o.D + o.V - o.O + o.H, abs=1e-9)
+    assert o.T + 1e-9 >= max(o.D, o.V) + o.H
+    assert 0 <= o.O <= min(o.D, o.V) + 1e-12
+
+
+def test_overlap_on_replays_serial_has_no_overlap() -> None:
+    prof = load_profile("k70_pro")
+    w = synthetic_windows(SyntheticSpec(n_windows=1, sources=paper_like_sources(), seed=5))[0]
+    sd = replay(w, ReplayConfig("sd", width=8), prof)
+    o = metrics.overlap_decomposition(sd.stages_frame())
+    assert o.O == 0.0 and o.D > 0 and o.V > 0
+    assert o.T == pytest.approx(o.D + o.V + o.H, rel=1e-12)
+    a = replay(w, ReplayConfig("as2d", source="qwen", budget=7), prof)
+    oa = metrics.overlap_decomposition(a.stages_frame())
+    assert oa.O > 0  # drafting hidden behind verification
+    assert oa.T == pytest.approx(oa.D + oa.V - oa.O + oa.H, rel=1e-12)
+    assert oa.T >= max(oa.D, oa.V) + oa.H - 1e-12
+    # the round table carries what the round metrics need
+    rounds = a.rounds_frame()
+    assert metrics.output_tokens(rounds) == a.tokens
+    table = metrics.overlap_table(pl.concat([sd.stages_frame(), a.stages_frame()]))
+    assert table.height == 2
+    assert metrics.tps_pooled(results_frame([a])) == pytest.approx(a.tps)
