@@ -49,7 +49,7 @@ class SyntheticSpec:
     eos_id: int = 0
     zipf: float = 1.0  # rank exponent of the finite token law: the top token is ~11% of text
     drafter_acceptance: float = 0.85
-    hard_enter: float = 0.015  # P(enter a hard stretch) per token: burstiness
+    hard_enter: float = 0.01  # P(enter a hard stretch) per token: burstiness
     hard_mean: float = 6.0  # mean hard-stretch length in tokens
     hard_acceptance: float = 0.2  # agreement inside a hard stretch
     datasets: tuple[str, ...] = ("libri", "ami", "fleurs", "kespeech", "m4singer")
@@ -60,10 +60,10 @@ class SyntheticSpec:
 def paper_like_sources() -> tuple[SourceSpec, ...]:
     """Qwen (autoregressive, confident) plus two chunked external sources without confidence."""
     return (
-        SourceSpec("qwen", acceptance=0.93, p_insert=0.01, p_delete=0.01),
-        SourceSpec("parakeet", acceptance=0.85, p_insert=0.03, p_delete=0.03, chunk_tokens=7.0,
+        SourceSpec("qwen", acceptance=0.95, p_insert=0.005, p_delete=0.005),
+        SourceSpec("parakeet", acceptance=0.88, p_insert=0.02, p_delete=0.02, chunk_tokens=7.0,
                    confidence=False, eligible=0.8),
-        SourceSpec("sensevoice", acceptance=0.87, p_insert=0.02, p_delete=0.02, chunk_tokens=7.0,
+        SourceSpec("sensevoice", acceptance=0.9, p_insert=0.015, p_delete=0.015, chunk_tokens=7.0,
                    confidence=False, eligible=0.9),
     )
 
