@@ -83,3 +83,14 @@ def test_slower_producer_under_contention_costs_time() -> None:
     base = replay(w, ReplayConfig("as2d", source="qwen", budget=7), constant_profile(producer_factor=1.0))
     slowed = replay(w, ReplayConfig("as2d", source="qwen", budget=7), constant_profile(producer_factor=3.0))
     assert slowed.time > base.time
+
+
+def test_measured_operation_times_replace_profile_prices() -> None:
+    """A trajectory with measured producer times is not re-priced (nor slowed by coexistence)."""
+    w = exact_window(41)
+    track = w.sources["qwen"]
+    measured = replace(w, sources={"qwen": replace(track, op_ms=(10.0,) * len(track.op_tokens))})
+    p = constant_profile(forward_ms=99.0, producer_factor=4.0, align_ms=0.0, queue_ms=0.0)
+    r = replay(measured, ReplayConfig("as2d", source="qwen", budget=7), p)
+    ref = replay(w, ReplayConfig("as2d", source="qwen", budget=7), constant_profile(align_ms=0.0, queue_ms=0.0))
+    assert r.time == pytest.approx(ref.time, abs=1e-12)
