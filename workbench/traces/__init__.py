@@ -1,0 +1,1 @@
+"""Trace collection and the on-disk schema (parquet via polars)."""
