@@ -112,3 +112,13 @@ def test_speculative_outputs_equal_target_only(models):
     a2 = decode(As2d(buf, 3, 224, eos), t)
     audit_exact(a2.output, reference, "As²d, tiny.en producer")
     assert sum(r.accepted for r in a2.records) > 0
+
+
+def test_pocketsphinx_chunks_on_real_speech_convert_to_base_ids(models):
+    from workbench.models.external import pocketsphinx_chunks
+
+    path, ref = _clips()[0]
+    pubs = list(pocketsphinx_chunks(load_audio(path), models["base"].codec))
+    words = [w for p in pubs for w in p.text.split()]
+    assert len(pubs) == 3 and wer(_words(ref), words) < 0.6  # weak but real
+    assert all(models["base"].codec.decode(p.tokens) == p.text for p in pubs)
