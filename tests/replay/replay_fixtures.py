@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pytest
 
 from workbench.replay.profile import DeviceProfile, parse_profile
 from workbench.replay.trajectory import DraftTable, SourceTrack, Window
@@ -47,8 +46,3 @@ def exact_window(n: int, *, producer: list[int] | None = None, window_id: str = 
     stream = ref if producer is None else producer
     track = SourceTrack("qwen", tuple(stream), (0.9,) * len(stream), (1,) * len(stream))
     return Window(window_id, "test", tuple(ref), EOS, 1000, 1024, table, {"qwen": track}).validate()
-
-
-@pytest.fixture
-def profile() -> DeviceProfile:
-    return constant_profile()

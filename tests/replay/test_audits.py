@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from conftest import EOS, constant_profile, exact_window
+from replay_fixtures import EOS, constant_profile, exact_window
 
 from workbench.decoding import ExactnessError
 from workbench.replay.audit import ReplayAuditError, audit_run

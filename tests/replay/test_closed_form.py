@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from conftest import constant_profile, exact_window
+from replay_fixtures import constant_profile, exact_window
 
 from workbench.replay.engine import ReplayConfig, producer_plan, replay
 from workbench.replay.synthetic import SyntheticSpec, paper_like_sources, synthetic_windows
