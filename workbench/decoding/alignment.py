@@ -36,7 +36,7 @@ from .buffer import Snapshot
 DEFAULT_ALIGN_WINDOW = 8
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ReadCursor:
     cursor: int = 0
     floor: int = 0

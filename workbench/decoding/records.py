@@ -32,7 +32,9 @@ class DraftWork:
 NO_WORK = DraftWork()
 
 
-@dataclass(frozen=True, slots=True)
+# Records are built once per round on replay's hot path; frozen dataclasses cost ~2x to build,
+# so immutability is by convention here (tuples for every sequence; drivers use ``timed``).
+@dataclass(slots=True)
 class Call:
     """A scheme's decision for the next target call: known root plus a chain."""
 
@@ -51,7 +53,7 @@ class Call:
         return 1 + len(self.chain)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RoundRecord:
     """What one target call did. ``committed`` lists the tokens it made known, in order."""
 

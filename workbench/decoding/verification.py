@@ -19,7 +19,7 @@ class ExactnessError(AssertionError):
     """A speculative path produced a token the greedy target would not have produced."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Verdict:
     accepted: int  # chain tokens committed
     committed: tuple[int, ...]  # accepted chain tokens, then the correction/bonus unless output ended

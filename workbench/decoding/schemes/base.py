@@ -77,7 +77,8 @@ class Scheme(ABC):
 
     def chain_limit(self, budget: int) -> int:
         """Budget b, cut so the correction or bonus still fits in the output limit."""
-        return max(0, min(budget, self.room - 1))
+        room = self.max_output - len(self.output) - 1
+        return budget if budget < room else max(0, room)
 
     @abstractmethod
     def plan(self, now: float) -> Call:
@@ -87,16 +88,17 @@ class Scheme(ABC):
         """Commit the longest matching prefix plus the correction or bonus."""
         if self.done:
             raise RuntimeError(f"{self.name}: commit after the output ended")
-        if call.root != self.root:
-            raise RuntimeError(f"{self.name}: call root {call.root} is not the known root {self.root}")
-        verdict = verify_chain(call.chain, greedy, self.eos_id, self.room)
-        self.output.extend(verdict.committed)
+        output = self.output
+        if call.root != output[-1]:
+            raise RuntimeError(f"{self.name}: call root {call.root} is not the known root {output[-1]}")
+        verdict = verify_chain(call.chain, greedy, self.eos_id, self.max_output - len(output))
+        output.extend(verdict.committed)
         self.done = verdict.next_root is None
         cursor_after = self._after(call, verdict)
         record = RoundRecord(
             round=len(self.records),
             scheme=self.name,
-            width=call.width,
+            width=1 + len(call.chain),
             root=call.root,
             chain=call.chain,
             provenance=call.provenance,
