@@ -1,0 +1,145 @@
+"""Native host driver on tiny real Whisper models: exactness, real concurrency, same records, faults."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import polars as pl
+import pytest
+import torch
+from transformers import WhisperConfig, WhisperForConditionalGeneration
+
+from workbench.decoding import ROUND_COLUMNS, SCHEMES
+from workbench.metrics import overlap_decomposition
+from workbench.models.whisper import WhisperTarget, load_whisper, whisper_drafter
+from workbench.models.whisper_convert import AS2D_META
+from workbench.native.driver import NativeHost, ProducerError
+from workbench.native.producer import Placement, ProducerSpec
+
+TINY = dict(vocab_size=96, d_model=64, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+            decoder_attention_heads=4, encoder_ffn_dim=128, decoder_ffn_dim=128, num_mel_bins=16,
+            max_source_positions=16, max_target_positions=256, decoder_start_token_id=1, eos_token_id=3,
+            pad_token_id=3, bos_token_id=3)
+CAP = 120
+
+
+def save(model, d):
+    model.save_pretrained(d)
+    (d / AS2D_META).write_text(json.dumps(
+        {"prompt_ids": [1, 2], "eos_id": 3, "suppress_ids": [0], "begin_suppress_ids": [3]}))
+    return d
+
+
+@pytest.fixture(scope="module")
+def producer_dir(tmp_path_factory):
+    torch.manual_seed(0)
+    model = WhisperForConditionalGeneration(WhisperConfig(**TINY)).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() > 1:
+                p.normal_(0.0, 0.3)
+    return save(model, tmp_path_factory.mktemp("tiny_producer"))
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory, producer_dir):
+    """The target: the producer's weights plus 10 decoder layers whose residual branches are
+    exactly zero. Same greedy function, several times the decode cost -- so a real, cheaper
+    producer can run ahead of it, as a drafter does of its target."""
+    small = WhisperForConditionalGeneration.from_pretrained(producer_dir)
+    big = WhisperForConditionalGeneration(WhisperConfig(**{**TINY, "decoder_layers": 12})).eval()
+    state = big.state_dict()
+    with torch.no_grad():
+        for k, v in small.state_dict().items():
+            state[k].copy_(v)
+        for k, v in state.items():
+            layer = k.split("decoder.layers.")[1].split(".")[0] if "decoder.layers." in k else None
+            if layer is not None and int(layer) >= 2 and any(x in k for x in ("out_proj", "fc2")):
+                v.zero_()
+    big.load_state_dict(state)
+    return save(big, tmp_path_factory.mktemp("tiny_target"))
+
+
+@pytest.fixture(scope="module")
+def audio():
+    t = torch.arange(6400) / 16000
+    return (0.3 * torch.sin(2 * torch.pi * 220 * t)).numpy()
+
+
+@pytest.fixture(scope="module")
+def host(producer_dir):
+    spec = ProducerSpec(drafter={"name": "tiny", "family": "whisper", "local_path": str(producer_dir),
+                                 "vocabulary": "shared"}, placement=Placement(threads=1))
+    with NativeHost(spec, verifier=Placement(threads=1)) as h:
+        yield h
+
+
+def run(host, tiny_dir, audio, scheme, **kw):
+    bundle = load_whisper(tiny_dir)
+    serial = scheme in ("sd", "asp", "as2d_wo_td")
+    drafter = whisper_drafter(load_whisper(host.spec.drafter["local_path"]), audio) if serial else None
+    return host.run("w0", scheme, WhisperTarget(bundle, audio), audio=audio, max_output=CAP, drafter=drafter, **kw)
+
+
+def test_every_scheme_matches_target_only_and_emits_replay_records(host, tiny_dir, audio):
+    ref = run(host, tiny_dir, audio, "target_only")
+    assert len(ref.output) > 20
+    for scheme in SCHEMES:
+        res = run(host, tiny_dir, audio, scheme)
+        assert res.output == ref.output, scheme
+        frame = pl.DataFrame([r.as_row() for r in res.records])
+        assert tuple(frame.columns) == ROUND_COLUMNS
+        assert all(r.t_decide <= r.t_start <= r.t_end for r in res.records)
+        if scheme != "target_only":  # the same model drafts, so candidates really are accepted
+            assert sum(r.accepted for r in res.records) > 0, scheme
+
+
+def test_producer_runs_concurrently_with_the_verifier(host, tiny_dir, audio):
+    res = run(host, tiny_dir, audio, "as2d", params={"budget": 3})
+    stages = pl.DataFrame(list(res.stages), schema=["resource", "stage", "start", "end", "round"], orient="row")
+    ov = overlap_decomposition(stages, res.time)
+    assert ov.O > 0 and ov.D > 0 and ov.V > 0  # real overlap of producer and verifier service
+    assert abs(ov.T - (ov.D + ov.V - ov.O + ov.H)) < 1e-9
+    used = [p for r in res.records for p in r.provenance]
+    assert used and all(res.producer_times[p] <= r.t_decide for r in res.records for p in r.provenance)
+    assert res.placement["producer"]["pid"] != res.placement["verifier"]["pid"]
+
+
+def test_target_hitting_the_output_cap(host, tiny_dir, audio):
+    bundle = load_whisper(tiny_dir)
+    res = host.run("cap", "as2d", WhisperTarget(bundle, audio), audio=audio, max_output=17)
+    assert res.capped and len(res.output) == 17
+
+
+def test_producer_that_publishes_nothing_lets_the_target_finish_alone(host, tiny_dir, audio):
+    ref = run(host, tiny_dir, audio, "target_only")
+    res = run(host, tiny_dir, audio, "as2d", producer_cap=0)
+    assert res.output == ref.output and res.producer_tokens == ()
+    assert {r.k1_reason for r in res.records} <= {"not_ready", "exhausted", "output_cap"}
+
+
+def test_producer_crash_mid_run_gives_one_error_keeps_timings_and_leaves_no_orphan(tiny_dir, producer_dir, audio):
+    spec = ProducerSpec(drafter={"name": "tiny", "family": "whisper", "local_path": str(producer_dir),
+                                 "vocabulary": "shared"})
+    with NativeHost(spec) as h:
+        pid = h.producer_pid
+        bundle = load_whisper(tiny_dir)
+        target = WhisperTarget(bundle, audio)
+        orig_verify = target.verify
+
+        def verify_then_kill(root, chain):  # the phone-side failure: the producer dies mid-window
+            if h.producer_pid and h.shared.n_batches.value >= 1 and h._proc.is_alive():
+                os.kill(h.producer_pid, 9)
+                h._proc.join(5)
+            return orig_verify(root, chain)
+
+        target.verify = verify_then_kill
+        with pytest.raises(ProducerError, match="producer") as err:
+            h.run("crash", "as2d", target, audio=audio, max_output=CAP, drain_timeout=2)
+        partial = err.value.partial
+        assert partial is not None and partial.records and partial.time > 0
+    time.sleep(0.1)
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)

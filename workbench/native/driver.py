@@ -1,0 +1,208 @@
+"""Native host driver: the real clock, with the producer in its own process.
+
+The decode clock follows A.3: it starts after the target's audio and prompt prefill (and the
+producer's audio prefill) and ends at target EOS plus the producer's drain, charged once.
+Cleanup (waiting for the producer to acknowledge) is recorded separately.
+
+Schemes are the decoding core's, unchanged; this module only owns time. It emits the same round
+records and stage intervals ``(resource, stage, start, end, round)`` as replay.
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing as mp
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from workbench.decoding import Drafter, RoundRecord, Scheme, Target, make_scheme
+
+from .producer import Placement, ProducerSpec, producer_main
+from .shared import NativeSource, SharedBuffer
+
+DECOUPLED = frozenset({"as2d", "as2d_wo_bc"})
+Stage = tuple[str, str, float, float, int]
+
+
+class ProducerError(RuntimeError):
+    """The producer process failed; ``partial`` keeps the window's timings measured so far."""
+
+    def __init__(self, message: str, partial: NativeResult | None = None) -> None:
+        super().__init__(message)
+        self.partial = partial
+
+
+@dataclass
+class NativeResult:
+    window_id: str
+    scheme: str
+    output: tuple[int, ...]
+    records: tuple[RoundRecord, ...]
+    stages: tuple[Stage, ...]
+    time: float  # decode clock: after prefill through EOS plus charged drain (s)
+    t_eos: float
+    cleanup: float = 0.0  # after the charged boundary, recorded separately (A.3)
+    capped: bool = False
+    producer_tokens: tuple[int, ...] = ()
+    producer_times: tuple[float, ...] = ()  # publish time of each produced token, decode clock
+    producer_forwards: int = 0
+    placement: dict[str, Any] = field(default_factory=dict)
+    fault: str | None = None
+
+    @property
+    def tps(self) -> float:
+        return len(self.output) / self.time if self.time > 0 else math.inf
+
+
+def _loop(scheme: Scheme, target: Target, t0: float, clock: Callable[[], float]) -> tuple[list[RoundRecord], list]:
+    """Drive rounds until EOS or the cap; the target never waits for the producer."""
+    records, stages = [], []
+    while not scheme.done:
+        t_dec = clock() - t0
+        call = scheme.plan(t_dec)
+        t_start = clock() - t0
+        greedy = target.verify(call.root, call.chain)
+        rec = scheme.commit(call, greedy)
+        target.keep(rec.accepted)
+        t_end = clock() - t0
+        i = len(records)
+        records.append(rec.timed(t_dec, t_start, t_end))
+        if call.work.forwards or call.work.paired_forwards:
+            stages.append(("producer", "draft", t_dec, t_start, i))  # serial drafting (SD/ASP)
+        else:
+            stages.append(("verifier", "align", t_dec, t_start, i))
+        stages.append(("verifier", "verify" if call.chain else "step", t_start, t_end, i))
+    return records, stages
+
+
+class NativeHost:
+    """Owns the producer process across windows. Use as a context manager: no orphans."""
+
+    def __init__(self, producer: ProducerSpec | None, verifier: Placement | None = None,
+                 ready_timeout: float = 600.0) -> None:
+        self.spec = producer
+        self.verifier = verifier or Placement()
+        self.ready_timeout = ready_timeout
+        self.placement: dict[str, Any] = {}
+        self._proc: mp.Process | None = None
+
+    def __enter__(self) -> NativeHost:
+        self.placement["verifier"] = self.verifier.apply()
+        if self.spec is not None:
+            self._start_producer()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _start_producer(self) -> None:
+        ctx = mp.get_context("spawn")  # fork after torch threads start can deadlock
+        self.shared = SharedBuffer(ctx)
+        self.start_evt, self.stop_evt = ctx.Event(), ctx.Event()
+        self._conn, child = ctx.Pipe()
+        self._proc = ctx.Process(target=producer_main, name="as2d-producer", daemon=True,
+                                 args=(child, self.shared, self.start_evt, self.stop_evt, self.spec))
+        self._proc.start()
+        msg = self._recv(self.ready_timeout, "loading its model")
+        self.placement["producer"] = msg[1]
+
+    def _recv(self, timeout: float, doing: str) -> tuple:
+        if self._conn.poll(timeout):
+            try:
+                msg = self._conn.recv()
+            except EOFError:
+                msg = ("error", "the producer process exited", "")
+        elif self._proc is not None and not self._proc.is_alive():
+            msg = ("error", f"the producer process died (exit code {self._proc.exitcode})", "")
+        else:
+            msg = ("error", f"no answer within {timeout:.0f} s", "")
+        if msg[0] == "error":
+            raise ProducerError(f"producer failed while {doing}: {msg[1]}")
+        return msg
+
+    def close(self) -> None:
+        if self._proc is None:
+            return
+        try:
+            if self._proc.is_alive():
+                self._conn.send(("quit",))
+                self._proc.join(5)
+        except (BrokenPipeError, OSError):
+            pass
+        if self._proc.is_alive():
+            self._proc.kill()
+            self._proc.join(5)
+        self._proc = None
+
+    @property
+    def producer_pid(self) -> int | None:
+        return None if self._proc is None else self._proc.pid
+
+    # -------------------------------------------------------------------------------------
+    def run(
+        self,
+        window_id: str,
+        scheme_name: str,
+        target: Target,
+        *,
+        audio: Any = None,
+        max_output: int,
+        drafter: Drafter | None = None,
+        params: dict[str, Any] | None = None,
+        drain_timeout: float = 30.0,
+        producer_cap: int | None = None,
+    ) -> NativeResult:
+        """Run one window with one scheme; ``target`` is freshly built for this window."""
+        clock = time.perf_counter
+        params = dict(params or {})
+        decoupled = scheme_name in DECOUPLED
+        if decoupled and self._proc is None:
+            raise ValueError(f"scheme {scheme_name!r} needs a producer process; this NativeHost has none")
+        if decoupled:
+            self.start_evt.clear()
+            self.stop_evt.clear()
+            cap = max_output if producer_cap is None else producer_cap
+            self._conn.send(("window", window_id, audio, cap))
+            self._recv(self.ready_timeout, f"preparing window {window_id}")
+        root = target.prefill()
+        source = None
+        t0 = clock()
+        if decoupled:
+            source = NativeSource(self.shared, t0, "producer", target.vocab_size)
+            self.start_evt.set()
+        scheme = make_scheme(scheme_name, max_output=max_output, eos_id=target.eos_id, drafter=drafter,
+                             source=source, **params)
+        scheme.start(root)
+        fault = None
+        try:
+            records, stages = _loop(scheme, target, t0, clock)
+        finally:
+            t_eos = clock() - t0
+            if decoupled:
+                self.stop_evt.set()
+        result = NativeResult(window_id, scheme_name, tuple(scheme.output), tuple(records), tuple(stages),
+                              t_eos, t_eos, capped=bool(records) and records[-1].outcome == "cap",
+                              placement=dict(self.placement))
+        if not decoupled:
+            return result
+        try:
+            msg = self._recv(drain_timeout, f"draining window {window_id}")
+            result.producer_forwards = int(msg[1])
+        except ProducerError as err:
+            fault = str(err)
+        finish = self.shared.finish_time.value - t0
+        source.snapshot()  # mirror everything published, for the trajectory
+        buf = source.buffer
+        result.producer_tokens = tuple(buf.snapshot().tokens())
+        result.producer_times = tuple(buf.publish_time_of(i) for i in range(len(buf)))
+        spans = [("producer", "draft", max(0.0, a - t0), b - t0, -1) for a, b in self.shared.producer_spans()]
+        result.stages = result.stages + tuple(spans)
+        if not math.isnan(finish):
+            result.time = max(t_eos, finish)  # drain after target EOS is charged once
+        result.cleanup = max(0.0, clock() - t0 - result.time)
+        if fault is not None:
+            result.fault = fault
+            raise ProducerError(f"window {window_id}: {fault}; partial timings kept", partial=result)
+        return result
