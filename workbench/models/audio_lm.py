@@ -5,17 +5,25 @@ features) produces the retained audio KV C_u before the clock; the instruction p
 and yields the first known root. ``verify`` is ONE forward over ``[root, *chain]`` and ``keep``
 crops rejected entries with ``DynamicCache.crop(-n)``. While decoding with a cache we pass no
 full attention mask: positions come from the cache length (Omni: plus its rope deltas).
+
+Qwen2.5-Omni keeps its M-RoPE deltas on the shared model object (``model.model.rope_deltas``),
+so a target, drafter or producer session over the same model would read each other's deltas.
+Each session therefore captures the deltas of its own audio prefill and passes explicit 3-D
+positions afterwards.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
 from transformers import DynamicCache
 
-from workbench.models.drafting import PrefixDrafter
+from workbench.models.drafting import AutoregressiveProducer, PrefixDrafter
+
+MROPE_MODEL_TYPES = frozenset({"qwen2_5_omni_thinker"})
 
 
 class AudioLMSession:
@@ -29,12 +37,29 @@ class AudioLMSession:
         self._mask = torch.zeros(model.config.get_text_config().vocab_size)
         if suppress_ids:
             self._mask[torch.tensor(list(suppress_ids))] = float("-inf")
-        self.audio_logits = self._run(audio_ids, dict(audio_inputs))
+        self._rope_deltas: torch.Tensor | None = None
+        extra = dict(audio_inputs)
+        mrope = model.config.model_type in MROPE_MODEL_TYPES
+        if mrope:
+            # the mask over the audio prompt is what makes Omni compute its rope index (deltas)
+            extra.setdefault("attention_mask", torch.ones(1, len(audio_ids), dtype=torch.long))
+        self.audio_logits = self._run(audio_ids, extra)
+        if mrope:
+            self._rope_deltas = model.model.rope_deltas.detach().clone().reshape(1, 1, 1)
         self.audio_len = self.length
+
+    def _positions(self, n: int, dev: torch.device) -> dict[str, torch.Tensor]:
+        if self._rope_deltas is None:
+            return {}
+        pos = torch.arange(self.length, self.length + n, device=dev).view(1, 1, n) + self._rope_deltas.to(dev)
+        return {"position_ids": pos.expand(3, 1, n)}
 
     def _run(self, ids: Sequence[int], extra: dict[str, Any]) -> torch.Tensor:
         dev = next(self.model.parameters()).device
         inp = torch.tensor([list(ids)], dtype=torch.long, device=dev)
+        extra = {k: v.to(dev) if isinstance(v, torch.Tensor) else v for k, v in extra.items()}
+        if not extra:
+            extra = self._positions(len(ids), dev)
         with torch.inference_mode():
             out = self.model(input_ids=inp, cache=self.cache, use_cache=True, **extra)
         self.cache = out.cache if getattr(out, "cache", None) is not None else out.past_key_values
@@ -112,6 +137,18 @@ def audio_lm_drafter(model: torch.nn.Module, audio_ids: Sequence[int], instructi
     ``max_len`` caps instruction + generated tokens (the audio KV comes on top)."""
     session = AudioLMSession(model, audio_ids, audio_inputs, suppress_ids)
     return PrefixDrafter(session, instruction_ids, eos_id, max_len + session.length)
+
+
+def audio_lm_producer(model: torch.nn.Module, audio_ids: Sequence[int], instruction_ids: Sequence[int],
+                      audio_inputs: Mapping[str, Any], eos_id: int | None, max_new_tokens: int,
+                      suppress_ids: Sequence[int] = (),
+                      clock: Callable[[], float] = time.perf_counter) -> AutoregressiveProducer:
+    """Target-decoupled producer on a same-vocabulary audio LM; its audio prefill runs inside the
+    producer's own clock (the session is built when iteration starts)."""
+    def factory() -> AudioLMSession:
+        return AudioLMSession(model, audio_ids, audio_inputs, suppress_ids)
+
+    return AutoregressiveProducer(factory, instruction_ids, eos_id, max_new_tokens, clock)
 
 
 def qwen3_asr_audio_tokens(model: torch.nn.Module, input_features: torch.Tensor,
