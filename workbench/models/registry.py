@@ -137,3 +137,51 @@ def load_whisper_spec(spec: ModelSpec, allow_network: bool | None = None):
     elif spec.quantize:
         raise ValueError(f"{spec.name}: unknown quantize {spec.quantize!r}")
     return bundle
+
+
+AUDIO_LM_CLASSES = {
+    "qwen3_asr": "Qwen3ASRForConditionalGeneration",
+    "qwen2_audio": "Qwen2AudioForConditionalGeneration",
+    "qwen2_5_omni": "Qwen2_5OmniThinkerForConditionalGeneration",
+}
+
+
+@dataclass
+class AudioLMBundle:
+    name: str
+    family: str
+    model: Any
+    processor: Any | None  # None when loaded with processor=False
+
+
+def load_audio_lm_spec(spec: ModelSpec, allow_network: bool | None = None, processor: bool = True) -> AudioLMBundle:
+    """Load a decoder-only audio LM ``ModelSpec`` (weights + its processor) in eval mode.
+
+    A released Qwen2.5-Omni directory holds the whole model (thinker, talker, vocoder); only the
+    thinker is loaded, from its ``thinker.``-prefixed weights.
+    """
+    import json
+
+    import transformers
+
+    if spec.family not in AUDIO_LM_CLASSES:
+        raise ValueError(f"{spec.name} is a {spec.family} model; audio LM families: {sorted(AUDIO_LM_CLASSES)}")
+    if spec.quantize:
+        raise ValueError(f"{spec.name}: quantize={spec.quantize!r} is supported for whisper only")
+    path = resolve_weights(spec, allow_network)
+    cls = getattr(transformers, AUDIO_LM_CLASSES[spec.family])
+    kwargs: dict[str, Any] = {"dtype": torch_dtype(spec.dtype)}
+    if json.loads((path / "config.json").read_text()).get("model_type") == "qwen2_5_omni":
+        kwargs["config"] = transformers.Qwen2_5OmniConfig.from_pretrained(path).thinker_config
+        kwargs["key_mapping"] = {r"^thinker\.": ""}
+    model = cls.from_pretrained(path, **kwargs).to(spec.device).eval()
+    proc = None
+    if processor:
+        try:
+            proc = transformers.AutoProcessor.from_pretrained(path)
+        except (OSError, ValueError, TypeError) as e:
+            raise MissingWeightsError(
+                f"{spec.name}: {path} has model weights but no usable processor (tokenizer, feature extractor, "
+                f"chat template): {type(e).__name__}: {e}. Copy the processor files from the release next to the "
+                "weights, or load with processor=False.") from e
+    return AudioLMBundle(spec.name, spec.family, model, proc)
