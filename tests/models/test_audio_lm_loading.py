@@ -114,7 +114,12 @@ def test_released_omni_layout_loads_only_the_thinker(tmp_path):
 @pytest.mark.skipif(importlib.util.find_spec("torchvision") is None,
                     reason="Qwen2_5OmniProcessor needs torchvision for its video processor")
 def test_omni_prompt_with_a_processor(tmp_path):  # pragma: no cover - needs torchvision
-    from transformers import Qwen2_5OmniProcessor, Qwen2VLImageProcessor, Qwen2VLVideoProcessor
+    from transformers import (
+        Qwen2_5OmniProcessor,
+        Qwen2VLImageProcessor,
+        Qwen2VLVideoProcessor,
+        WhisperFeatureExtractor,
+    )
 
     from tests.models.tiny_processors import byte_tokenizer
 
@@ -124,10 +129,8 @@ def test_omni_prompt_with_a_processor(tmp_path):  # pragma: no cover - needs tor
     template = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{% for c in m['content'] %}"
                 "{% if c['type'] == 'audio' %}<|audio_bos|><|AUDIO|><|audio_eos|>{% else %}{{ c['text'] }}{% endif %}"
                 "{% endfor %}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
-    from transformers import WhisperFeatureExtractor
-
-    proc = Qwen2_5OmniProcessor(Qwen2VLImageProcessor(), Qwen2VLVideoProcessor(), WhisperFeatureExtractor(feature_size=16),
-                                tok, chat_template=template)
+    proc = Qwen2_5OmniProcessor(Qwen2VLImageProcessor(), Qwen2VLVideoProcessor(),
+                                WhisperFeatureExtractor(feature_size=16), tok, chat_template=template)
     p = audio_prompt("qwen2_5_omni", proc, tiny_audio(0.5))
     assert tok.decode(p.audio_ids).endswith("<|audio_eos|>")
     assert tok.decode(p.instruction_ids).endswith("<|im_start|>assistant\n")
