@@ -144,6 +144,7 @@ AUDIO_LM_CLASSES = {
     "qwen2_audio": "Qwen2AudioForConditionalGeneration",
     "qwen2_5_omni": "Qwen2_5OmniThinkerForConditionalGeneration",
 }
+CTC_CLASSES = {"parakeet_ctc": "ParakeetForCTC"}
 
 
 @dataclass
@@ -154,22 +155,18 @@ class AudioLMBundle:
     processor: Any | None  # None when loaded with processor=False
 
 
-def load_audio_lm_spec(spec: ModelSpec, allow_network: bool | None = None, processor: bool = True) -> AudioLMBundle:
-    """Load a decoder-only audio LM ``ModelSpec`` (weights + its processor) in eval mode.
-
-    A released Qwen2.5-Omni directory holds the whole model (thinker, talker, vocoder); only the
-    thinker is loaded, from its ``thinker.``-prefixed weights.
-    """
+def _load_transformers(spec: ModelSpec, classes: dict[str, str], what: str, allow_network: bool | None,
+                       processor: bool) -> AudioLMBundle:
     import json
 
     import transformers
 
-    if spec.family not in AUDIO_LM_CLASSES:
-        raise ValueError(f"{spec.name} is a {spec.family} model; audio LM families: {sorted(AUDIO_LM_CLASSES)}")
+    if spec.family not in classes:
+        raise ValueError(f"{spec.name} is a {spec.family} model; {what} families: {sorted(classes)}")
     if spec.quantize:
         raise ValueError(f"{spec.name}: quantize={spec.quantize!r} is supported for whisper only")
     path = resolve_weights(spec, allow_network)
-    cls = getattr(transformers, AUDIO_LM_CLASSES[spec.family])
+    cls = getattr(transformers, classes[spec.family])
     kwargs: dict[str, Any] = {"dtype": torch_dtype(spec.dtype)}
     if json.loads((path / "config.json").read_text()).get("model_type") == "qwen2_5_omni":
         kwargs["config"] = transformers.Qwen2_5OmniConfig.from_pretrained(path).thinker_config
@@ -185,3 +182,17 @@ def load_audio_lm_spec(spec: ModelSpec, allow_network: bool | None = None, proce
                 f"chat template): {type(e).__name__}: {e}. Copy the processor files from the release next to the "
                 "weights, or load with processor=False.") from e
     return AudioLMBundle(spec.name, spec.family, model, proc)
+
+
+def load_audio_lm_spec(spec: ModelSpec, allow_network: bool | None = None, processor: bool = True) -> AudioLMBundle:
+    """Load a decoder-only audio LM ``ModelSpec`` (weights + its processor) in eval mode.
+
+    A released Qwen2.5-Omni directory holds the whole model (thinker, talker, vocoder); only the
+    thinker is loaded, from its ``thinker.``-prefixed weights.
+    """
+    return _load_transformers(spec, AUDIO_LM_CLASSES, "audio LM", allow_network, processor)
+
+
+def load_ctc_spec(spec: ModelSpec, allow_network: bool | None = None) -> AudioLMBundle:
+    """Load a CTC external source (``ParakeetForCTC`` + its processor) for ``parakeet_ctc_chunks``."""
+    return _load_transformers(spec, CTC_CLASSES, "CTC", allow_network, processor=True)

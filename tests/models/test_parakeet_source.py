@@ -1,0 +1,109 @@
+"""Parakeet CTC external chunked source on a tiny random ParakeetForCTC loaded from a saved dir."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+import torch
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+from transformers import (
+    ParakeetCTCConfig,
+    ParakeetFeatureExtractor,
+    ParakeetForCTC,
+    ParakeetProcessor,
+    ParakeetTokenizer,
+)
+
+from tests.models.test_tokenizer import MERGES, _byte_level
+from tests.models.tiny_audio_lms import spread
+from workbench.decoding import PublicationBuffer
+from workbench.models.external import CHUNK_SECONDS, SAMPLE_RATE, parakeet_ctc_chunks, publish_chunks
+from workbench.models.registry import MissingWeightsError, ModelSpec, load_ctc_spec, load_model_config
+from workbench.models.tokenizer import TextCodec
+
+PIECES = ["<unk>", "▁", "▁the", "▁a", "▁cat", "▁sat", "▁on", "▁mat", *"abcdefghijklmnopqrstuvwxyz"]
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory):
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny model: thread hand-offs cost more than the arithmetic
+    tok = Tokenizer(models.Unigram([(p, -1.0 - 0.01 * i) for i, p in enumerate(PIECES)], unk_id=0))
+    tok.pre_tokenizer = pre_tokenizers.Metaspace()
+    tok.decoder = decoders.Metaspace()
+    pk_tok = ParakeetTokenizer(tokenizer_object=tok, unk_token="<unk>", pad_token="<pad>")
+    processor = ParakeetProcessor(feature_extractor=ParakeetFeatureExtractor(feature_size=16), tokenizer=pk_tok)
+    blank = processor.tokenizer.pad_token_id
+    cfg = ParakeetCTCConfig(vocab_size=len(processor.tokenizer), pad_token_id=blank, encoder_config=dict(
+        hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64, num_mel_bins=16,
+        subsampling_conv_channels=8, conv_kernel_size=3))
+    path = tmp_path_factory.mktemp("parakeet")
+    spread(ParakeetForCTC(cfg), seed=0).save_pretrained(path)
+    processor.save_pretrained(path)
+    bundle = load_ctc_spec(ModelSpec(name="parakeet-tiny", family="parakeet_ctc", local_path=str(path)),
+                           allow_network=False)
+    yield bundle.model, bundle.processor
+    torch.set_num_threads(n)
+
+
+def _audio(seconds: float, seed: int) -> np.ndarray:
+    return (0.1 * np.random.default_rng(seed).standard_normal(int(SAMPLE_RATE * seconds))).astype(np.float32)
+
+
+def _greedy_ctc_text(model, processor, chunk: np.ndarray) -> str:
+    """Independent greedy CTC: argmax per valid output frame, merge repeats, drop blanks, detokenize."""
+    inputs = processor(chunk, sampling_rate=SAMPLE_RATE, return_tensors="pt")
+    with torch.inference_mode():
+        logits = model(**inputs).logits[0]
+    valid = model._get_output_attention_mask(inputs["attention_mask"], target_length=logits.shape[0])[0]
+    best = logits[valid].argmax(-1).tolist()
+    ids = [k for k, _ in itertools.groupby(best) if k != model.config.pad_token_id]
+    words = processor.tokenizer.decode(ids, group_tokens=False, skip_special_tokens=True)
+    return "".join(f" {w}" for w in words.split())
+
+
+def test_fixed_chunks_publish_greedy_ctc_text_in_target_ids(source):
+    model, processor = source
+    codec = TextCodec(_byte_level(MERGES))
+    audio = _audio(6.0, seed=0)
+    pubs = list(parakeet_ctc_chunks(audio, codec, model, processor))
+    assert [p.chunk for p in pubs] == [0, 1, 2]  # ceil(6.0 / 2.56)
+    assert all(p.confidences is None for p in pubs)
+    assert [p.publish_time for p in pubs] == sorted(p.publish_time for p in pubs)
+    n = int(CHUNK_SECONDS * SAMPLE_RATE)
+    assert any(p.text for p in pubs)
+    for p in pubs:
+        assert p.text == _greedy_ctc_text(model, processor, audio[p.chunk * n : (p.chunk + 1) * n])
+        assert codec.decode(p.tokens) == p.text
+
+
+def test_a_chunk_depends_only_on_its_own_samples(source):
+    model, processor = source
+    codec = TextCodec(_byte_level(MERGES))
+    a = _audio(6.0, seed=1)
+    b = a.copy()
+    b[int(2 * CHUNK_SECONDS * SAMPLE_RATE) :] = _audio(6.0, seed=2)[: len(b) - int(2 * CHUNK_SECONDS * SAMPLE_RATE)]
+    pa, pb = (list(parakeet_ctc_chunks(x, codec, model, processor)) for x in (a, b))
+    assert [p.tokens for p in pa[:2]] == [p.tokens for p in pb[:2]]
+
+
+def test_chunks_publish_atomically_without_confidence(source):
+    model, processor = source
+    codec = TextCodec(_byte_level(MERGES))
+    pubs = list(parakeet_ctc_chunks(_audio(6.0, seed=3), codec, model, processor))
+    buf = PublicationBuffer(source_id="parakeet_ctc", vocab_size=codec.vocab_size)
+    n = publish_chunks(pubs, buf.publish)
+    non_empty = [p for p in pubs if p.tokens]
+    assert n == len(buf.batches) == len(non_empty)
+    assert [b.tokens for b in buf] == [tuple(p.tokens) for p in non_empty]
+    assert all(b.confidences is None for b in buf)
+
+
+def test_registered_parakeet_needs_weights():
+    spec = ModelSpec.from_dict(load_model_config("qwen3_asr")["parakeet_ctc"])
+    with pytest.raises(MissingWeightsError, match="parakeet-ctc-0.6b"):
+        load_ctc_spec(spec, allow_network=False)
+    with pytest.raises(ValueError, match="CTC families"):
+        load_ctc_spec(ModelSpec(name="q", family="qwen3_asr"), allow_network=False)
