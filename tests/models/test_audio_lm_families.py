@@ -1,4 +1,4 @@
-"""Qwen2-Audio and Qwen2.5-Omni thinker targets: pathwise equivalence, commit-and-repair, and
+"""Qwen2-Audio, Qwen2.5-Omni thinker and Qwen3-ASR targets: pathwise equivalence, commit-and-repair, and
 speculative output equal to target-only output (tiny random configs)."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ import itertools
 import pytest
 import torch
 
+from tests.models.test_audio_lm_target import tiny_qwen3_asr
 from tests.models.tiny_audio_lms import (
     AUDIO,
     EOS,
@@ -16,6 +17,7 @@ from tests.models.tiny_audio_lms import (
     omni_window,
     perturbed,
     qwen2_audio_window,
+    qwen3_asr_window,
     tiny_omni_thinker,
     tiny_qwen2_audio,
 )
@@ -24,7 +26,8 @@ from workbench.decoding.protocols import Target
 from workbench.models.audio_lm import AudioLMTarget, audio_lm_drafter, audio_lm_producer
 from workbench.models.drafting import publish_all
 
-FAMILIES = {"qwen2_audio": (tiny_qwen2_audio, qwen2_audio_window), "qwen2_5_omni": (tiny_omni_thinker, omni_window)}
+FAMILIES = {"qwen2_audio": (tiny_qwen2_audio, qwen2_audio_window), "qwen2_5_omni": (tiny_omni_thinker, omni_window),
+            "qwen3_asr": (tiny_qwen3_asr, qwen3_asr_window)}
 SUPPRESS = [AUDIO]
 
 

@@ -4,6 +4,7 @@ the chat-template prompt helpers, end to end on tiny random models saved with sa
 from __future__ import annotations
 
 import importlib.util
+import inspect
 
 import numpy as np
 import pytest
@@ -22,7 +23,7 @@ from tests.models.tiny_processors import (
 )
 from workbench.decoding import decode, make_scheme
 from workbench.models.audio_lm import AudioLMTarget, qwen3_asr_audio_tokens
-from workbench.models.prompts import audio_prompt
+from workbench.models.prompts import PROMPTS, audio_prompt
 from workbench.models.registry import MissingWeightsError, ModelSpec, load_audio_lm_spec, load_model_config
 
 
@@ -50,7 +51,7 @@ def test_qwen2_audio_release_dir_loads_and_prompts(tmp_path):
                                 allow_network=False)
     assert type(bundle.model) is type(model) and not bundle.model.training
     tok = bundle.processor.tokenizer
-    p = audio_prompt("qwen2_audio", bundle.processor, tiny_audio(0.5), instruction="Transcribe.")
+    p = audio_prompt("qwen2_audio", bundle.processor, tiny_audio(0.5), instruction="Transcribe.", system=None)
     head = tok.decode(p.audio_ids)
     assert head.startswith("<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\nAudio 1: ")
     assert head.endswith("<|audio_eos|>")
@@ -72,7 +73,8 @@ def test_qwen3_asr_release_dir_loads_and_prompts(tmp_path):
     bundle = load_audio_lm_spec(_spec("qwen3-asr-tiny", "qwen3_asr", save_release(model, proc, tmp_path)),
                                 allow_network=False)
     tok = bundle.processor.tokenizer
-    p = audio_prompt("qwen3_asr", bundle.processor, tiny_audio(2.0), language="en")
+    p = audio_prompt("qwen3_asr", bundle.processor, tiny_audio(2.0), **{**load_model_config("qwen3_asr")["prompt"],
+                                                                        "language": "en"})
     assert tok.decode(p.audio_ids).endswith("<|audio_end|>")
     assert tok.decode(p.instruction_ids) == "<|im_end|>\n<|im_start|>assistant\nlanguage English<asr_text>"
     # the processor's placeholder count agrees with the encoder's own output (13 per 100 frames)
@@ -154,6 +156,7 @@ def test_missing_weights_and_missing_processor_are_clear(tmp_path):
 @pytest.mark.parametrize("name", ["qwen3_asr", "qwen2_audio", "qwen2_5_omni"])
 def test_registry_configs_name_audio_lm_families_without_weights(name):
     cfg = load_model_config(name)
+    inspect.signature(PROMPTS[name]).bind(None, None, **cfg["prompt"])  # every prompt key is a helper argument
     for role in ("target", "drafter"):
         spec = ModelSpec.from_dict(cfg[role])
         with pytest.raises(MissingWeightsError, match=spec.name):

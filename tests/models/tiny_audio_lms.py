@@ -102,3 +102,12 @@ def omni_window(model: torch.nn.Module, seed: int, frames: int = 40) -> AudioLMC
     n = int(model.model.audio_tower._get_feat_extract_output_lengths(mask.sum(-1))[1])
     audio_ids = [109, 5, AUDIO_BOS, *[AUDIO] * n, AUDIO_EOS]
     return AudioLMCase(model, audio_ids, [7, 8, 9], {"input_features": feats, "feature_attention_mask": mask})
+
+
+def qwen3_asr_window(model: torch.nn.Module, seed: int, frames: int = 200) -> AudioLMCase:
+    """Qwen3-ASR: 128 mel bins, 13 audio tokens per 100 frames."""
+    g = torch.Generator().manual_seed(seed)
+    feats = torch.randn(1, 128, frames, generator=g)
+    mask = torch.ones(1, frames, dtype=torch.long)
+    audio_ids = [5, AUDIO_BOS, *[AUDIO] * (13 * frames // 100), AUDIO_EOS]
+    return AudioLMCase(model, audio_ids, [7, 8, 9], {"input_features": feats, "input_features_mask": mask})

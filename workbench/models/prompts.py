@@ -108,7 +108,8 @@ PROMPTS = {"qwen3_asr": qwen3_asr_prompt, "qwen2_audio": qwen2_audio_prompt, "qw
 
 
 def audio_prompt(family: str, processor: Any, audio: np.ndarray, **kwargs: Any) -> AudioPrompt:
-    """Dispatch on the registry family name."""
+    """Dispatch on the registry family name; ``kwargs`` is a ``conf/model`` ``prompt:`` section,
+    where ``None`` means the family's default (pass ``system=""`` for an empty system turn)."""
     if family not in PROMPTS:
         raise ValueError(f"no prompt helper for family {family!r}; known: {sorted(PROMPTS)}")
-    return PROMPTS[family](processor, audio, **kwargs)
+    return PROMPTS[family](processor, audio, **{k: v for k, v in kwargs.items() if v is not None})
