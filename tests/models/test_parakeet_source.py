@@ -107,3 +107,32 @@ def test_registered_parakeet_needs_weights():
         load_ctc_spec(spec, allow_network=False)
     with pytest.raises(ValueError, match="CTC families"):
         load_ctc_spec(ModelSpec(name="q", family="qwen3_asr"), allow_network=False)
+
+
+def test_ctc_chunks_in_a_qwen_vocabulary_keep_as2d_exact(source):
+    """Cross-vocabulary external source end to end: Parakeet text -> Qwen2-Audio tokenizer ids ->
+    buffer -> As²d on a tiny Qwen2-Audio target; output equals target-only."""
+    from tests.models.tiny_processors import qwen2_audio_for, qwen2_audio_processor
+    from workbench.decoding import audit_exact, decode, make_scheme
+    from workbench.models.audio_lm import AudioLMTarget
+    from workbench.models.prompts import qwen2_audio_prompt
+
+    model, processor = source
+    qproc = qwen2_audio_processor()
+    target_model = qwen2_audio_for(qproc)
+    audio = _audio(3.0, seed=4)
+    codec = TextCodec(qproc.tokenizer.backend_tokenizer)
+    pubs = list(parakeet_ctc_chunks(audio, codec, model, processor))
+    prompt = qwen2_audio_prompt(qproc, audio[: SAMPLE_RATE // 2])
+    vocab = target_model.config.get_text_config().vocab_size
+    reference = decode(make_scheme("target_only", max_output=16, eos_id=prompt.eos_id),
+                       AudioLMTarget(target_model, **prompt.as_kwargs())).output
+    buf = PublicationBuffer(source_id="parakeet_ctc", vocab_size=vocab)
+    assert publish_chunks(pubs, buf.publish) >= 1
+    buf.finish(buf.batches[-1].publish_time)
+    res = decode(make_scheme("as2d", max_output=16, eos_id=prompt.eos_id, source=buf, budget=3),
+                 AudioLMTarget(target_model, **prompt.as_kwargs()))
+    audit_exact(res.output, reference, "As²d with a Parakeet CTC source")
+    # the buffer holds exactly the CTC text in the target's vocabulary (random models rarely align,
+    # so acceptance is not asserted here; exactness is)
+    assert qproc.tokenizer.decode([t for b in buf for t in b.tokens]) == "".join(p.text for p in pubs)
