@@ -17,6 +17,7 @@ text or target KV (Appendix C.1).
 
 from __future__ import annotations
 
+import itertools
 import os
 import time
 import traceback
@@ -119,6 +120,10 @@ def producer_main(conn: Any, shared: SharedBuffer, start: Any, stop: Any, spec: 
             _, window_id, audio, cap = msg
             shared.reset()
             stream = _build_stream(spec, bundle, audio, cap)
+            # The producer's own prompt prefill yields its first token, like the target's prefill
+            # yields the first root: both happen before the decode clock starts (A.3, D.5.1).
+            first = next(stream, None)
+            stream = itertools.chain([] if first is None else [first], stream)
             conn.send(("ready", window_id))
             start.wait()
             t_begin = time.perf_counter()
