@@ -39,12 +39,19 @@ def tracking_uri(root: str | Path = ".", override: str | None = None) -> str:
     return f"sqlite:///{store / 'mlflow.db'}"
 
 
+def artifact_root(uri: str, root: str | Path = ".") -> Path:
+    """Artifacts live next to a sqlite store (``mlruns/mlflow.db`` -> ``mlruns/artifacts``)."""
+    if uri.startswith("sqlite:///"):
+        return Path(uri[len("sqlite:///"):]).resolve().parent / "artifacts"
+    return (Path(root) / DEFAULT_STORE / "artifacts").resolve()
+
+
 def ensure_experiment(name: str, root: str | Path = ".") -> str:
-    """Experiment id for ``name``, creating it with artifacts under ``mlruns/``."""
+    """Experiment id for ``name``, creating it with artifacts beside the store."""
     exp = mlflow.get_experiment_by_name(name)
     if exp is not None:
         return exp.experiment_id
-    artifacts = (Path(root) / DEFAULT_STORE / "artifacts").resolve()
+    artifacts = artifact_root(mlflow.get_tracking_uri(), root)
     artifacts.mkdir(parents=True, exist_ok=True)
     return mlflow.create_experiment(name, artifact_location=artifacts.as_uri())
 
