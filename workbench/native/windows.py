@@ -1,0 +1,65 @@
+"""Host evaluation windows: consecutive demo clips packed into longer audio windows.
+
+The demo clips are 1-8 s (3-28 words), far shorter than the paper's ~137-token windows, and a
+short window is dominated by startup and drain. Packing consecutive clips (corpus order, a short
+silence between them) up to ``max_seconds`` (< Whisper's 30 s input) gives windows of a few dozen
+to ~100 target tokens. Calibration and evaluation windows come from disjoint clips: the corpus's
+own stratified dev/test ``split``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from workbench.data.corpus import Clip, Corpus, build_demo_corpus, split
+
+SAMPLE_RATE = 16000
+
+
+@dataclass(frozen=True)
+class AudioWindow:
+    window_id: str
+    clip_ids: tuple[str, ...]
+    audio: np.ndarray = None  # type: ignore[assignment]
+
+    @property
+    def seconds(self) -> float:
+        return len(self.audio) / SAMPLE_RATE
+
+
+def pack_windows(corpus: Corpus, clips: Sequence[Clip], max_seconds: float = 25.0, gap_s: float = 0.3,
+                 prefix: str = "w") -> list[AudioWindow]:
+    """Greedily pack consecutive clips (given order) into windows of at most ``max_seconds``."""
+    gap = np.zeros(int(gap_s * SAMPLE_RATE), dtype=np.float32)
+    out: list[AudioWindow] = []
+    parts: list[np.ndarray] = []
+    ids: list[str] = []
+
+    def flush() -> None:
+        if ids:
+            audio = np.concatenate([x for p in parts for x in (p, gap)][:-1]).astype(np.float32)
+            out.append(AudioWindow(f"{prefix}{len(out):02d}", tuple(ids), audio))
+            parts.clear()
+            ids.clear()
+
+    for clip in clips:
+        audio = corpus.load_audio(clip)
+        total = sum(len(p) + len(gap) for p in parts) + len(audio)
+        if ids and total > max_seconds * SAMPLE_RATE:
+            flush()
+        parts.append(audio)
+        ids.append(clip.window_id)
+    flush()
+    return out
+
+
+def demo_windows(max_seconds: float = 25.0, dev_fraction: float = 0.25, seed: int = 0,
+                 corpus: Corpus | None = None) -> tuple[list[AudioWindow], list[AudioWindow]]:
+    """(calibration windows, evaluation windows) from the demo corpus's dev/test split."""
+    corpus = corpus or build_demo_corpus()
+    dev, test = split(corpus, dev_fraction, seed)
+    return (pack_windows(corpus, dev, max_seconds, prefix="calib"),
+            pack_windows(corpus, test, max_seconds, prefix="eval"))
