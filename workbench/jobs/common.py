@@ -8,6 +8,7 @@ from replay or from the native clock.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -51,10 +52,18 @@ def budget(cfg: DictConfig) -> int:
     return b
 
 
-def replay_configs(cfg: DictConfig, name: str, source: str | None) -> list[ReplayConfig]:
-    """The replay configurations behind one method; standard SD averages its widths (D.1.3)."""
+def replay_configs(cfg: DictConfig, name: str, source: str | None,
+                   profile: DeviceProfile | None = None) -> list[ReplayConfig]:
+    """The replay configurations behind one method; standard SD averages its widths (D.1.3).
+
+    ASP's cap is per device, as in the paper (24 on K70, 14 where K16+ was never measured,
+    D.2.3): a cap beyond the profile's widest priced width is lowered to fit, and the config
+    label (``asp/cap14``) says so.
+    """
     m = method_cfg(cfg, name)
     b = budget(cfg)
+    if profile is not None and name in ("asp", "as2d_wo_bc"):
+        m["cap"] = min(int(m.get("cap", 24)), max(profile.verifier.widths()) - 1)
     if name == "target_only":
         return [ReplayConfig("target_only")]
     if name == "sd":
@@ -91,7 +100,7 @@ def devices(cfg: DictConfig) -> list[DeviceProfile]:
 def check_widths(profile: DeviceProfile, names: Sequence[str], cfg: DictConfig) -> None:
     """Fail before any work if a method needs a physical width the profile does not price."""
     for name in names:
-        for rc in replay_configs(cfg, name, None):
+        for rc in replay_configs(cfg, name, None, profile):
             widest = {"target_only": 1, "sd": rc.width, "asp": rc.cap + 1, "as2d": rc.budget + 1,
                       "as2d_wo_td": rc.budget + 1, "as2d_wo_bc": rc.cap + 1}[rc.scheme]
             try:
@@ -102,14 +111,51 @@ def check_widths(profile: DeviceProfile, names: Sequence[str], cfg: DictConfig) 
                                   f"does not price it ({err})") from err
 
 
+def source_roles(cfg: DictConfig) -> dict[str, str]:
+    return dict(OmegaConf.to_container(cfg.get("source_roles") or {}, resolve=True))
+
+
+def priced_as(windows: Sequence[Window], profile: DeviceProfile, roles: dict[str, str]) -> list[Window]:
+    """Rename window sources to the profile's names when the profile lacks the role's own name.
+
+    Traces name sources by role (``producer``, ``chunk``); a phone profile prices the paper's
+    sources (``qwen``, ``parakeet``). The mapping is configuration (``source_roles``), never implicit.
+    """
+    out = []
+    for w in windows:
+        if all(s in profile.sources for s in w.sources):
+            out.append(w)
+            continue
+        renamed = {}
+        for s, track in w.sources.items():
+            name = s if s in profile.sources else roles.get(s, s)
+            renamed[name] = replace(track, source=name)
+        out.append(replace(w, sources=renamed))
+    return out
+
+
+def profile_source(profile: DeviceProfile, source: str | None, roles: dict[str, str]) -> str | None:
+    if source is None or source in profile.sources:
+        return source
+    return roles.get(source, source)
+
+
 def evaluate(windows: Sequence[Window], names: Sequence[str], profiles: Sequence[DeviceProfile],
              cfg: DictConfig, source: str, keep_rounds: bool = True) -> dict[str, pl.DataFrame]:
     """Replay every (device, method, window); return windows/rounds/stages frames."""
     win_rows, rounds, stages = [], [], []
-    todo = [(p, n, rc) for p in profiles for n in names for rc in replay_configs(cfg, n, source)]
+    roles = source_roles(cfg)
+    if "as2d_wo_bc" in names:
+        blind = [w.window_id for w in windows if source in w.sources and w.sources[source].confidences is None]
+        if blind:
+            raise ConfigError("methods", f"as2d_wo_bc stops on confidence, but source {source!r} publishes none "
+                              f"(e.g. window {blind[0]}; Tok_T-converted tokens carry no probability). Drop "
+                              "as2d_wo_bc or use a same-vocabulary producer, e.g. model=whisper_base_int8")
+    todo = [(p, n, rc) for p in profiles for n in names
+            for rc in replay_configs(cfg, n, profile_source(p, source, roles), p)]
     for profile, name, rc in tqdm(todo, desc="replay", unit="config"):
         plans: dict[str, Any] = {}
-        for w in windows:
+        for w in priced_as(windows, profile, roles):
             plan = None
             if rc.scheme in DECOUPLED:
                 plan = plans.setdefault(w.window_id, producer_plan(w, rc.source, profile))

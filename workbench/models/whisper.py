@@ -86,6 +86,17 @@ def load_whisper(
     return WhisperBundle(model, proto, codec, name or model_dir.name)
 
 
+def load_whisper_meta(model_dir: str | Path) -> dict:
+    """Protocol and size facts of a converted Whisper dir without loading any weights."""
+    model_dir = Path(model_dir)
+    cfg = WhisperConfig.from_pretrained(model_dir)
+    meta_path = model_dir / AS2D_META
+    prompt = json.loads(meta_path.read_text())["prompt_ids"] if meta_path.exists() else [cfg.decoder_start_token_id]
+    eos = json.loads(meta_path.read_text())["eos_id"] if meta_path.exists() else cfg.eos_token_id
+    return {"eos_id": eos, "vocab_size": cfg.vocab_size, "max_target_positions": cfg.max_target_positions,
+            "prompt_len": len(prompt)}
+
+
 class WhisperDecoderState:
     """Encoder output for one request plus the decoder KV on a token prefix."""
 

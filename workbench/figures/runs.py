@@ -1,0 +1,167 @@
+"""Read MLflow runs back for analysis: find runs by experiment and tags, load their parquet tables.
+
+Notebooks go through this module only, so they never hard-code artifact paths or store layouts.
+Missing data raises :class:`NoRuns` or :class:`MissingTable`, whose messages are one line that
+says what to run; :func:`workbench.figures.report.guarded` turns them into a printed line.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import mlflow
+import polars as pl
+from mlflow.entities import Run
+from mlflow.tracking import MlflowClient
+
+# Env var that points every notebook at one experiment (tests use it for an empty store).
+EXPERIMENT_ENV = "AS2D_NOTEBOOK_EXPERIMENT"
+
+# What to run when an experiment is empty; keyed by experiment name.
+HINTS = {
+    "as2d-replay": "python -m workbench.run experiment=replay",
+    "as2d-ablation": "python -m workbench.run experiment=ablation",
+    "as2d-oracle": "python -m workbench.run experiment=oracle",
+    "as2d-budget_select": "python -m workbench.run experiment=budget_select",
+    "as2d-demo": "python -m workbench.run job=demo",
+}
+
+
+class NoRuns(LookupError):
+    """No finished run matches; the message is one line naming the store and the command to run."""
+
+
+class MissingTable(LookupError):
+    """The runs exist but none logged the requested table."""
+
+
+def store_uri(uri: str | None = None) -> str:
+    """Explicit > ``MLFLOW_TRACKING_URI`` > ``sqlite:///mlruns/mlflow.db`` under the repo root."""
+    if uri:
+        return uri
+    if os.environ.get("MLFLOW_TRACKING_URI"):
+        return os.environ["MLFLOW_TRACKING_URI"]
+    root = Path(__file__).resolve().parents[2]
+    return f"sqlite:///{root / 'mlruns' / 'mlflow.db'}"
+
+
+def experiment(default: str) -> str:
+    """The experiment a notebook reads: ``$AS2D_NOTEBOOK_EXPERIMENT`` if set, else ``default``."""
+    return os.environ.get(EXPERIMENT_ENV) or default
+
+
+def _client(uri: str | None) -> tuple[MlflowClient, str]:
+    u = store_uri(uri)
+    if u.startswith("sqlite:///") and not Path(u[len("sqlite:///"):]).exists():
+        # Opening a missing sqlite file would create an empty store; say "no runs" instead.
+        return None, u  # type: ignore[return-value]
+    return MlflowClient(tracking_uri=u), u
+
+
+def _hint(name: str) -> str:
+    cmd = HINTS.get(name) or HINTS.get(name.split(":")[0]) or "python -m workbench.run experiment=<name>"
+    return f"run `{cmd}` first"
+
+
+def find_runs(experiment_name: str, tags: Mapping[str, str] | None = None, uri: str | None = None,
+              status: str = "FINISHED") -> list[Run]:
+    """Finished runs of ``experiment_name`` (newest first) whose tags match ``tags``; never empty.
+
+    Sweep parent runs carry no tables and are skipped (they have a ``sweep_dir`` tag).
+    """
+    client, u = _client(uri)
+    exp = None
+    if client is not None:
+        import logging
+
+        logging.getLogger("alembic").setLevel(logging.WARNING)  # store migrations log noise on open
+        exp = client.get_experiment_by_name(experiment_name)
+    where = f" with tags {dict(tags)}" if tags else ""
+    if exp is None:
+        raise NoRuns(f"no runs in experiment '{experiment_name}' at {u}: {_hint(experiment_name)}")
+    filters = [f"attributes.status = '{status}'"] if status else []
+    for k, v in (tags or {}).items():
+        filters.append(f"tags.`{k}` = '{v}'")
+    runs = client.search_runs([exp.experiment_id], " and ".join(filters), order_by=["attributes.start_time DESC"],
+                              max_results=500)
+    runs = [r for r in runs if "sweep_dir" not in r.data.tags]
+    if not runs:
+        raise NoRuns(f"no {status.lower() if status else ''} runs in experiment '{experiment_name}'{where} at {u}: "
+                     f"{_hint(experiment_name)}")
+    return runs
+
+
+def table_names(run: Run, uri: str | None = None) -> list[str]:
+    """Names of the parquet tables a run logged under ``tables/``."""
+    client = MlflowClient(tracking_uri=store_uri(uri))
+    return sorted(Path(f.path).stem for f in client.list_artifacts(run.info.run_id, "tables")
+                  if f.path.endswith(".parquet"))
+
+
+def load_table(run: Run, name: str, uri: str | None = None) -> pl.DataFrame:
+    """Download ``tables/<name>.parquet`` of ``run`` into a temp dir and read it."""
+    client = MlflowClient(tracking_uri=store_uri(uri))
+    if name not in table_names(run, uri):
+        raise MissingTable(f"run {run.info.run_id[:8]} ({run.data.tags.get('job', '?')}) has no table '{name}'")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = client.download_artifacts(run.info.run_id, f"tables/{name}.parquet", tmp)
+        return pl.read_parquet(path)
+
+
+def latest_table(experiment_name: str, name: str, tags: Mapping[str, str] | None = None,
+                 uri: str | None = None) -> tuple[pl.DataFrame, Run]:
+    """The table ``name`` from the newest matching run that has it, and that run."""
+    runs = find_runs(experiment_name, tags, uri)
+    for run in runs:
+        if name in table_names(run, uri):
+            return load_table(run, name, uri), run
+    raise MissingTable(f"no run in experiment '{experiment_name}' logged table '{name}' "
+                       f"({len(runs)} run(s) checked at {store_uri(uri)})")
+
+
+def tables_by_device(experiment_name: str, name: str, tags: Mapping[str, str] | None = None,
+                     uri: str | None = None, prefix: bool = False) -> tuple[pl.DataFrame, list[Run]]:
+    """One table per device, each from the newest run that covers that device, stacked.
+
+    Separate runs often cover different device profiles (a sweep over ``device=``); a device seen
+    in several runs is taken from the newest only, so old and new numbers are never mixed.
+    With ``prefix``, tables named ``<name>_<device>`` (the oracle job's layout) are collected.
+    """
+    runs = find_runs(experiment_name, tags, uri)
+    frames, used, seen = [], [], set()
+    for run in runs:
+        names = [n for n in table_names(run, uri) if (n.startswith(f"{name}_") if prefix else n == name)]
+        took = False
+        for n in names:
+            df = load_table(run, n, uri)
+            if "device" not in df.columns:
+                df = df.with_columns(pl.lit(n.removeprefix(f"{name}_") if prefix else "?").alias("device"))
+            new = [d for d in df["device"].unique().to_list() if d not in seen]
+            if new:
+                frames.append(df.filter(pl.col("device").is_in(new)).with_columns(pl.lit(run.info.run_id).alias("run_id")))
+                seen.update(new)
+                took = True
+        if took:
+            used.append(run)
+    if not frames:
+        raise MissingTable(f"no run in experiment '{experiment_name}' logged table '{name}"
+                           f"{'_<device>' if prefix else ''}' ({len(runs)} run(s) checked at {store_uri(uri)})")
+    return pl.concat(frames, how="diagonal_relaxed"), used
+
+
+def log_files(run_id: str | None, files: Sequence[Path], artifact_path: str = "figures/notebooks",
+              uri: str | None = None) -> bool:
+    """Attach exported figure files to an existing run; False (no error) when that is impossible."""
+    if not run_id or not files:
+        return False
+    try:
+        client = MlflowClient(tracking_uri=store_uri(uri))
+        for f in files:
+            client.log_artifact(run_id, str(f), artifact_path)
+    except (mlflow.exceptions.MlflowException, OSError) as err:
+        print(f"could not attach figures to run {run_id[:8]}: {err}")
+        return False
+    return True
