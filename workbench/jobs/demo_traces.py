@@ -98,9 +98,6 @@ class _CachedOnly:
         self.eos_id, self.vocab_size = meta["eos_id"], meta["vocab_size"]
         self.max_output = min(int(model.get("max_new_tokens", 224)), meta["max_target_positions"] - meta["prompt_len"])
 
-    def job(self, clip: Clip, corpus: Corpus) -> WindowJob:
-        raise RuntimeError(f"trace for {clip.window_id} missing although it was found complete")
-
 
 def trace_dir(cfg: DictConfig) -> Path:
     pair = cfg.model.get("name", "model")
@@ -120,7 +117,9 @@ def demo_windows(cfg: DictConfig, backends: Backends | None = None) -> list[Wind
     if backends is None and all(is_done(out, c.window_id) for c in corpus.clips):
         backends = _CachedOnly(cfg.model)  # every trace is cached: no model needs loading
     backends = backends or Backends(cfg.model)
-    collect([backends.job(c, corpus) for c in corpus.clips], out, cap=backends.max_output, asp_cap=ASP_CAP)
+    todo = [c for c in corpus.clips if not is_done(out, c.window_id)]
+    if todo:
+        collect([backends.job(c, corpus) for c in todo], out, cap=backends.max_output, asp_cap=ASP_CAP)
     origin = {c.window_id: c.origin for c in corpus.clips}
     windows = load_trace_windows(out, [c.window_id for c in corpus.clips], dataset="demo", eos_id=backends.eos_id,
                                  vocab_size=backends.vocab_size, max_output=backends.max_output)
