@@ -14,10 +14,12 @@ from omegaconf import DictConfig
 
 from workbench.figures.paper import budget_tradeoff
 from workbench.replay.catalog import as2d_catalog, run_catalog
+from workbench.replay.profile import DeviceProfile
 from workbench.replay.selection import hindsight_oracle, select_budget, split_windows
+from workbench.replay.trajectory import Window
 
 from .base import ConfigError, JobResult
-from .common import devices
+from .common import devices, priced_as, profile_source, source_roles
 from .windows import load_windows
 
 
@@ -42,32 +44,42 @@ def validate(cfg: DictConfig) -> None:
                 raise ConfigError("budgets", f"device {p.name!r} does not price width K={b + 1}: {err}") from err
 
 
+def select_and_oracle(windows: list[Window], profile: DeviceProfile, cfg: DictConfig, *, oracle: bool = True,
+                      ) -> tuple[dict[str, float], dict[str, pl.DataFrame], dict]:
+    """Budget selection on the dev split, then (optionally) the hindsight oracle on the test split."""
+    roles = source_roles(cfg)
+    ws = priced_as(windows, profile, roles)
+    sources = [profile_source(profile, s, roles) for s in (cfg.get("sources") or sorted({s for w in windows
+                                                                                        for s in w.sources}))]
+    sources = [s for s in sources if s in profile.sources]
+    n_dev = max(1, round(len(ws) * cfg.dataset.get("dev_fraction", 0.25)))
+    dev, test = split_windows(ws, n_dev, seed=int(cfg.get("seed", 0)))
+    budgets, workers, d = _budgets(cfg), int(cfg.get("workers", 2)), profile.name
+    sel = select_budget(dev, profile, sources, budgets, workers=workers)
+    tables = {f"dev_budgets_{d}": sel.table.with_columns(pl.lit(d).alias("device"))}
+    metrics = {f"{d}.selected_budget": float(sel.budget), f"{d}.dev_tps": sel.dev_tps}
+    row = {"device": d, "selected": f"{sel.source}/b{sel.budget}", "dev_tps": sel.dev_tps,
+           "dev_windows": len(dev), "test_windows": len(test)}
+    if oracle:
+        catalog = run_catalog(test.windows, as2d_catalog(sources, budgets), profile, workers=workers)
+        rep = hindsight_oracle(catalog, (sel.source, sel.budget))
+        tables[f"oracle_{d}"] = rep.per_window.with_columns(pl.lit(d).alias("device"))
+        row.update(tps=rep.tps_selected, tps_oracle=rep.tps_oracle, oracle_gap=rep.gap)
+        metrics.update({f"{d}.tps_selected": rep.tps_selected, f"{d}.tps_oracle": rep.tps_oracle,
+                        f"{d}.oracle_gap": rep.gap})
+    return metrics, tables, row
+
+
 def run(cfg: DictConfig, out: Path) -> JobResult:
     windows = load_windows(cfg)
-    sources = list(cfg.get("sources") or sorted({s for w in windows for s in w.sources}))
-    n_dev = max(1, round(len(windows) * cfg.dataset.get("dev_fraction", 0.25)))
-    dev, test = split_windows(windows, n_dev, seed=int(cfg.get("seed", 0)))
-    budgets = _budgets(cfg)
-    metrics, rows, tables, figures = {}, [], {}, {}
+    metrics, tables, rows = {}, {}, []
     for profile in devices(cfg):
-        sel = select_budget(dev, profile, sources, budgets, workers=int(cfg.get("workers", 2)))
-        d = profile.name
-        tables[f"dev_budgets_{d}"] = sel.table.with_columns(pl.lit(d).alias("device"))
-        metrics[f"{d}.selected_budget"] = sel.budget
-        metrics[f"{d}.dev_tps"] = sel.dev_tps
-        row = {"device": d, "selected": f"{sel.source}/b{sel.budget}", "dev_tps": sel.dev_tps}
-        if cfg.job == "oracle":
-            catalog = run_catalog(test.windows, as2d_catalog(sources, budgets), profile,
-                                  workers=int(cfg.get("workers", 2)))
-            rep = hindsight_oracle(catalog, (sel.source, sel.budget))
-            tables[f"oracle_{d}"] = rep.per_window.with_columns(pl.lit(d).alias("device"))
-            row.update(tps=rep.tps_selected, tps_oracle=rep.tps_oracle, oracle_gap=rep.gap)
-            metrics.update({f"{d}.tps_selected": rep.tps_selected, f"{d}.tps_oracle": rep.tps_oracle,
-                            f"{d}.oracle_gap": rep.gap})
+        m, t, row = select_and_oracle(windows, profile, cfg, oracle=cfg.job == "oracle")
+        metrics.update(m)
+        tables.update(t)
         rows.append(row)
     budgets_all = pl.concat([t for k, t in tables.items() if k.startswith("dev_budgets_")])
-    figures["budget_tradeoff"] = budget_tradeoff(budgets_all)
     summary = pl.DataFrame(rows)
-    metrics["dev_windows"], metrics["test_windows"] = float(len(dev)), float(len(test))
+    figures = {"budget_tradeoff": budget_tradeoff(budgets_all)}
     return JobResult(metrics, {**tables, "summary": summary}, figures, summary,
                      {"synthetic": str(bool(cfg.dataset.get("synthetic")))})
