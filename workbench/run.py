@@ -56,7 +56,7 @@ def print_summary(result: JobResult) -> None:
         return
     import polars as pl
 
-    compact = ["device", "method", "selected", "dev_tps", "tps", "tps_oracle", "speedup", "acceptance",
+    compact = ["device", "method", "clock", "selected", "dev_tps", "tps", "tps_oracle", "speedup", "acceptance",
                "coverage", "readiness", "k_gt1_share", "slowdown_share", "oracle_gap", "matched"]
     table = result.summary.select([c for c in compact if c in result.summary.columns] or result.summary.columns)
     with pl.Config(tbl_rows=60, tbl_cols=20, tbl_width_chars=160, float_precision=3, tbl_hide_dataframe_shape=True,

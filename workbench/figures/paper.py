@@ -26,7 +26,8 @@ def _need(df: pl.DataFrame, cols: list[str], what: str) -> None:
         raise ValueError(f"{what}: frame lacks column(s) {missing}; has {df.columns}")
 
 
-def tps_cdf(df: pl.DataFrame, title: str = "Per-window decoding throughput (Fig. 5)") -> alt.FacetChart:
+def tps_cdf(df: pl.DataFrame, title: str = "Per-window decoding throughput (Fig. 5)",
+            subtitle: str | None = None) -> alt.FacetChart:
     """Empirical CDF of per-window TPS per method, one panel per device (columns device, method, tps)."""
     _need(df, ["device", "method", "tps"], "tps_cdf")
     cdf = (
@@ -45,7 +46,7 @@ def tps_cdf(df: pl.DataFrame, title: str = "Per-window decoding throughput (Fig.
     ).properties(width=260, height=180)
     return base.facet(facet=alt.Facet("device:N", title="Device profile"), columns=2).resolve_scale(
         x="independent"
-    ).properties(title=title)
+    ).properties(title=_title(title, subtitle))
 
 
 def batching_saving(df: pl.DataFrame, title: str = "Per-position batching saving R(K) (Fig. 8, eq. 2)") -> alt.Chart:
@@ -76,12 +77,13 @@ def drafting_share(df: pl.DataFrame, title: str = "Drafting share of serial SD t
 
 
 def timeline(stages: pl.DataFrame, rounds: pl.DataFrame | None = None,
-             title: str = "Producer vs verifier timeline (Fig. 1 / Fig. 6)") -> alt.LayerChart:
+             title: str = "Producer vs verifier timeline (Fig. 1 / Fig. 6)", subtitle: str | None = None,
+             time_title: str = "Time since prefill (ms)") -> alt.LayerChart:
     """Gantt of stage intervals (resource, stage, start, end in seconds), with K and rejections marked."""
     _need(stages, ["resource", "stage", "start", "end"], "timeline")
     st = stages.with_columns((pl.col("start") * 1e3).alias("start_ms"), (pl.col("end") * 1e3).alias("end_ms"))
     bars = alt.Chart(st).mark_bar(height=18, stroke="white", strokeWidth=0.5).encode(
-        x=alt.X("start_ms:Q", title="Time since prefill (ms)"),
+        x=alt.X("start_ms:Q", title=time_title),
         x2="end_ms:Q",
         y=alt.Y("resource:N", title=None, sort=["producer", "verifier"]),
         color=alt.Color("stage:N", title="Stage"),
@@ -90,23 +92,31 @@ def timeline(stages: pl.DataFrame, rounds: pl.DataFrame | None = None,
     layers = [bars]
     if rounds is not None and len(rounds):
         _need(rounds, ["t_start", "t_end", "width", "outcome"], "timeline rounds")
+        ready = pl.col("ready") if "ready" in rounds.columns else pl.lit(None)
         r = rounds.with_columns(
             ((pl.col("t_start") + pl.col("t_end")) * 500).alias("mid_ms"),
             pl.lit("verifier").alias("resource"),
-            pl.format("K{}", pl.col("width")).alias("label"),
-            pl.when(pl.col("outcome") == "correction").then(pl.lit("rejection")).otherwise(pl.lit("accepted"))
-            .alias("Result"),
+            # K1 rounds say only "K1"; wider calls also show how many candidates were ready.
+            pl.when(pl.col("width") > 1).then(pl.format("K{} ({} ready)", pl.col("width"), ready))
+            .otherwise(pl.format("K{}", pl.col("width"))).alias("label"),
+            pl.when(pl.col("outcome") == "correction").then(pl.lit("rejection (target corrected)"))
+            .otherwise(pl.lit("all verified candidates accepted")).alias("Result"),
         )
-        layers.append(alt.Chart(r).mark_text(dy=-16, fontSize=9).encode(
-            x="mid_ms:Q", y=alt.Y("resource:N", sort=["producer", "verifier"]), text="label:N"))
-        layers.append(alt.Chart(r.filter(pl.col("Result") == "rejection")).mark_point(
-            shape="triangle-down", color="firebrick", size=40, dy=14).encode(
-            x="mid_ms:Q", y=alt.Y("resource:N", sort=["producer", "verifier"]),
-            shape=alt.Shape("Result:N", title="Round")))
-    return alt.layer(*layers).properties(width=720, height=120, title=title)
+        y = alt.Y("resource:N", sort=["producer", "verifier"])
+        layers.append(alt.Chart(r).mark_text(dy=-16, fontSize=9).encode(x="mid_ms:Q", y=y, text="label:N"))
+        layers.append(alt.Chart(r.filter(pl.col("width") > 1)).mark_point(filled=True, size=60, dy=2).encode(
+            x="mid_ms:Q", y=y,
+            shape=alt.Shape("Result:N", title="Verification round",
+                            scale=alt.Scale(domain=["rejection (target corrected)", "all verified candidates accepted"],
+                                            range=["triangle-down", "circle"])),
+            fill=alt.Fill("Result:N", legend=None,
+                          scale=alt.Scale(domain=["rejection (target corrected)", "all verified candidates accepted"],
+                                          range=["firebrick", "black"]))))
+    return alt.layer(*layers).properties(width=720, height=120, title=_title(title, subtitle))
 
 
-def budget_tradeoff(df: pl.DataFrame, title: str = "Source and budget trade-off (Tables 13/14)") -> alt.Chart:
+def budget_tradeoff(df: pl.DataFrame, title: str = "Source and budget trade-off (Tables 13/14)",
+                    subtitle: str | None = None) -> alt.Chart:
     """Pooled TPS vs budget per source (columns source, budget, tps[, device])."""
     _need(df, ["source", "budget", "tps"], "budget_tradeoff")
     chart = alt.Chart(df).mark_line(point=True).encode(
@@ -116,21 +126,25 @@ def budget_tradeoff(df: pl.DataFrame, title: str = "Source and budget trade-off 
     ).properties(width=300, height=220)
     if "device" in df.columns:
         return chart.facet(facet=alt.Facet("device:N", title="Device profile"), columns=2).resolve_scale(
-            y="independent").properties(title=title)
-    return chart.properties(title=title)
+            y="independent").properties(title=_title(title, subtitle))
+    return chart.properties(title=_title(title, subtitle))
 
 
-def replay_error(df: pl.DataFrame, title: str = "Replay vs native TPS error per window (D.3)") -> alt.Chart:
+def replay_error(df: pl.DataFrame, title: str = "Replay vs native TPS error per window (D.3)",
+                 subtitle: str | None = None) -> alt.Chart:
     """Columns window_id, signed_error_pct."""
     _need(df, ["window_id", "signed_error_pct"], "replay_error")
     return alt.Chart(df).mark_bar().encode(
         x=alt.X("window_id:N", title="Validation window", sort=None),
         y=alt.Y("signed_error_pct:Q", title="Signed TPS error, replay vs native (%)"),
-        color=alt.condition(alt.datum.signed_error_pct > 0, alt.value("steelblue"), alt.value("darkorange")),
-    ).properties(width=420, height=240, title=title)
+        color=alt.Color("direction:N", title="Replay vs native",
+                        scale=alt.Scale(domain=["replay faster", "replay slower"], range=["steelblue", "darkorange"])),
+    ).transform_calculate(direction="datum.signed_error_pct > 0 ? 'replay faster' : 'replay slower'").properties(
+        width=420, height=240, title=_title(title, subtitle))
 
 
-def decomposition(df: pl.DataFrame, title: str = "Overlap decomposition D, V, O, H (D.2.7)") -> alt.Chart:
+def decomposition(df: pl.DataFrame, title: str = "Overlap decomposition D, V, O, H (D.2.7)",
+                  subtitle: str | None = None) -> alt.Chart:
     """Stacked service times per method (columns method, term in {D,V,O,H}, seconds)."""
     _need(df, ["method", "term", "seconds"], "decomposition")
     return alt.Chart(df).mark_bar().encode(
@@ -138,4 +152,45 @@ def decomposition(df: pl.DataFrame, title: str = "Overlap decomposition D, V, O,
         y=alt.Y("seconds:Q", title="Time (s)"),
         xOffset=alt.XOffset("term:N"),
         color=alt.Color("term:N", title="Term", sort=["D", "V", "O", "H"]),
-    ).properties(width=420, height=240, title=title)
+    ).properties(width=420, height=240, title=_title(title, subtitle))
+
+
+def _title(title: str, subtitle: str | None) -> alt.TitleParams | str:
+    return alt.TitleParams(title, subtitle=[subtitle]) if subtitle else title
+
+
+def side_by_side_bars(df: pl.DataFrame, x: str, y: str, color: str, title: str, x_title: str, y_title: str,
+                      color_title: str, subtitle: str | None = None, x_sort: list[str] | None = None,
+                      y_domain: list[float] | None = None) -> alt.FacetChart:
+    """Grouped bars, one panel per ``provenance`` ("paper (phones)" | "this run"): never one blended bar."""
+    _need(df, [x, y, color, "provenance"], "side_by_side_bars")
+    yscale = alt.Scale(domain=y_domain) if y_domain else alt.Undefined
+    base = alt.Chart(df).mark_bar().encode(
+        x=alt.X(f"{x}:N", title=x_title, sort=x_sort or alt.Undefined),
+        xOffset=alt.XOffset(f"{color}:N"),
+        y=alt.Y(f"{y}:Q", title=y_title, scale=yscale),
+        color=alt.Color(f"{color}:N", title=color_title),
+        tooltip=[x, color, alt.Tooltip(f"{y}:Q", format=".2f")],
+    ).properties(width=300, height=220)
+    return base.facet(column=alt.Column("provenance:N", title=None, sort=["paper (phones)"])).resolve_scale(
+        x="independent", y="independent").properties(title=_title(title, subtitle))
+
+
+def saving_panels(df: pl.DataFrame, title: str = "Per-position batching saving R(K) (Fig. 8, eq. 2)",
+                  subtitle: str | None = None) -> alt.FacetChart:
+    """R(K) lines per device, one panel per provenance (phone profiles, host measured, paper text)."""
+    _need(df, ["device", "K", "saving_pct", "provenance"], "saving_panels")
+    base = alt.Chart(df).mark_line(point=True).encode(
+        x=alt.X("K:Q", title="Physical verification width K (tokens)", scale=alt.Scale(domainMin=1)),
+        y=alt.Y("saving_pct:Q", title="Saving per verified position R(K) (%)"),
+        color=alt.Color("device:N", title="Device"),
+        tooltip=["device", "K", alt.Tooltip("saving_pct:Q", format=".1f")],
+    ).properties(width=260, height=220)
+    return base.facet(column=alt.Column("provenance:N", title=None)).properties(title=_title(title, subtitle))
+
+
+def slowdown_chart(df: pl.DataFrame, title: str = "Windows slower than target-only (Tables 4/12)",
+                   subtitle: str | None = None) -> alt.FacetChart:
+    """Slower share per device and method, paper and this run in separate panels."""
+    return side_by_side_bars(df, "Device", "slower_pct", "Method", title, "Device profile",
+                             "Windows below target-only TPS (%)", "Method", subtitle, y_domain=[0, 100])

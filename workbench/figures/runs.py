@@ -17,6 +17,9 @@ import polars as pl
 from mlflow.entities import Run
 from mlflow.tracking import MlflowClient
 
+# Progress bars per downloaded parquet would bury a notebook's output.
+os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+
 # Env var that points every notebook at one experiment (tests use it for an empty store).
 EXPERIMENT_ENV = "AS2D_NOTEBOOK_EXPERIMENT"
 

@@ -56,13 +56,16 @@ class ProducerSpec:
     placement: Placement = field(default_factory=Placement)
 
 
-def _build_stream(spec: ProducerSpec, bundle: Any, audio: Any, cap: int) -> Iterator[Any]:
-    """Prepare the audio state now (before the clock) and return the token iterator."""
+def _build_stream(spec: ProducerSpec, bundle: Any, audio: Any, cap: int, state: Any = None) -> Iterator[Any]:
+    """Prepare the audio state now (before the clock) and return the token iterator.
+
+    ``state``: a fresh decoder state on already-encoded audio (calibration reuses one encoding)."""
     from workbench.models.drafting import AutoregressiveProducer
     from workbench.models.whisper import WhisperDecoderState
 
     proto = bundle.protocol
-    state = WhisperDecoderState(bundle, bundle.features(audio))  # audio prefill, outside the clock
+    if state is None:
+        state = WhisperDecoderState(bundle, bundle.features(audio))  # audio prefill, outside the clock
     n = min(cap, bundle.config.max_target_positions - len(proto.prompt_ids))
     stream: Iterator[Any] = iter(AutoregressiveProducer(lambda: state, proto.prompt_ids, proto.eos_id, n))
     if spec.drafter.get("vocabulary") == "cross":

@@ -104,8 +104,10 @@ def default_cpus() -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
 
 def host_setup(model_cfg: Mapping[str, Any], *, producer_key: str = "drafter", serial_key: str = "serial_drafter",
                verifier: Placement | None = None, producer: Placement | None = None,
-               sd_width: int | None = None, asp_cap: int = 24) -> HostSetup:
-    """Load the pair named by a ``conf/model`` mapping (weights resolve offline)."""
+               sd_width: int | None = None, asp_cap: int = 15) -> HostSetup:
+    """Load the pair named by a ``conf/model`` mapping (weights resolve offline).
+
+    ``asp_cap`` 15 keeps ASP at physical K <= 16, the widths calibration measures (D.2.3 uses 14)."""
     from workbench.models.registry import ModelSpec, load_whisper_spec, resolve_weights
 
     vcpu, pcpu = default_cpus()

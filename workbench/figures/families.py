@@ -1,0 +1,274 @@
+"""One builder per paper figure/table family; each notebook calls exactly one of them.
+
+A builder loads the newest runs (``runs``), applies the paper's rule (``analysis``), builds the
+charts (``paper``) and returns a :class:`Result` whose tables keep "paper (phones)" and
+"this run" under separate labels. Experiments default to the job's (``as2d-<job>``);
+``$AS2D_NOTEBOOK_EXPERIMENT`` overrides them all.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from . import analysis as A
+from . import paper as P
+from . import paper_values as PV
+from .report import Result, optional, run_subtitle
+from .runs import MissingTable, experiment, latest_table, tables_by_device
+
+# Native host tables the `demo` job logs (workbench/jobs/native_demo.py); one place to rename them.
+NATIVE_EXPERIMENT = "as2d-demo"
+NATIVE_STAGES, NATIVE_ROUNDS, AGREEMENT = "native_stages", "native_rounds", "agreement"
+
+
+def _label(df: pl.DataFrame, provenance: str) -> pl.DataFrame:
+    out = df.with_columns(pl.lit(provenance).alias("provenance"))
+    if "device" in out.columns:
+        out = out.with_columns(pl.col("device").replace(PV.PHONES).alias("Device"))
+    if "method" in out.columns:
+        out = out.with_columns(pl.col("method").replace(P.METHOD_LABEL).alias("Method"))
+    return out
+
+
+def _side(paper: pl.DataFrame, mine: pl.DataFrame, keys: list[str], value: str) -> pl.DataFrame:
+    """Wide comparison: one column per provenance, joined on ``keys``; nothing averaged across them."""
+    a = paper.select(*keys, pl.col(value).alias(f"{value} | {PV.PAPER}"))
+    b = mine.select(*keys, pl.col(value).alias(f"{value} | {PV.THIS_RUN}"))
+    return b.join(a, on=keys, how="left").sort(keys)
+
+
+def _stack(paper: pl.DataFrame, mine: pl.DataFrame, cols: list[str]) -> pl.DataFrame:
+    return pl.concat([_label(paper, PV.PAPER).select(cols), _label(mine, PV.THIS_RUN).select(cols)])
+
+
+def fig5_tps_cdf(exp: str | None = None) -> Result:
+    """Fig. 5: per-window TPS CDFs per device profile (SD = mean of K=5..8 within each window)."""
+    exp = exp or experiment("as2d-replay")
+    per, runs = tables_by_device(exp, "per_window")
+    windows, _ = tables_by_device(exp, "windows")
+    sub = run_subtitle(runs)
+    pooled = A.pooled_by_dataset(windows).filter(pl.col("dataset") == "all")
+    paper = PV.table8().filter(pl.col("dataset") == "all")
+    bars = _stack(paper.filter(pl.col("method").is_in(A.BASELINES + ("as2d",))), pooled,
+                  ["provenance", "Device", "Method", "tps"])
+    return Result("fig5", {
+        "tps_cdf": P.tps_cdf(per, subtitle=sub),
+        "pooled_tps": P.side_by_side_bars(bars, "Device", "tps", "Method", "Pooled TPS per device (Fig. 5 / Table 8)",
+                                          "Device", "Pooled throughput (tokens/s)", "Method", sub),
+    }, {"this run: pooled TPS (all windows)": pooled,
+        "paper (phones) vs this run: pooled TPS": _side(paper, pooled, ["device", "method"], "tps")}, runs)
+
+
+def fig3a_drafting_share(exp: str | None = None) -> Result:
+    """Fig. 3(a): drafting share of serial SD (K8) decode time, per profile and, if logged, the native host."""
+    exp = exp or experiment("as2d-replay")
+    stages, runs = tables_by_device(exp, "stages")
+    mine = A.drafting_share(stages)
+    notes: list[str] = []
+    native = optional(lambda: latest_table(experiment(NATIVE_EXPERIMENT), NATIVE_STAGES), notes)
+    if native is not None:
+        nat = A.drafting_share(native[0]).with_columns(pl.format("{} (native)", "device").alias("device"))
+        mine = pl.concat([mine, nat], how="diagonal_relaxed")
+        runs = [*runs, native[1]]
+    df = _stack(PV.drafting_share(), mine, ["provenance", "Device", "share_pct"]).with_columns(
+        pl.lit("SD K8 drafting").alias("part"))
+    chart = P.side_by_side_bars(df, "Device", "share_pct", "part", "Drafting share of serial SD time (Fig. 3a)",
+                                "Device", "Drafting share of decode time (%)", "Stage", run_subtitle(runs),
+                                y_domain=[0, 100])
+    return Result("fig3a", {"drafting_share": chart},
+                  {"paper (phones) vs this run: drafting share (%)": _side(PV.drafting_share(), mine, ["device"],
+                                                                           "share_pct")}, runs, notes)
+
+
+def fig8_batching_saving(max_k: int = 15) -> Result:
+    """Fig. 8: R(K) per device profile (conf/device) and the host's measured profile when it exists."""
+    from workbench.replay.profile import available_profiles, load_profile
+
+    frames = []
+    for name in available_profiles():
+        prof = load_profile(name)
+        ks = [k for k in prof.verifier.widths() if k <= max_k]
+        frame = A.batching_saving({k: prof.verify_ms(k) for k in ks}).filter(pl.col("K") >= 2)
+        prov = "host measured (conf/device/host.yaml)" if name == "host" else "phone profiles (conf/device)"
+        frames.append(frame.with_columns(pl.lit(name).alias("device"), pl.lit(prov).alias("provenance")))
+    notes = [] if "host" in available_profiles() else [
+        "no host profile (conf/device/host.yaml): run `python -m workbench.run experiment=calibrate_host` first"]
+    paper = PV.batching_saving().select("device", "K", "saving_pct", "provenance")
+    df = pl.concat([paper, *[f.select(paper.columns) for f in frames]])
+    sub = "phone profiles are derived from the paper's published costs (see each YAML's rules)"
+    return Result("fig8", {"batching_saving": P.saving_panels(df, subtitle=sub)},
+                  {"R(K) per device (%)": df.pivot(on="K", index=["provenance", "device"], values="saving_pct")},
+                  [], notes)
+
+
+def table1_cases(exp: str | None = None, prefer: str = "xiaomi_14") -> Result:
+    """Table 1: representative windows by the median-gain rule of D.4.5 (paper: Xiaomi 14)."""
+    exp = exp or experiment("as2d-replay")
+    per, runs = tables_by_device(exp, "per_window")
+    windows, _ = tables_by_device(exp, "windows")
+    cases = A.representative_windows(A.with_dataset(per, windows))
+    devices = cases["device"].unique().to_list()
+    if not devices:
+        raise MissingTable(f"no device in '{exp}' has target_only, sd, asp and as2d per-window TPS")
+    device = prefer if prefer in devices else sorted(devices)[0]
+    mine = cases.filter(pl.col("device") == device)
+    long = lambda df: df.unpivot(index=["dataset"], on=["target_only", "sd", "asp", "as2d"],  # noqa: E731
+                                 variable_name="method", value_name="tps")
+    bars = _stack(long(PV.table1()), long(mine), ["provenance", "dataset", "Method", "tps"])
+    return Result("table1", {"cases": P.side_by_side_bars(
+        bars, "dataset", "tps", "Method", f"Representative windows (Table 1); this run: {device}", "Dataset",
+        "Window throughput (tokens/s)", "Method", run_subtitle(runs))},
+        {f"{PV.PAPER}: Table 1 (Xiaomi 14)": PV.table1().drop("provenance", "source"),
+         f"{PV.THIS_RUN}: {device}, window nearest the median gain over max(SD, SpecASR)": mine}, runs)
+
+
+def table2_oracle(exp: str | None = None) -> Result:
+    """Table 2 / D.4.3: pooled TPS shortfall of the dev-selected (source, budget) from the hindsight oracle."""
+    exp = exp or experiment("as2d-oracle")
+    oracle, runs = tables_by_device(exp, "oracle", prefix=True)
+    mine = A.oracle_shortfall(oracle)
+    notes = [] if "dataset" in oracle.columns else [
+        "oracle tables carry no 'dataset' column: this run's shortfall is pooled over all windows only"]
+    df = _stack(PV.table2(), mine, ["provenance", "Device", "dataset", "gap_pct"])
+    return Result("table2", {"oracle_gap": P.side_by_side_bars(
+        df, "Device", "gap_pct", "dataset", "TPS shortfall from the per-window oracle (Table 2)", "Device",
+        "Shortfall vs oracle (%)", "Dataset", run_subtitle(runs))},
+        {"paper (phones) vs this run: shortfall (%)": _side(PV.table2(), mine, ["device", "dataset"], "gap_pct"),
+         "this run: selected vs oracle": mine}, runs, notes)
+
+
+def table4_12_slowdowns(exp: str | None = None) -> Result:
+    """Tables 4 / 12: windows slower than target-only, counts, median and max loss."""
+    exp = exp or experiment("as2d-replay")
+    per, runs = tables_by_device(exp, "per_window")
+    mine = A.slowdowns(per)
+    df = _stack(PV.table12(), mine, ["provenance", "Device", "Method", "slower_pct"])
+    cols = ["device", "method", "faster", "slower", "slower_pct", "median_loss_pct", "max_loss_pct"]
+    return Result("table4_12", {"slowdowns": P.slowdown_chart(df, subtitle=run_subtitle(runs))},
+                  {f"{PV.PAPER}: Tables 4/12 (688 windows per phone)": PV.table12().select(cols),
+                   f"{PV.THIS_RUN}: slowdowns vs target-only": mine}, runs)
+
+
+def table5_8_full(exp: str | None = None, ablation_exp: str | None = None) -> Result:
+    """Tables 5 / 8: pooled TPS per device, method and dataset, with the ablations and Gain."""
+    exp = exp or experiment("as2d-replay")
+    windows, runs = tables_by_device(exp, "windows")
+    notes: list[str] = []
+    abl = optional(lambda: tables_by_device(ablation_exp or experiment("as2d-ablation"), "windows"), notes)
+    if abl is not None:  # ablation arms only; the main methods come from the replay run
+        extra = abl[0].filter(~pl.col("method").is_in(windows["method"].unique().implode()))
+        windows = pl.concat([windows, extra], how="diagonal_relaxed")
+        runs = [*runs, *abl[1]]
+    mine = A.pooled_by_dataset(windows)
+    gains = A.gain_over_best_baseline(mine)
+    wide = mine.pivot(on="dataset", index=["device", "method"], values="tps")
+    paper_wide = PV.table8().pivot(on="dataset", index=["device", "method"], values="tps")
+    df = _stack(PV.table5(), mine.filter(pl.col("dataset") == "all"), ["provenance", "Device", "Method", "tps"])
+    return Result("table5_8", {"pooled_tps": P.side_by_side_bars(
+        df, "Device", "tps", "Method", "Pooled TPS with ablations (Tables 5 / 8)", "Device",
+        "Pooled throughput (tokens/s)", "Method", run_subtitle(runs))},
+        {f"{PV.PAPER}: Table 8 (TPS)": paper_wide, f"{PV.THIS_RUN}: pooled TPS": wide,
+         f"{PV.THIS_RUN}: As²d gain over best baseline (%)": gains,
+         "paper (phones) vs this run: all-dataset TPS (Table 5)": _side(
+             PV.table5(), mine.filter(pl.col("dataset") == "all"), ["device", "method"], "tps")}, runs, notes)
+
+
+def table9_10_sd(exp: str | None = None) -> Result:
+    """Tables 9 / 10: fixed-width SD pooled TPS per K, the K=5..8 mean and range."""
+    exp = exp or experiment("as2d-replay")
+    windows, runs = tables_by_device(exp, "windows")
+    fixed = A.fixed_width_sd(windows)
+    if not fixed.height:
+        raise MissingTable(f"no SD configurations in '{exp}': run `python -m workbench.run experiment=replay` first")
+    cols = ["provenance", "Device", "setting", "tps"]
+    df = _stack(PV.table9().filter(pl.col("dataset") == "all").with_columns(pl.format("K={}", "K").alias("setting")),
+                fixed.filter(pl.col("dataset") == "all"), cols)
+    order = [f"K={k}" for k in sorted(set(df["setting"].str.slice(2).cast(int).to_list()))]
+    return Result("table9_10", {"fixed_width_sd": P.side_by_side_bars(
+        df, "setting", "tps", "Device", "Fixed-width SD throughput, all datasets (Tables 9 / 10)",
+        "Physical verification width (root + drafts)", "Pooled throughput (tokens/s)", "Device",
+        run_subtitle(runs), x_sort=order)},
+        {f"{PV.PAPER}: Table 9/10": PV.table9().pivot(on="dataset", index=["device", "K"], values="tps"),
+         f"{PV.THIS_RUN}: fixed-width SD": fixed.pivot(on="dataset", index=["device", "K"], values="tps"),
+         f"{PV.THIS_RUN}: K=5..8 mean and range": A.sd_mean_range(fixed)}, runs)
+
+
+def table13_14_tradeoff(exp: str | None = None) -> Result:
+    """Tables 13 / 14: source and budget trade-off -- this run's dev-split sweep beside the paper's native cases."""
+    exp = exp or experiment("as2d-oracle")
+    budgets, runs = tables_by_device(exp, "dev_budgets", prefix=True)
+    t14 = PV.table14().filter(pl.col("source") != "target_only")
+    paper_chart = P.budget_tradeoff(t14.select("source", "budget", "tps"),
+                                    title="Paper (phones): native drafters on one AMI window, Redmi K70 Pro (Table 14)",
+                                    subtitle=f"{PV.PAPER}; budget = max K - 1; target-only 14.58 tokens/s")
+    best = budgets.sort("tps", descending=True).group_by("device", maintain_order=True).first()
+    return Result("table13_14", {
+        "budget_tradeoff": P.budget_tradeoff(budgets, title="This run: pooled dev-split TPS per source and budget",
+                                             subtitle=run_subtitle(runs)),
+        "paper_table14": paper_chart},
+        {f"{PV.PAPER}: Table 14": PV.table14().drop("provenance", "source"),
+         f"{PV.PAPER}: Table 13 (native cases, not pooled)": PV.table13().drop("provenance", "source"),
+         f"{PV.THIS_RUN}: best (source, budget) on the dev split": best}, runs)
+
+
+def d27_decomposition(exp: str | None = None, ablation_exp: str | None = None) -> Result:
+    """D.2.7: D, V, O, H per method and the speedup condition O_a > ΔD + ΔV + ΔH (eq. 7)."""
+    exp = exp or experiment("as2d-replay")
+    stages, runs = tables_by_device(exp, "stages")
+    notes: list[str] = []
+    abl = optional(lambda: tables_by_device(ablation_exp or experiment("as2d-ablation"), "stages"), notes)
+    if abl is not None:
+        stages = pl.concat([stages, abl[0].filter(pl.col("method") == "as2d_wo_td")], how="diagonal_relaxed")
+        runs = [*runs, *abl[1]]
+    dec = A.decomposition(stages)
+    long = dec.unpivot(index=["device", "method"], on=["D", "V", "O", "H"], variable_name="term",
+                       value_name="seconds").with_columns(
+        pl.format("{} / {}", "device", pl.col("method").replace(P.METHOD_LABEL)).alias("method"))
+    notes.append("the paper reports no D/V/O/H totals for the corpus; this family has no paper column")
+    return Result("d27", {"decomposition": P.decomposition(long, subtitle=run_subtitle(runs))},
+                  {f"{PV.THIS_RUN}: D, V, O, H, T (s; T = D + V - O + H)": dec,
+                   f"{PV.THIS_RUN}: speedup condition (eq. 7)": A.speedup_condition(dec)}, runs, notes)
+
+
+def fig1_timeline(exp: str | None = None, method: str = "as2d") -> Result:
+    """Fig. 1 / Fig. 6: producer vs verifier timeline, ready candidates, K widths and rejections."""
+    notes: list[str] = []
+    native = optional(lambda: (latest_table(experiment(NATIVE_EXPERIMENT), NATIVE_STAGES),
+                               latest_table(experiment(NATIVE_EXPERIMENT), NATIVE_ROUNDS)), notes)
+    if native is not None:
+        (stages, run), (rounds, _) = native
+        runs, clock = [run], "native host clock"
+    else:
+        exp = exp or experiment("as2d-replay")
+        stages, run = latest_table(exp, "stages")
+        rounds, _ = latest_table(exp, "rounds")
+        runs, clock = [run], "replay clock (device profile), not a native trace"
+        device = stages["device"][0]
+        stages, rounds = stages.filter(pl.col("device") == device), rounds.filter(pl.col("device") == device)
+        notes.append(f"no native host trace; showing a {device} replay trace instead")
+    charts = {}
+    for i, (label, st, rr) in enumerate(A.timeline_excerpts(stages, rounds, method)):
+        charts[f"excerpt{i + 1}"] = P.timeline(st, rr, title=f"Producer vs verifier, {label} (Fig. 1 / 6)",
+                                               subtitle=f"{run_subtitle(runs)}; {clock}",
+                                               time_title="Time within excerpt (ms)")
+    return Result("fig1_6", charts, {f"{PV.PAPER}: Fig. 1 / 6 facts": PV.timeline_facts().drop("provenance")},
+                  runs, notes)
+
+
+def d3_agreement(exp: str | None = None) -> Result:
+    """D.3 / Table 7: replay vs native TPS agreement on the host (paper: K70 native checks)."""
+    notes: list[str] = []
+    got = optional(lambda: latest_table(exp or experiment(NATIVE_EXPERIMENT), AGREEMENT), notes)
+    paper = PV.table7().unpivot(index=["check", "provenance"], on=["mean_abs_error_pct", "pooled_error_pct"],
+                                variable_name="metric", value_name="pct")
+    charts = {"paper_table7": P.side_by_side_bars(paper, "check", "pct", "metric", "Replay vs native TPS error (D.3)",
+                                                  "Check", "Error (%)", "Metric", f"{PV.PAPER}: Redmi K70 Pro")}
+    tables = {f"{PV.PAPER}: Table 7": PV.table7().drop("provenance", "source")}
+    runs = []
+    if got is not None:
+        err, run = got
+        runs = [run]
+        charts["replay_error"] = P.replay_error(err, subtitle=run_subtitle(runs))
+        tables[f"{PV.THIS_RUN}: host agreement summary"] = A.agreement_summary(err)
+        tables[f"{PV.THIS_RUN}: per-window errors"] = err
+    return Result("d3", charts, tables, runs, notes)

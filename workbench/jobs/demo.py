@@ -1,0 +1,101 @@
+"""The embedded default (``python -m workbench.run``): the whole workbench on real speech, offline.
+
+1. demo corpus: piper speech of project texts + real LibriVox/cards clips (cached);
+2. traces from the real offline Whisper pair (cached, resumable);
+3. replay of every method under the host profile and the four phone profiles;
+4. budget selection on the dev split and the hindsight oracle on the test split, per device;
+5. native host runs of the methods on the test windows (producer in its own process);
+6. one summary table, figures, and everything logged to MLflow by the entry point.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import polars as pl
+from omegaconf import DictConfig
+
+from workbench.figures.paper import batching_saving, budget_tradeoff, decomposition, timeline, tps_cdf
+
+from .base import ConfigError, JobResult
+from .common import budget, check_widths, device_profile, evaluate, methods, per_window_method, summarize
+from .demo_traces import Backends, demo_corpus, demo_windows
+from .oracle import select_and_oracle
+
+log = logging.getLogger(__name__)
+
+
+def _profiles(cfg: DictConfig) -> list:
+    names = list(cfg.get("devices") or [])
+    profiles = []
+    for n in names:
+        try:
+            profiles.append(device_profile(str(n)))
+        except (ConfigError, FileNotFoundError) as err:
+            if n == "host":  # the host profile comes from `experiment=calibrate_host`
+                log.warning("no host profile (%s); run `python -m workbench.run experiment=calibrate_host`", err)
+                continue
+            raise
+    return profiles
+
+
+def validate(cfg: DictConfig) -> None:
+    budget(cfg)
+    names = methods(cfg)
+    for p in _profiles(cfg):
+        check_widths(p, names, cfg)
+    if cfg.dataset.get("synthetic"):
+        raise ConfigError("dataset", "the demo runs on real speech: use dataset=demo")
+
+
+def saving_frame(profiles: list) -> pl.DataFrame:
+    """R(K) = 100 (1 - V(K) / (K V(1))) per profile (eq. 2, Fig. 8)."""
+    rows = []
+    for p in profiles:
+        v1 = p.verify_ms(1)
+        for k in p.verifier.widths():
+            if 2 <= k <= 16:
+                rows.append({"device": p.name, "K": k, "saving_pct": 100 * (1 - p.verify_ms(k) / (k * v1)),
+                             "provenance": "this run (host)" if p.name == "host" else "paper (phones)"})
+    return pl.DataFrame(rows)
+
+
+def run(cfg: DictConfig, out: Path) -> JobResult:
+    backends = Backends(cfg.model)
+    windows = demo_windows(cfg, backends)
+    profiles = _profiles(cfg)
+    names = methods(cfg)
+    frames = evaluate(windows, names, profiles, cfg, cfg.get("source", "producer"))
+    summary, metrics = summarize(frames)
+    summary = summary.with_columns(pl.lit("replay").alias("clock"))
+    tables = {**frames, "per_window": per_window_method(frames["windows"])}
+    sel_rows = []
+    for p in profiles:
+        m, t, row = select_and_oracle(windows, p, cfg, oracle=True)
+        metrics.update(m)
+        tables.update(t)
+        sel_rows.append(row)
+    tables["selection"] = pl.DataFrame(sel_rows)
+    figures = {
+        "tps_cdf": tps_cdf(tables["per_window"]),
+        "batching_saving": batching_saving(saving_frame(profiles)),
+        "budget_tradeoff": budget_tradeoff(pl.concat([t for k, t in tables.items() if k.startswith("dev_budgets_")])),
+    }
+    if cfg.get("native", {}).get("enabled", True):
+        from .native_demo import native_runs
+
+        nat = native_runs(cfg, backends, windows)
+        tables.update(nat.tables)
+        metrics.update(nat.metrics)
+        summary = pl.concat([summary, nat.summary], how="diagonal_relaxed")
+        if nat.timeline is not None:
+            figures["timeline"] = timeline(*nat.timeline)
+    dec = summary.filter(pl.col("D").is_not_null()).unpivot(
+        index=["device", "method"], on=["D", "V", "O", "H"], variable_name="term", value_name="seconds"
+    ).with_columns(pl.format("{}/{}", "device", "method").alias("method"))
+    figures["decomposition"] = decomposition(dec)
+    metrics["windows"] = float(len(windows))
+    metrics["exactness_mismatches"] = float(metrics.get("native.mismatches", 0.0))
+    tags = {"synthetic": "False", "corpus_windows": str(len(demo_corpus(cfg).clips))}
+    return JobResult(metrics, {**tables, "summary": summary}, figures, summary, tags)
