@@ -80,6 +80,20 @@ def replay_configs(cfg: DictConfig, name: str, source: str | None,
     raise ConfigError("method.name", f"unknown method {name!r}")
 
 
+def check_models(cfg: DictConfig, roles: Sequence[str] = ("target", "drafter", "serial_drafter")) -> None:
+    """Fail before any work if a model's weights cannot be found (one error, three remedies)."""
+    from workbench.models.registry import MissingWeightsError, ModelSpec, resolve_weights
+
+    for role in roles:
+        block = cfg.model.get(role)
+        if block is None:
+            continue
+        try:
+            resolve_weights(ModelSpec.from_dict(OmegaConf.to_container(block, resolve=True)))
+        except MissingWeightsError as err:
+            raise ConfigError(f"model.{role}", str(err)) from err
+
+
 def device_profile(name_or_cfg: str | DictConfig) -> DeviceProfile:
     if isinstance(name_or_cfg, str):
         try:

@@ -19,7 +19,7 @@ from omegaconf import DictConfig
 from workbench.figures.paper import batching_saving, budget_tradeoff, decomposition, timeline, tps_cdf
 
 from .base import ConfigError, JobResult
-from .common import budget, check_widths, device_profile, evaluate, methods, per_window_method, summarize
+from .common import budget, check_models, check_widths, device_profile, evaluate, methods, per_window_method, summarize
 from .demo_traces import Backends, demo_corpus, demo_windows
 from .oracle import select_and_oracle
 
@@ -47,6 +47,7 @@ def validate(cfg: DictConfig) -> None:
         check_widths(p, names, cfg)
     if cfg.dataset.get("synthetic"):
         raise ConfigError("dataset", "the demo runs on real speech: use dataset=demo")
+    check_models(cfg)
 
 
 def saving_frame(profiles: list) -> pl.DataFrame:
