@@ -9,13 +9,18 @@ from __future__ import annotations
 
 import os
 import tempfile
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-import mlflow
-import polars as pl
-from mlflow.entities import Run
-from mlflow.tracking import MlflowClient
+# Inside Jupyter without ipywidgets, tqdm.auto (imported by dependencies) warns on every kernel; the
+# warning says nothing about the analysis.
+warnings.filterwarnings("ignore", message="IProgress not found")
+
+import mlflow  # noqa: E402
+import polars as pl  # noqa: E402
+from mlflow.entities import Run  # noqa: E402
+from mlflow.tracking import MlflowClient  # noqa: E402
 
 # Progress bars per downloaded parquet would bury a notebook's output.
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
