@@ -1,0 +1,220 @@
+"""Native host benchmark: As²d against target-only, HF assisted generation, serial SD and ASP.
+
+All methods run on the same windows, interleaved (window by window, method order rotating per
+repetition), after one warm-up pass. Our methods use the native driver's clock (A.3: after prefill,
+through EOS plus charged producer drain). HF ``generate`` has no post-prefill boundary of its own,
+so its charged time is wall time minus the target's prefill (encoder + prompt) and the
+assistant's encoder, both measured on the same window just before the call.
+
+Run ``python -m workbench.native.bench``. Frames (parquet under ``out_dir``):
+
+* ``runs``: window_id, method, rep, tokens, time, tps, matched, capped, rounds, threads, fault
+* ``rounds``: round records of our methods (``ROUND_COLUMNS`` + window_id, config, rep, T)
+* ``stages``: resource, stage, start, end, round, window_id, config, rep, T
+* ``summary``: one row per method, columns ``SUMMARY_COLUMNS``
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import time
+from collections.abc import Sequence
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import torch
+
+from workbench import metrics
+from workbench.replay.engine import STAGE_SCHEMA
+
+from .driver import NativeHost
+from .producer import Placement
+from .windows import AudioWindow, HostSetup, demo_windows, host_setup, run_scheme
+
+SUMMARY_COLUMNS = ("method", "tps", "ratio_target_only", "ratio_hf", "slower_share", "matched_share",
+                   "acceptance", "coverage", "readiness", "D", "V", "O", "H", "T", "bound", "T_over_bound")
+
+
+class Method:
+    def __init__(self, name: str, kind: str, setup: HostSetup | None = None, threads: int = 1,
+                 scheme: str = "", assistant: Any = None, tokenizers: tuple[Any, Any] | None = None) -> None:
+        self.name, self.kind, self.setup, self.threads = name, kind, setup, threads
+        self.scheme, self.assistant, self.tokenizers = scheme, assistant, tokenizers
+
+
+def default_methods(model_cfg: dict[str, Any], same_vocab_cfg: dict[str, Any] | None) -> list[Method]:
+    """target-only (1 and 2 threads), HF assisted (same-vocab int8 base; cross-tokenizer tiny.en),
+    SD and ASP with the serial drafter, As²d with each producer."""
+    from workbench.models.registry import ModelSpec, load_whisper_spec, resolve_weights
+
+    main = host_setup(model_cfg)
+    ms = [Method("target_only@1t", "native", main, 1, "target_only"),
+          Method("target_only@2t", "native", main, 2, "target_only"),
+          Method(f"hf_assisted/{main.serial_source}", "hf", main, 1, assistant=main.serial)]
+    if main.source != main.serial_source:
+        pspec = ModelSpec.from_dict(model_cfg["drafter"])
+        tok = None
+        if model_cfg["drafter"].get("vocabulary") == "cross":  # universal assisted generation
+            from transformers import AutoTokenizer
+
+            tok = (AutoTokenizer.from_pretrained(resolve_weights(ModelSpec.from_dict(model_cfg["target"]))),
+                   AutoTokenizer.from_pretrained(resolve_weights(pspec)))
+        ms.append(Method(f"hf_assisted/{main.source}", "hf", main, 1, assistant=load_whisper_spec(pspec),
+                         tokenizers=tok))
+    ms += [Method("sd", "native", main, 1, "sd"), Method("asp", "native", main, 1, "asp"),
+           Method(f"as2d/{main.source}", "native", main, 1, "as2d")]
+    if same_vocab_cfg is not None:
+        alt = dict(same_vocab_cfg)
+        alt["drafter"] = {**alt["drafter"], "batch_tokens": model_cfg["drafter"].get("batch_tokens", 8)}
+        setup2 = host_setup({**model_cfg, "drafter": alt["drafter"]})
+        setup2.target = main.target  # one target model in memory
+        if setup2.source != main.source:
+            ms.append(Method(f"as2d/{setup2.source}", "native", setup2, 1, "as2d"))
+    return ms
+
+
+def _hf_run(m: Method, w: AudioWindow) -> tuple[list[int], float]:
+    """HF assisted ``generate`` with our protocol (prompt, suppression); returns (output, charged s)."""
+    from transformers.generation.utils import GenerationMixin
+
+    from workbench.models.whisper import WhisperDecoderState, WhisperTarget
+
+    s = m.setup
+    proto = s.target.protocol
+    t0 = time.perf_counter()
+    WhisperTarget(s.target, w.audio).prefill()
+    t_pre = time.perf_counter() - t0
+    feats = s.target.features(w.audio)
+    t0 = time.perf_counter()
+    WhisperDecoderState(m.assistant, m.assistant.features(w.audio))
+    t_pre += time.perf_counter() - t0
+    gc = copy.deepcopy(s.target.model.generation_config)
+    gc.suppress_tokens, gc.begin_suppress_tokens = list(proto.suppress_ids), list(proto.begin_suppress_ids)
+    gc.do_sample, gc.num_beams, gc.max_new_tokens, gc.max_length = False, 1, s.max_output, None
+    kw: dict[str, Any] = {"assistant_model": m.assistant.model}
+    if m.tokenizers is not None:
+        kw.update(tokenizer=m.tokenizers[0], assistant_tokenizer=m.tokenizers[1])
+    t0 = time.perf_counter()
+    # Whisper's own generate() rejects decoder_input_ids with an assistant; the generic one is HF's
+    # assisted generation proper, on the same encoder-decoder model.
+    out = GenerationMixin.generate(s.target.model, input_features=feats, generation_config=gc,
+                                   decoder_input_ids=torch.tensor([proto.prompt_ids]), **kw)
+    wall = time.perf_counter() - t0
+    return out[0].tolist()[len(proto.prompt_ids):], max(wall - t_pre, 1e-9)
+
+
+def run_bench(windows: Sequence[AudioWindow], methods: Sequence[Method], repeats: int = 3, *, warmup: int = 1,
+              out_dir: str | Path | None = None, progress: bool = True) -> dict[str, pl.DataFrame]:
+    """Interleaved benchmark; returns ``runs``, ``rounds``, ``stages`` and ``summary`` frames."""
+    from tqdm.auto import tqdm
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    runs, rounds, stages = [], [], []
+    refs: dict[str, tuple[int, ...]] = {}
+    all_cpus = tuple(sorted(os.sched_getaffinity(0))) if hasattr(os, "sched_getaffinity") else None
+    with ExitStack() as stack:
+        hosts: dict[int, NativeHost] = {}
+        for m in methods:
+            if m.kind == "native" and id(m.setup) not in hosts:
+                hosts[id(m.setup)] = stack.enter_context(NativeHost(m.setup.producer, m.setup.verifier))
+        bar = tqdm(total=(repeats + warmup) * len(windows) * len(methods), desc="bench", disable=not progress)
+        for rep in range(-warmup, repeats):
+            for wi, w in enumerate(windows):
+                k = (rep + wi) % len(methods)  # rotate the order: no method always runs first
+                for m in list(methods[k:]) + list(methods[:k]):
+                    m.setup.verifier.apply() if m.threads == 1 else Placement(m.threads, all_cpus).apply()
+                    fault, r = None, None
+                    if m.kind == "hf":
+                        out, t = _hf_run(m, w)
+                    else:
+                        r = run_scheme(hosts[id(m.setup)], m.setup, w, m.scheme)
+                        out, t, fault = list(r.output), r.time, r.fault
+                    bar.update(1)
+                    if m.name == "target_only@1t" and w.window_id not in refs:
+                        refs[w.window_id] = tuple(out)
+                    if rep < 0:
+                        continue
+                    runs.append({"window_id": w.window_id, "method": m.name, "rep": rep, "tokens": len(out),
+                                 "time": t, "tps": len(out) / t, "output": out,
+                                 "capped": bool(r.capped) if r else len(out) >= m.setup.max_output,
+                                 "rounds": len(r.records) if r else None, "threads": m.threads, "fault": fault})
+                    if r is not None:
+                        keys = {"window_id": w.window_id, "config": m.name, "rep": rep, "T": r.time}
+                        rounds += [{**x.as_row(), **keys} for x in r.records]
+                        stages += [dict(zip(STAGE_SCHEMA, s, strict=True)) | keys for s in r.stages]
+            methods[0].setup.verifier.apply()
+        bar.close()
+    run_df = pl.DataFrame(runs, schema_overrides={"fault": pl.Utf8, "rounds": pl.Int64})
+    # Exactness audit: every run against target-only's output on the same window (never hidden).
+    matched = [tuple(o) == refs.get(w) for w, o in zip(run_df["window_id"], run_df["output"].to_list(), strict=True)]
+    run_df = run_df.with_columns(pl.Series("matched", matched, dtype=pl.Boolean)).drop("output")
+    frames = {"runs": run_df,
+              "rounds": pl.DataFrame(rounds, infer_schema_length=None,
+                                     schema_overrides={"chain": pl.List(pl.Int64), "provenance": pl.List(pl.Int64),
+                                                       "committed": pl.List(pl.Int64), "k1_reason": pl.Utf8}),
+              "stages": pl.DataFrame(stages, infer_schema_length=None)}
+    frames["summary"] = summarize(frames)
+    if out_dir is not None:
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        for name, df in frames.items():
+            df.write_parquet(out / f"bench_{name}.parquet")
+    return frames
+
+
+def summarize(frames: dict[str, pl.DataFrame]) -> pl.DataFrame:
+    runs, rounds, stages = frames["runs"], frames["rounds"], frames["stages"]
+    methods = runs["method"].unique(maintain_order=True).to_list()
+    pooled = {m: metrics.tps_pooled(runs.filter(pl.col("method") == m)) for m in methods}
+    best_to = max((m for m in methods if m.startswith("target_only")), key=pooled.get)
+    hf = [m for m in methods if m.startswith("hf_")]
+    best_hf = max(hf, key=pooled.get) if hf else None
+    per_window = runs.group_by("method", "window_id").agg(pl.col("tokens").first(), pl.col("time").median())
+    base = per_window.filter(pl.col("method") == best_to)
+    rows = []
+    for m in methods:
+        rr = rounds.filter(pl.col("config") == m) if rounds.height else rounds
+        row = {"method": m, "tps": pooled[m], "ratio_target_only": pooled[m] / pooled[best_to],
+               "ratio_hf": pooled[m] / pooled[best_hf] if best_hf else None,
+               "slower_share": metrics.slowdown_share(per_window.filter(pl.col("method") == m), base),
+               "matched_share": float(runs.filter(pl.col("method") == m)["matched"].mean()),
+               "acceptance": None, "coverage": None, "readiness": None}
+        if rr.height:
+            row.update(acceptance=metrics.acceptance(rr), readiness=metrics.readiness(rr),
+                       coverage=float(rr["accepted"].sum() / runs.filter(pl.col("method") == m)["tokens"].sum()))
+            ov = metrics.overlap_table(stages.filter(pl.col("config") == m), keys=("window_id", "config", "rep"))
+            row.update({k: float(ov[k].sum()) for k in ("D", "V", "O", "H", "T")})
+            row["bound"] = float(ov.select(pl.max_horizontal("D", "V") + pl.col("H")).sum().item())
+            row["T_over_bound"] = row["T"] / row["bound"]
+        rows.append(row)
+    return pl.DataFrame(rows, infer_schema_length=None).select(
+        [pl.col(c) if c in rows[0] else pl.lit(None).alias(c) for c in SUMMARY_COLUMNS])
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description="Native host benchmark (issue 5): As²d vs peers on the demo windows.")
+    ap.add_argument("--model", default="whisper_base")
+    ap.add_argument("--same-vocab-model", default="whisper_base_int8", help="second producer's conf/model ('' = none)")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--windows", type=int, default=None)
+    ap.add_argument("--max-seconds", type=float, default=25.0)
+    ap.add_argument("--out-dir", default="outputs/native/bench")
+    args = ap.parse_args(argv)
+    from workbench.models.registry import load_model_config
+
+    _, evals = demo_windows(args.max_seconds)
+    cfg = load_model_config(args.model)
+    alt = load_model_config(args.same_vocab_model) if args.same_vocab_model else None
+    frames = run_bench(evals[: args.windows], default_methods(cfg, alt), args.repeats, out_dir=args.out_dir)
+    with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=250, float_precision=3):
+        print(frames["summary"])
+    print(f"load: {os.getloadavg()}; windows: {len(evals[: args.windows])}, repeats: {args.repeats}")
+
+
+if __name__ == "__main__":
+    main()
