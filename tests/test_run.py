@@ -1,0 +1,158 @@
+"""The front door: Hydra composition, config validation, MLflow run lifecycle, multirun sweeps."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import mlflow
+import pytest
+from hydra import compose, initialize_config_dir
+
+ROOT = Path(__file__).resolve().parents[1]
+CONF = ROOT / "conf"
+
+
+def run_cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "workbench.run", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def runs(db: Path) -> list:
+    if not db.exists():
+        return []
+    mlflow.set_tracking_uri(f"sqlite:///{db}")
+    return mlflow.search_runs(search_all_experiments=True, output_format="list")
+
+
+@pytest.mark.parametrize("override, key", [
+    ("model.budget=-1", "model.budget"),
+    ("model.budget=25", "model.budget"),
+    ("methods=[as2d,nope]", "methods"),
+])
+def test_bad_override_gives_one_readable_error_and_no_run(tmp_path, override, key):
+    db = tmp_path / "m.db"
+    res = run_cli(override, f"tracking.uri=sqlite:///{db}", f"hydra.run.dir={tmp_path}/out")
+    assert res.returncode == 2
+    lines = [ln for ln in res.stderr.splitlines() if ln.startswith("config error")]
+    assert len(lines) == 1 and lines[0].startswith(f"config error: {key}:")
+    assert "Traceback" not in res.stderr
+    assert runs(db) == []
+
+
+def test_unknown_device_is_named_with_the_options(tmp_path):
+    res = run_cli("device=pixel99", f"tracking.uri=sqlite:///{tmp_path}/m.db", f"hydra.run.dir={tmp_path}/out")
+    assert res.returncode != 0
+    assert "device/pixel99" in res.stderr and "k70_pro" in res.stderr
+
+
+def test_missing_weights_name_the_model_and_three_remedies(tmp_path):
+    res = run_cli("experiment=demo", "model.target.offline_package=null", "model.target.local_path=/nonexistent",
+                  f"tracking.uri=sqlite:///{tmp_path}/m.db", f"hydra.run.dir={tmp_path}/out")
+    assert res.returncode == 2
+    assert "model.target" in res.stderr and "whisper-base" in res.stderr
+    for remedy in ("hub id", "local dir", "offline package"):
+        assert remedy in res.stderr
+    assert runs(tmp_path / "m.db") == []
+
+
+def test_width_the_profile_does_not_price_fails_before_work(tmp_path):
+    res = run_cli("device=xiaomi_14", "model.budget=20", f"tracking.uri=sqlite:///{tmp_path}/m.db",
+                  f"hydra.run.dir={tmp_path}/out")
+    assert res.returncode == 2 and "K=21" in res.stderr and "xiaomi_14" in res.stderr
+
+
+def test_replay_job_logs_params_metrics_and_artifacts(tmp_path):
+    db = tmp_path / "m.db"
+    res = run_cli("experiment=replay", "dataset.n_windows=4", f"tracking.uri=sqlite:///{db}",
+                  f"hydra.run.dir={tmp_path}/out")
+    assert res.returncode == 0, res.stderr[-2000:]
+    (run,) = runs(db)
+    assert run.info.status == "FINISHED"
+    assert run.data.params["model.budget"] == "3" and run.data.params["job"] == "replay"
+    m = run.data.metrics
+    assert m["k70_pro.target_only.speedup"] == 1.0 and m["k70_pro.as2d.tps"] > 0
+    assert 0 <= m["k70_pro.as2d.acceptance"] <= 1 and m["exactness_mismatches"] == 0
+    arts = {a.path for a in mlflow.MlflowClient().list_artifacts(run.info.run_id)}
+    assert {"tables", "figures", "hydra"} <= arts
+    figs = {a.path for a in mlflow.MlflowClient().list_artifacts(run.info.run_id, "figures")}
+    assert {"figures/tps_cdf.png", "figures/tps_cdf.svg"} <= figs
+    assert (db.parent / "artifacts").is_dir()  # artifacts live beside the store
+
+
+def test_ctrl_c_ends_the_run_failed_not_running(tmp_path):
+    db = tmp_path / "m.db"
+    proc = subprocess.Popen([sys.executable, "-m", "workbench.run", "experiment=oracle", "dataset.n_windows=600",
+                             f"tracking.uri=sqlite:///{db}", f"hydra.run.dir={tmp_path}/out"], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 300
+    while time.time() < deadline:  # wait until the run exists and is RUNNING
+        if db.exists():
+            try:
+                rows = sqlite3.connect(db).execute("select status from runs").fetchall()
+            except sqlite3.OperationalError:
+                rows = []
+            if rows and rows[0][0] == "RUNNING":
+                break
+        time.sleep(0.5)
+    else:
+        proc.kill()
+        pytest.fail("the job never started a run")
+    time.sleep(2)
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=120)
+    (run,) = runs(db)
+    assert run.info.status == "FAILED"
+    assert "KeyboardInterrupt" in run.data.tags["error"]
+
+
+def test_multirun_has_a_parent_run_with_tagged_children(tmp_path):
+    db = tmp_path / "m.db"
+    res = run_cli("-m", "job=replay", "dataset.n_windows=4", "model.budget=1,3", "methods=[target_only,as2d]",
+                  f"tracking.uri=sqlite:///{db}", f"hydra.sweep.dir={tmp_path}/sweep")
+    assert res.returncode == 0, res.stderr[-2000:]
+    all_runs = runs(db)
+    parents = [r for r in all_runs if r.info.run_name.startswith("sweep:")]
+    children = [r for r in all_runs if r not in parents]
+    assert len(parents) == 1 and len(children) == 2
+    pid = parents[0].info.run_id
+    assert parents[0].info.status == "FINISHED"
+    assert all(c.data.tags["mlflow.parentRunId"] == pid and c.info.status == "FINISHED" for c in children)
+    assert sorted(c.data.params["model.budget"] for c in children) == ["1", "3"]
+
+
+@pytest.mark.parametrize("launcher, target", [
+    ("joblib", "JoblibLauncher"), ("ray", "RayLauncher"), ("submitit_slurm", "SlurmLauncher"),
+])
+def test_launcher_configs_compose(launcher, target):
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = compose("config", overrides=[f"hydra/launcher={launcher}", "experiment=replay"],
+                      return_hydra_config=True)
+    assert target in cfg.hydra.launcher._target_
+    assert cfg.job == "replay" and list(cfg.methods) == ["target_only", "sd", "asp", "as2d"]
+
+
+@pytest.mark.slow
+def test_ray_launcher_sweep_in_local_mode(tmp_path):
+    db = tmp_path / "m.db"
+    res = run_cli("-m", "hydra/launcher=ray", "+hydra.launcher.ray.init.num_cpus=2", "job=replay",
+                  "dataset.n_windows=4", "model.budget=1,3", "methods=[target_only,as2d]",
+                  f"tracking.uri=sqlite:///{db}", f"hydra.sweep.dir={tmp_path}/sweep")
+    assert res.returncode == 0, res.stderr[-2000:]
+    children = [r for r in runs(db) if not r.info.run_name.startswith("sweep:")]
+    assert len(children) == 2 and all(c.info.status == "FINISHED" for c in children)
+
+
+def test_mlflow_tracking_uri_env_overrides_the_default(tmp_path):
+    db = tmp_path / "env.db"
+    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{db}"}
+    res = subprocess.run([sys.executable, "-m", "workbench.run", "dataset.n_windows=2", "methods=[target_only]",
+                          f"hydra.run.dir={tmp_path}/out"], cwd=ROOT, capture_output=True, text=True, env=env,
+                         timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert len(runs(db)) == 1
