@@ -1,0 +1,101 @@
+"""The reduced demo end to end on real speech and real weights, checked through a real MLflow server.
+
+Corpus -> traces -> replay on the host and phone profiles -> selection and oracle -> native host
+runs -> MLflow -> figures. A few windows only; the full demo is `make demo`.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def demo_store(tmp_path_factory):
+    d = tmp_path_factory.mktemp("demo")
+    db = d / "mlflow.db"
+    res = subprocess.run(
+        [sys.executable, "-m", "workbench.run", "experiment=demo", "dataset.max_windows=4", "native.max_windows=1",
+         "budgets=[1,3,7]", f"tracking.uri=sqlite:///{db}", f"hydra.run.dir={d}/out"],
+        cwd=ROOT, capture_output=True, text=True, timeout=3000)
+    assert res.returncode == 0, res.stderr[-4000:]
+    return d, db, res.stdout
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(demo_store):
+    _, db, _ = demo_store
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{db}",
+                             "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(120):
+            try:
+                urllib.request.urlopen(f"{base}/health", timeout=2)
+                break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            pytest.fail("mlflow server did not come up")
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def get(base: str, path: str, **params: str) -> dict:
+    url = f"{base}/api/2.0/mlflow/{path}?{urllib.parse.urlencode(params)}"
+    with urllib.request.urlopen(url, timeout=30) as r:
+        return json.loads(r.read())
+
+
+def post(base: str, path: str, body: dict) -> dict:
+    req = urllib.request.Request(f"{base}/api/2.0/mlflow/{path}", data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        return json.loads(r.read())
+
+
+def test_demo_metrics_through_the_mlflow_rest_api(server):
+    exp = get(server, "experiments/get-by-name", experiment_name="as2d-demo")["experiment"]
+    (run,) = post(server, "runs/search", {"experiment_ids": [exp["experiment_id"]]})["runs"]
+    assert run["info"]["status"] == "FINISHED"
+    m = {x["key"]: x["value"] for x in run["data"]["metrics"]}
+    for device in ("k70_pro", "xiaomi_11_pro", "xiaomi_14", "redmi_note_9_pro"):
+        assert m[f"{device}.target_only.tps"] > 0 and m[f"{device}.as2d.tps"] > 0
+        assert 0 <= m[f"{device}.as2d.coverage"] <= 1 and 0 <= m[f"{device}.as2d.readiness"] <= 1
+        assert f"{device}.oracle_gap" in m and m[f"{device}.tps_oracle"] >= m[f"{device}.tps_selected"] - 1e-9
+    assert m["exactness_mismatches"] == 0
+    assert m["native.as2d.matched"] == 1.0 and m["native.target_only.tps"] > 0
+    # eq. 9: no native run beats its own bottleneck bound
+    assert m["native.as2d.T"] >= m["native.as2d.bound"] - 1e-9
+    params = {p["key"]: p["value"] for p in run["data"]["params"]}
+    assert params["job"] == "demo" and params["dataset.max_windows"] == "4"
+
+
+def test_demo_prints_a_table_and_writes_figures(demo_store):
+    d, _, stdout = demo_store
+    assert "as2d" in stdout and "target_only" in stdout
+    for name in ("tps_cdf", "budget_tradeoff", "batching_saving", "decomposition", "timeline"):
+        png = d / "out" / "figures" / f"{name}.png"
+        assert png.stat().st_size > 1000 and png.read_bytes()[:4] == b"\x89PNG"
+        assert (d / "out" / "figures" / f"{name}.svg").exists()
