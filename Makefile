@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml scripts/setup.sh
 setup: $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/python -m workbench.run
+	$(BIN)/python -m workbench.run experiment=demo
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

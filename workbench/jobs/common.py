@@ -215,8 +215,9 @@ def summarize(frames: dict[str, pl.DataFrame]) -> tuple[pl.DataFrame, dict[str, 
             s = frames["stages"].filter((pl.col("device") == device) & (pl.col("method") == method))
             ov = M.overlap_table(s, keys=("window_id", "config")) if s.height else None
             if ov is not None and ov.height:
+                n_cfg = ov["config"].n_unique()  # SD spans K=5..8: report per configuration, not their sum
                 for term in ("D", "V", "O", "H", "T"):
-                    row[term] = float(ov[term].sum())
+                    row[term] = float(ov[term].sum()) / n_cfg
         rows.append(row)
         for k, v in row.items():
             if k not in ("device", "method") and v is not None:
