@@ -63,7 +63,9 @@ def select_and_oracle(windows: list[Window], profile: DeviceProfile, cfg: DictCo
     if oracle:
         catalog = run_catalog(test.windows, as2d_catalog(sources, budgets), profile, workers=workers)
         rep = hindsight_oracle(catalog, (sel.source, sel.budget))
-        tables[f"oracle_{d}"] = rep.per_window.with_columns(pl.lit(d).alias("device"))
+        datasets = pl.DataFrame({"window_id": [w.window_id for w in ws], "dataset": [w.dataset for w in ws]})
+        tables[f"oracle_{d}"] = rep.per_window.join(datasets, on="window_id", how="left").with_columns(
+            pl.lit(d).alias("device"))
         row.update(tps=rep.tps_selected, tps_oracle=rep.tps_oracle, oracle_gap=rep.gap)
         metrics.update({f"{d}.tps_selected": rep.tps_selected, f"{d}.tps_oracle": rep.tps_oracle,
                         f"{d}.oracle_gap": rep.gap})
