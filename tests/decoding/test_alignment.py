@@ -96,3 +96,18 @@ def test_read_cursor_is_monotone():
         nxt = cur.after_call(anchor, acc)
         assert nxt.cursor > cur.cursor and nxt.floor >= cur.floor
         cur = nxt
+
+
+def test_multi_token_target_insertion_is_recovered_within_the_lookback():
+    # The target says "Seven of clubs" (three tokens X Y Z) where the producer wrote "7" (one token, C):
+    # the producer's continuation D E F sits behind the target's position once it has caught up.
+    reference = [R, A, B, X, Y, Z, D, E, F, EOS]
+    stream = [R, A, B, C, D, E, F, EOS]
+    rounds = run(reference, stream, budget=4)
+    last = rounds[-1]
+    assert last[0] == D and last[1] == (E, F, EOS) and last[2] == 3  # re-anchored on D, E F EOS accepted
+    # with a one-step look-back the producer's D retires before the target reaches it
+    buf = PublicationBuffer.from_stream(stream, [0.0] * len(stream), vocab_size=VOCAB)
+    res = decode(As2d(buf, 4, 64, EOS, lookback=1), ReferenceTarget(reference, EOS, VOCAB))
+    assert res.output == tuple(reference)
+    assert sum(r.accepted for r in res.records[1:]) == 0

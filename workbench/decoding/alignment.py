@@ -8,9 +8,10 @@ State (``ReadCursor``):
 * ``cursor`` -- the buffer position where the current **known root** is expected.
 * ``floor`` -- positions below it are **retired** and never proposed again.
 
-At each round the **alignment anchor** is the known root. We look for it in the published
-window ``[floor, cursor + window)``, nearest-first from ``floor``. A match at ``j`` makes
-``buffer[j+1:]`` the candidate chain. The cases of C.3 fall out of that one rule:
+At each round the **alignment anchor** is the known root. We look for it among the eligible
+published positions ``[floor, cursor + window)``, nearest the expected slot first (see
+``find_anchor``). A match at ``j`` makes ``buffer[j+1:]`` the candidate chain. The cases of C.3
+fall out of that one rule:
 
 * full acceptance -- the bonus is expected right after the last candidate (``cursor`` moves
   there, ``floor`` with it);
@@ -20,8 +21,11 @@ window ``[floor, cursor + window)``, nearest-first from ``floor``. A match at ``
   target token becomes the anchor, with ``cursor = m + 1``: it may equal the candidate at the
   mismatch (``m``: the target **inserted** a token, so that position stays eligible), the one
   after it (**substitution**), or one further ahead;
-* no match -- a plain step; the expected position advances with the target and positions more
-  than one behind it retire, so the search stays bounded and the cursor only moves forward.
+* no match -- a plain step; the expected position advances with the target. Unmatched positions
+  stay eligible for ``lookback`` steps, so a producer that lacks several target tokens (the
+  target says "Seven of clubs" where the producer wrote "7 of clubs") is found again once the
+  target catches up; older positions retire, so the search stays bounded and the cursor only
+  moves forward.
 
 A repeated token can anchor at an unhelpful position; that costs verification work, never
 exactness, because every reused token is verified again (C.4, condition 3).
@@ -42,18 +46,27 @@ class ReadCursor:
     floor: int = 0
 
     def find_anchor(self, snap: Snapshot, root: int, window: int) -> int | None:
-        """Nearest eligible published position holding ``root``, or ``None``."""
-        stop = min(len(snap), self.cursor + window)
-        toks = snap._tokens  # shared immutable prefix; bounded by ``stop <= len(snap)``
-        for j in range(self.floor, stop):
+        """Eligible published position holding ``root``, nearest the expected one, or ``None``.
+
+        Order: the slot just before the expected one (a target insertion keeps the mismatch
+        slot, C.3), the expected slot, then forward up to ``window`` slots, then back to the
+        floor (positions the target passed without a match, e.g. after a multi-token insertion).
+        """
+        n = len(snap)
+        toks = snap._tokens  # shared immutable prefix; every index below is checked against n
+        c, floor = self.cursor, self.floor
+        for j in range(max(floor, c - 1), min(n, c + window)):
+            if toks[j] == root:
+                return j
+        for j in range(min(c - 2, n - 1), floor - 1, -1):
             if toks[j] == root:
                 return j
         return None
 
-    def after_call(self, anchor: int | None, accepted: int) -> ReadCursor:
+    def after_call(self, anchor: int | None, accepted: int, lookback: int = 1) -> ReadCursor:
         """Move the cursor after a target call that used ``accepted`` chain candidates."""
         if anchor is not None:
             nxt = anchor + 1 + accepted  # bonus slot on full acceptance, else the mismatch slot
             return ReadCursor(nxt, nxt)
         nxt = self.cursor + 1  # the target advanced alone
-        return ReadCursor(nxt, max(self.floor, nxt - 1))
+        return ReadCursor(nxt, max(self.floor, nxt - lookback))

@@ -129,12 +129,25 @@ def source_roles(cfg: DictConfig) -> dict[str, str]:
     return dict(OmegaConf.to_container(cfg.get("source_roles") or {}, resolve=True))
 
 
-def priced_as(windows: Sequence[Window], profile: DeviceProfile, roles: dict[str, str]) -> list[Window]:
-    """Rename window sources to the profile's names when the profile lacks the role's own name.
+def profile_source(profile: DeviceProfile, source: str | None, roles: dict[str, str]) -> str | None:
+    """The profile's name for a trace source.
 
     Traces name sources by role (``producer``, ``chunk``); a phone profile prices the paper's
-    sources (``qwen``, ``parakeet``). The mapping is configuration (``source_roles``), never implicit.
+    sources (``qwen``, ``parakeet``) and the host profile the measured model (``whisper-tiny.en``).
+    Order: the same name; the configured ``source_roles`` name; else the profile's only source of
+    the role's kind (autoregressive for ``producer``, chunk for ``chunk``). Never a guess among many.
     """
+    if source is None or source in profile.sources:
+        return source
+    if roles.get(source) in profile.sources:
+        return roles[source]
+    kind = {"producer": "autoregressive", "chunk": "chunk"}.get(source)
+    same = [n for n, c in profile.sources.items() if c.kind == kind]
+    return same[0] if len(same) == 1 else roles.get(source, source)
+
+
+def priced_as(windows: Sequence[Window], profile: DeviceProfile, roles: dict[str, str]) -> list[Window]:
+    """Windows whose sources carry the profile's names (see ``profile_source``)."""
     out = []
     for w in windows:
         if all(s in profile.sources for s in w.sources):
@@ -142,16 +155,10 @@ def priced_as(windows: Sequence[Window], profile: DeviceProfile, roles: dict[str
             continue
         renamed = {}
         for s, track in w.sources.items():
-            name = s if s in profile.sources else roles.get(s, s)
+            name = profile_source(profile, s, roles)
             renamed[name] = replace(track, source=name)
         out.append(replace(w, sources=renamed))
     return out
-
-
-def profile_source(profile: DeviceProfile, source: str | None, roles: dict[str, str]) -> str | None:
-    if source is None or source in profile.sources:
-        return source
-    return roles.get(source, source)
 
 
 def evaluate(windows: Sequence[Window], names: Sequence[str], profiles: Sequence[DeviceProfile],

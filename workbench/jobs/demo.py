@@ -16,7 +16,14 @@ from pathlib import Path
 import polars as pl
 from omegaconf import DictConfig
 
-from workbench.figures.paper import batching_saving, budget_tradeoff, decomposition, timeline, tps_cdf
+from workbench.figures.paper import (
+    batching_saving,
+    budget_tradeoff,
+    decomposition,
+    replay_error,
+    timeline,
+    tps_cdf,
+)
 
 from .base import ConfigError, JobResult
 from .common import budget, check_models, check_widths, device_profile, evaluate, methods, per_window_method, summarize
@@ -86,12 +93,16 @@ def run(cfg: DictConfig, out: Path) -> JobResult:
     if cfg.get("native", {}).get("enabled", True):
         from .native_demo import native_runs
 
-        nat = native_runs(cfg, backends, windows)
+        host = next((p for p in profiles if p.name == "host"), None)
+        nat = native_runs(cfg, backends, windows, host)
         tables.update(nat.tables)
         metrics.update(nat.metrics)
         summary = pl.concat([summary, nat.summary], how="diagonal_relaxed")
         if nat.timeline is not None:
             figures["timeline"] = timeline(*nat.timeline)
+        if "agreement" in nat.tables:
+            figures["replay_error"] = replay_error(nat.tables["agreement"].with_columns(
+                pl.format("{}#{}", "window_id", "repeat").alias("window_id")))
     dec = summary.filter(pl.col("D").is_not_null()).unpivot(
         index=["device", "method"], on=["D", "V", "O", "H"], variable_name="term", value_name="seconds"
     ).with_columns(pl.format("{}/{}", "device", "method").alias("method"))

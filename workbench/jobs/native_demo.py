@@ -17,10 +17,12 @@ from tqdm import tqdm
 from workbench import metrics as M
 from workbench.native.driver import NativeHost, NativeResult
 from workbench.native.producer import Placement, ProducerSpec
+from workbench.replay.engine import ReplayConfig, replay
+from workbench.replay.profile import DeviceProfile
 from workbench.replay.selection import split_windows
-from workbench.replay.trajectory import Window
+from workbench.replay.trajectory import SourceTrack, Window
 
-from .common import method_cfg
+from .common import method_cfg, profile_source
 from .demo_traces import Backends, demo_corpus
 
 STAGE_COLS = ["resource", "stage", "start", "end", "round"]
@@ -48,7 +50,27 @@ def _params(cfg: DictConfig, name: str, budget: int) -> dict[str, Any]:
                               "window": m.get("window"), "budget": budget}.items() if v is not None}
 
 
-def native_runs(cfg: DictConfig, backends: Backends, windows: list[Window]) -> NativeRuns:
+def agreement(results: list[tuple[int, NativeResult]], host: DeviceProfile, budget: int, max_output: int,
+              eos_id: int, vocab_size: int) -> pl.DataFrame:
+    """Replay each native As²d run's own trajectory under the frozen host profile (D.3)."""
+    src = profile_source(host, "producer", {})
+    ref = {(rep, r.window_id): r.output for rep, r in results if r.scheme == "target_only"}
+    rows = []
+    for rep, r in results:
+        if r.scheme != "as2d" or src is None:
+            continue
+        toks = tuple(r.producer_tokens)
+        track = SourceTrack(src, toks, None, (1,) * len(toks))  # the host prices its producer per target token
+        w = Window(r.window_id, "host", ref[(rep, r.window_id)], eos_id, vocab_size, max_output, None, {src: track})
+        rp = replay(w.validate(), ReplayConfig("as2d", source=src, budget=budget), host)
+        nat = len(r.output) / r.time
+        rows.append({"window_id": r.window_id, "repeat": rep, "tokens": len(r.output), "tps_native": nat,
+                     "tps_replay": rp.tps, "signed_error_pct": 100 * (rp.tps / nat - 1)})
+    return pl.DataFrame(rows)
+
+
+def native_runs(cfg: DictConfig, backends: Backends, windows: list[Window],
+                host_profile: DeviceProfile | None = None) -> NativeRuns:
     from workbench.models.whisper import WhisperTarget, whisper_drafter
 
     ncfg = OmegaConf.to_container(cfg.native, resolve=True)
@@ -78,7 +100,16 @@ def native_runs(cfg: DictConfig, backends: Backends, windows: list[Window]) -> N
                 res = host.run(w.window_id, name, target, audio=audio, max_output=backends.max_output,
                                drafter=drafter, params=_params(cfg, name, budget) if name != "target_only" else None)
                 results.append((rep, res))
-    return _frames(results, host.placement)
+    runs = _frames(results, host.placement)
+    if host_profile is not None:
+        agr = agreement(results, host_profile, budget, backends.max_output, backends.eos_id, backends.vocab_size)
+        if agr.height:
+            runs.tables["agreement"] = agr
+            runs.metrics["agreement.mae_pct"] = float(agr["signed_error_pct"].abs().mean())
+            t_replay = (agr["tokens"] / agr["tps_replay"]).sum()
+            t_native = (agr["tokens"] / agr["tps_native"]).sum()
+            runs.metrics["agreement.pooled_error_pct"] = 100 * (t_native / t_replay - 1)  # pooled TPS ratio
+    return runs
 
 
 def _frames(results: list[tuple[int, NativeResult]], placement: dict) -> NativeRuns:

@@ -34,6 +34,7 @@ def make_scheme(
     threshold: float = ASP_THRESHOLD,
     cap: int = ASP_CAP,
     window: int = 8,
+    lookback: int | None = None,
     **unused: Any,
 ) -> Scheme:
     """Build a scheme by its paper name. ``budget`` is As²d's proposal budget b (K <= b + 1)."""
@@ -50,13 +51,13 @@ def make_scheme(
     if name == "asp":
         return SpecASR(need(drafter, "drafter"), max_output, eos_id, threshold, cap)
     if name == "as2d":
-        return As2d(need(source, "candidate source (buffer)"), budget, max_output, eos_id, window)
+        return As2d(need(source, "candidate source (buffer)"), budget, max_output, eos_id, window, lookback=lookback)
     if name == "as2d_wo_td":
         s = SpecASR(need(drafter, "drafter"), max_output, eos_id, threshold, budget)
         s.name = "as2d_wo_td"
         return s
     if name == "as2d_wo_bc":
-        s = As2d(need(source, "candidate source (buffer)"), cap, max_output, eos_id, window, threshold)
+        s = As2d(need(source, "candidate source (buffer)"), cap, max_output, eos_id, window, threshold, lookback)
         s.name = "as2d_wo_bc"
         return s
     raise ValueError(f"scheme: unknown name {name!r}; choose one of {', '.join(SCHEMES)}")

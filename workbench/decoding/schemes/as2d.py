@@ -37,12 +37,15 @@ class As2d(Scheme):
         eos_id: int | None,
         window: int = DEFAULT_ALIGN_WINDOW,
         threshold: float | None = None,
+        lookback: int | None = None,
     ) -> None:
         super().__init__(max_output, eos_id)
         self.source = source
         self.budget = check_budget("budget", budget)
         self.window = check_budget("window", window, low=1, high=10_000)
         self.threshold = check_threshold("threshold", threshold)
+        # How many plain steps an unmatched buffer position stays eligible (target insertions).
+        self.lookback = self.window if lookback is None else check_budget("lookback", lookback, low=1, high=10_000)
 
     def _reset(self) -> None:
         self.cursor = ReadCursor()
@@ -87,5 +90,5 @@ class As2d(Scheme):
         return "no_match"
 
     def _after(self, call: Call, verdict: Verdict) -> int | None:
-        self.cursor = self.cursor.after_call(call.anchor, verdict.accepted)
+        self.cursor = self.cursor.after_call(call.anchor, verdict.accepted, self.lookback)
         return self.cursor.cursor

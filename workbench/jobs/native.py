@@ -1,0 +1,47 @@
+"""Job ``native_host``: the host benchmark (issue 5) -- As²d against target-only (1 and 2 threads),
+HF assisted generation, serial SD and ASP, on the packed demo windows, interleaved, repeated."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+from omegaconf import DictConfig, OmegaConf
+
+from workbench.figures.paper import decomposition
+
+from .base import ConfigError, JobResult
+from .common import budget, check_models
+
+
+def validate(cfg: DictConfig) -> None:
+    budget(cfg)
+    check_models(cfg)
+    reps = cfg.get("native", {}).get("repeats", 3)
+    if not isinstance(reps, int) or reps < 1:
+        raise ConfigError("native.repeats", f"need an integer >= 1, got {reps!r}")
+
+
+def run(cfg: DictConfig, out: Path) -> JobResult:
+    from workbench.models.registry import load_model_config
+    from workbench.native.bench import default_methods, run_bench
+    from workbench.native.windows import demo_windows
+
+    ncfg = OmegaConf.to_container(cfg.native, resolve=True)
+    model = OmegaConf.to_container(cfg.model, resolve=True)
+    alt = load_model_config(ncfg["same_vocab_model"]) if ncfg.get("same_vocab_model") else None
+    _, evals = demo_windows(float(ncfg.get("max_seconds", 25.0)))
+    evals = evals[: ncfg.get("max_windows") or len(evals)]
+    frames = run_bench(evals, default_methods(model, alt), int(ncfg.get("repeats", 3)), out_dir=out / "bench")
+    summary = frames["summary"]
+    metrics: dict[str, float] = {}
+    for row in summary.iter_rows(named=True):
+        for k, v in row.items():
+            if k != "method" and isinstance(v, int | float) and not isinstance(v, bool):
+                metrics[f"native.{row['method']}.{k}"] = float(v)
+    runs = frames["runs"]
+    metrics["exactness_mismatches"] = float((~runs["matched"]).sum()) if "matched" in runs.columns else 0.0
+    dec = summary.filter(pl.col("D").is_not_null()).unpivot(index="method", on=["D", "V", "O", "H"],
+                                                           variable_name="term", value_name="seconds")
+    return JobResult(metrics, frames, {"decomposition": decomposition(dec)}, summary,
+                     {"windows": str(len(evals))})
