@@ -2,7 +2,7 @@
 
 from workbench.decoding import As2d, PublicationBuffer, ReadCursor, ReferenceTarget, decode
 
-A, B, C, D, E, F, X, Y, R, EOS = range(1, 11)
+A, B, C, D, E, F, X, Y, R, EOS, Z = range(1, 12)
 VOCAB = 16
 
 
