@@ -99,3 +99,21 @@ def test_demo_prints_a_table_and_writes_figures(demo_store):
         png = d / "out" / "figures" / f"{name}.png"
         assert png.stat().st_size > 1000 and png.read_bytes()[:4] == b"\x89PNG"
         assert (d / "out" / "figures" / f"{name}.svg").exists()
+
+
+NOTEBOOKS = ROOT / "notebooks"
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb")))
+def test_notebooks_run_on_the_reduced_demo_runs(name, demo_store, tmp_path, monkeypatch):
+    """Every notebook executes (as nbmake would) against the demo's own MLflow run."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    _, db, _ = demo_store
+    for k, v in {"MLFLOW_TRACKING_URI": f"sqlite:///{db}", "AS2D_NOTEBOOK_EXPERIMENT": "as2d-demo",
+                 "AS2D_FIGURES_DIR": str(tmp_path)}.items():
+        monkeypatch.setenv(k, v)  # the kernel inherits the environment at launch
+    nb = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
+    NotebookClient(nb, timeout=180, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
+    assert list(tmp_path.glob("*.png")), f"{name} wrote no figure from the demo run"

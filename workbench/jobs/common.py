@@ -125,28 +125,35 @@ def check_widths(profile: DeviceProfile, names: Sequence[str], cfg: DictConfig) 
                                   f"does not price it ({err})") from err
 
 
-def source_roles(cfg: DictConfig) -> dict[str, str]:
-    return dict(OmegaConf.to_container(cfg.get("source_roles") or {}, resolve=True))
+def source_roles(cfg: DictConfig) -> dict[str, list[str]]:
+    """Role -> profile source names to try: the pair's own producer model, then ``source_roles``."""
+    roles = {k: [v] for k, v in OmegaConf.to_container(cfg.get("source_roles") or {}, resolve=True).items()}
+    producer = (cfg.get("model") or {}).get("drafter") or {}
+    if producer.get("name"):
+        roles.setdefault("producer", []).insert(0, str(producer["name"]))  # e.g. the host's measured tiny.en
+    return roles
 
 
-def profile_source(profile: DeviceProfile, source: str | None, roles: dict[str, str]) -> str | None:
+def profile_source(profile: DeviceProfile, source: str | None, roles: dict[str, list[str]]) -> str | None:
     """The profile's name for a trace source.
 
     Traces name sources by role (``producer``, ``chunk``); a phone profile prices the paper's
     sources (``qwen``, ``parakeet``) and the host profile the measured model (``whisper-tiny.en``).
-    Order: the same name; the configured ``source_roles`` name; else the profile's only source of
-    the role's kind (autoregressive for ``producer``, chunk for ``chunk``). Never a guess among many.
+    Order: the same name; the pair's producer model name; the configured ``source_roles`` name; else
+    the profile's only source of the role's kind (autoregressive for ``producer``, chunk for
+    ``chunk``). Never a guess among several.
     """
     if source is None or source in profile.sources:
         return source
-    if roles.get(source) in profile.sources:
-        return roles[source]
+    for name in roles.get(source, []):
+        if name in profile.sources:
+            return name
     kind = {"producer": "autoregressive", "chunk": "chunk"}.get(source)
     same = [n for n, c in profile.sources.items() if c.kind == kind]
-    return same[0] if len(same) == 1 else roles.get(source, source)
+    return same[0] if len(same) == 1 else (roles.get(source) or [source])[-1]
 
 
-def priced_as(windows: Sequence[Window], profile: DeviceProfile, roles: dict[str, str]) -> list[Window]:
+def priced_as(windows: Sequence[Window], profile: DeviceProfile, roles: dict[str, list[str]]) -> list[Window]:
     """Windows whose sources carry the profile's names (see ``profile_source``)."""
     out = []
     for w in windows:

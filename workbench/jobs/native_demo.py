@@ -51,9 +51,9 @@ def _params(cfg: DictConfig, name: str, budget: int) -> dict[str, Any]:
 
 
 def agreement(results: list[tuple[int, NativeResult]], host: DeviceProfile, budget: int, max_output: int,
-              eos_id: int, vocab_size: int) -> pl.DataFrame:
+              eos_id: int, vocab_size: int, producer: str) -> pl.DataFrame:
     """Replay each native As²d run's own trajectory under the frozen host profile (D.3)."""
-    src = profile_source(host, "producer", {})
+    src = profile_source(host, "producer", {"producer": [producer]})
     ref = {(rep, r.window_id): r.output for rep, r in results if r.scheme == "target_only"}
     rows = []
     for rep, r in results:
@@ -102,7 +102,8 @@ def native_runs(cfg: DictConfig, backends: Backends, windows: list[Window],
                 results.append((rep, res))
     runs = _frames(results, host.placement)
     if host_profile is not None:
-        agr = agreement(results, host_profile, budget, backends.max_output, backends.eos_id, backends.vocab_size)
+        agr = agreement(results, host_profile, budget, backends.max_output, backends.eos_id, backends.vocab_size,
+                        str(backends.producer_cfg.get("name")))
         if agr.height:
             runs.tables["agreement"] = agr
             runs.metrics["agreement.mae_pct"] = float(agr["signed_error_pct"].abs().mean())
