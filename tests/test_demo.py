@@ -116,4 +116,10 @@ def test_notebooks_run_on_the_reduced_demo_runs(name, demo_store, tmp_path, monk
         monkeypatch.setenv(k, v)  # the kernel inherits the environment at launch
     nb = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
     NotebookClient(nb, timeout=180, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
-    assert list(tmp_path.glob("*.png")), f"{name} wrote no figure from the demo run"
+    out = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+                  if o.get("output_type") == "stream")
+    # A figure, or -- where the reduced run cannot support it (Table 1 needs windows of >= 64 tokens,
+    # demo clips are shorter) -- the notebook's one clear line saying what is missing.
+    said_why = [ln for ln in out.splitlines() if ln.startswith("no ")]
+    assert list(tmp_path.glob("*.png")) or said_why, f"{name} wrote no figure and said nothing:\n{out[-1500:]}"
+    assert "Traceback" not in out
