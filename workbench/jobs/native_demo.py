@@ -15,12 +15,12 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
 from workbench import metrics as M
+from workbench.native.agreement import replay_native_run
 from workbench.native.driver import NativeHost, NativeResult
 from workbench.native.producer import Placement, ProducerSpec
-from workbench.replay.engine import ReplayConfig, replay
 from workbench.replay.profile import DeviceProfile
 from workbench.replay.selection import split_windows
-from workbench.replay.trajectory import SourceTrack, Window
+from workbench.replay.trajectory import Window
 
 from .common import method_cfg, profile_source
 from .demo_traces import Backends, demo_corpus
@@ -59,10 +59,8 @@ def agreement(results: list[tuple[int, NativeResult]], host: DeviceProfile, budg
     for rep, r in results:
         if r.scheme != "as2d" or src is None:
             continue
-        toks = tuple(r.producer_tokens)
-        track = SourceTrack(src, toks, None, (1,) * len(toks))  # the host prices its producer per target token
-        w = Window(r.window_id, "host", ref[(rep, r.window_id)], eos_id, vocab_size, max_output, None, {src: track})
-        rp = replay(w.validate(), ReplayConfig("as2d", source=src, budget=budget), host)
+        _, rp = replay_native_run(r, ref[(rep, r.window_id)], host, source=src, budget=budget, eos_id=eos_id,
+                                  vocab_size=vocab_size, max_output=max_output)
         nat = len(r.output) / r.time
         rows.append({"window_id": r.window_id, "repeat": rep, "tokens": len(r.output), "tps_native": nat,
                      "tps_replay": rp.tps, "signed_error_pct": 100 * (rp.tps / nat - 1)})

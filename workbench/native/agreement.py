@@ -42,14 +42,23 @@ def _overlap(stages: Iterable[tuple], T: float) -> tuple[float, float, float, fl
     return o.D, o.V, o.O, o.H
 
 
-def replay_window(setup: HostSetup, profile: DeviceProfile, window_id: str, reference: Sequence[int],
-                  run: NativeResult) -> tuple[Window, Any]:
+def replay_native_run(run: NativeResult, reference: Sequence[int], profile: DeviceProfile, *, source: str,
+                      budget: int, eos_id: int | None, vocab_size: int, max_output: int,
+                      window_id: str | None = None) -> tuple[Window, Any]:
     """Replay one native As²d run's trajectory (reference + published producer stream) under ``profile``."""
     tokens = tuple(run.producer_tokens)
-    track = SourceTrack(setup.source, tokens, None, (1,) * len(tokens))  # one priced op per target token
-    w = Window(window_id, "host", tuple(reference), setup.target.protocol.eos_id, setup.target.config.vocab_size,
-               setup.max_output, None, {setup.source: track}).validate()
-    return w, replay(w, ReplayConfig("as2d", source=setup.source, budget=setup.budget), profile)
+    track = SourceTrack(source, tokens, None, (1,) * len(tokens))  # the host prices its producer per target token
+    w = Window(window_id or run.window_id, "host", tuple(reference), eos_id, vocab_size, max_output, None,
+               {source: track}).validate()
+    return w, replay(w, ReplayConfig("as2d", source=source, budget=budget), profile)
+
+
+def replay_window(setup: HostSetup, profile: DeviceProfile, window_id: str, reference: Sequence[int],
+                  run: NativeResult) -> tuple[Window, Any]:
+    """``replay_native_run`` with the host setup's source, budget and target protocol."""
+    return replay_native_run(run, reference, profile, source=setup.source, budget=setup.budget,
+                             eos_id=setup.target.protocol.eos_id, vocab_size=setup.target.config.vocab_size,
+                             max_output=setup.max_output, window_id=window_id)
 
 
 def replay_agreement(
