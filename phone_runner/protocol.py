@@ -1,0 +1,374 @@
+"""The phone_runner protocol, version 1 (``phone_runner/PROTOCOL.md``): request and JSONL lines.
+
+The host validates every line a runner sends with :func:`validate_line`; a runner validates its
+request with :func:`parse_request`. Both raise :class:`ProtocolError`, whose message names the
+line (or request field) and what is wrong. Nothing here imports torch; the reference-engine
+pricing converts from and to ``workbench.replay.profile.DeviceProfile``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+VERSION = 1
+DEVICE_ROOT = "/data/local/tmp/as2d"
+SCHEME_NAMES = ("target_only", "sd", "asp", "as2d", "as2d_wo_td", "as2d_wo_bc")
+ENGINES = ("reference", "torch", "mnn")
+ERROR_CODES = ("bad_request", "missing_file", "unsupported_backend", "width_not_priced", "exactness",
+               "internal")
+K1_REASONS = ("target_only", "not_ready", "no_match", "exhausted", "output_cap", "confidence", "drafter")
+OUTCOMES = ("correction", "bonus", "eos", "cap")
+MEASURE_OPS = ("verify", "target_step", "draft_forward", "asp_paired", "asp_prob_row", "asp_refresh",
+               "chunk_service", "producer_forward")
+
+
+class ProtocolError(ValueError):
+    """A request or output line that breaks protocol version 1."""
+
+    def __init__(self, where: str, problem: str) -> None:
+        super().__init__(f"{where}: {problem}")
+        self.where = where
+
+
+# ------------------------------------------------------------------------------------------
+# output lines: type -> {field: kind}. Kinds: int, num, str, bool, ints, nums, obj, list;
+# a trailing '?' allows null.
+
+_WIN = {"window_id": "str", "repetition": "int"}
+LINE_FIELDS: dict[str, dict[str, str]] = {
+    "header": {"run_id": "str", "runner": "obj", "mode": "str", "engine": "obj", "scheme": "obj",
+               "device": "obj", "started_unix": "num"},
+    "round": {**_WIN, "config": "str", "round": "int", "scheme": "str", "width": "int", "root": "int",
+              "chain": "ints", "provenance": "ints", "k1_reason": "str?", "ready": "int", "accepted": "int",
+              "committed": "ints", "outcome": "str", "next_root": "int?", "cursor_before": "int?",
+              "cursor_after": "int?", "work_forwards": "int", "work_catchup": "int",
+              "work_paired_forwards": "int", "work_prob_rows": "int", "work_refresh_width": "int",
+              "t_decide": "num", "t_start": "num", "t_end": "num"},
+    "stage": {**_WIN, "resource": "str", "stage": "str", "start": "num", "end": "num", "round": "int"},
+    "publication": {**_WIN, "source_id": "str", "producer_id": "str", "offset": "int", "publish_time": "num",
+                    "tokens": "ints", "confidences": "nums?"},
+    "window": {**_WIN, "config": "str", "scheme": "str", "tokens": "int", "time": "num", "t_eos": "num",
+               "cleanup": "num", "rounds": "int", "output": "ints"},
+    "measure": {"op": "str", "width": "int?", "offset": "int?", "concurrent": "bool", "source": "str?",
+                "repetition": "int", "ms": "num"},
+    "summary": {"windows": "int", "rounds": "int", "tokens": "int", "time": "num", "wall_s": "num"},
+    "error": {"code": "str", "message": "str", "window_id": "str?"},
+}
+_ENUMS = {("round", "k1_reason"): K1_REASONS, ("round", "outcome"): OUTCOMES,
+          ("round", "scheme"): SCHEME_NAMES, ("window", "scheme"): SCHEME_NAMES,
+          ("stage", "resource"): ("producer", "verifier", "other"), ("header", "mode"): ("run", "calibrate"),
+          ("measure", "op"): MEASURE_OPS, ("error", "code"): ERROR_CODES}
+
+
+def _kind_ok(value: Any, kind: str) -> bool:
+    if kind.endswith("?"):
+        if value is None:
+            return True
+        kind = kind[:-1]
+    if kind == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "num":
+        return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if kind == "str":
+        return isinstance(value, str)
+    if kind == "bool":
+        return isinstance(value, bool)
+    if kind == "obj":
+        return isinstance(value, dict)
+    if kind == "ints":
+        return isinstance(value, list) and all(_kind_ok(v, "int") for v in value)
+    if kind == "nums":
+        return isinstance(value, list) and all(_kind_ok(v, "num") for v in value)
+    raise AssertionError(kind)
+
+
+def validate_obj(obj: Any, where: str) -> dict[str, Any]:
+    """Check one decoded output object; returns it unchanged."""
+    if not isinstance(obj, dict):
+        raise ProtocolError(where, f"expected a JSON object, got {type(obj).__name__}")
+    if obj.get("v") != VERSION:
+        raise ProtocolError(where, f"protocol version {obj.get('v')!r}, this host speaks v{VERSION}")
+    kind = obj.get("type")
+    spec = LINE_FIELDS.get(kind)  # type: ignore[arg-type]
+    if spec is None:
+        raise ProtocolError(where, f"unknown line type {kind!r} (known: {', '.join(LINE_FIELDS)})")
+    for name, k in spec.items():
+        if name not in obj:
+            raise ProtocolError(where, f"{kind} line lacks field {name!r}")
+        if not _kind_ok(obj[name], k):
+            raise ProtocolError(where, f"{kind} field {name!r} = {obj[name]!r} is not {k}")
+        allowed = _ENUMS.get((kind, name))
+        if allowed is not None and obj[name] is not None and obj[name] not in allowed:
+            raise ProtocolError(where, f"{kind} field {name!r} = {obj[name]!r}; expected one of {allowed}")
+    if kind == "round":
+        r = obj
+        if r["width"] != 1 + len(r["chain"]) or len(r["provenance"]) != len(r["chain"]):
+            raise ProtocolError(where, f"round width {r['width']} does not match chain/provenance lengths")
+        if not 0 <= r["accepted"] <= len(r["chain"]):
+            raise ProtocolError(where, f"round accepted {r['accepted']} outside 0..{len(r['chain'])}")
+        if not r["t_decide"] <= r["t_start"] <= r["t_end"]:
+            raise ProtocolError(where, "round times out of order (t_decide <= t_start <= t_end)")
+    if kind == "stage" and obj["end"] < obj["start"]:
+        raise ProtocolError(where, f"stage ends ({obj['end']}) before it starts ({obj['start']})")
+    return obj
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")  # NaN / Infinity: Python accepts them, JSON does not
+
+
+def validate_line(text: str | bytes, lineno: int, source: str = "runner output") -> dict[str, Any]:
+    """Parse and check one JSONL line; the error names ``source`` and ``lineno``."""
+    where = f"{source} line {lineno}"
+    try:
+        obj = json.loads(text, parse_constant=_no_constant)
+    except (ValueError, UnicodeDecodeError) as err:
+        msg = err.msg if isinstance(err, json.JSONDecodeError) else str(err)
+        raise ProtocolError(where, f"not valid JSON ({msg}): {str(text)[:80]!r}") from None
+    return validate_obj(obj, where)
+
+
+def line(kind: str, **fields: Any) -> str:
+    """One output line (validated, compact JSON, no newline): what a runner writes."""
+    obj = {"v": VERSION, "type": kind, **fields}
+    validate_obj(obj, f"{kind} line being written")
+    return json.dumps(obj, separators=(",", ":"))
+
+
+# ------------------------------------------------------------------------------------------
+# request
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    dir: str | None = None
+    format: str = "reference"
+    name: str = ""
+    backend: str = "cpu"
+    threads: int = 1
+    cpus: tuple[int, ...] = ()
+    precision: str = "normal"
+
+
+@dataclass(frozen=True)
+class Request:
+    run_id: str
+    mode: str
+    scheme: dict[str, Any]
+    engine: dict[str, Any]
+    models: dict[str, ModelSpec]
+    producer: dict[str, Any]
+    windows: tuple[dict[str, Any], ...]
+    repetitions: int = 1
+    warmups: int = 0
+    max_output: int = 224
+    pricing: dict[str, Any] | None = None
+    calibrate: dict[str, Any] | None = None
+    output: str = f"{DEVICE_ROOT}/out.jsonl"
+    v: int = VERSION
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        return dict(self.scheme.get("settings") or {})
+
+    @property
+    def config(self) -> str:
+        return str(self.scheme.get("config") or self.scheme["name"])
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"v": self.v, "run_id": self.run_id, "mode": self.mode, "scheme": self.scheme,
+                               "engine": self.engine, "producer": self.producer, "windows": list(self.windows),
+                               "models": {k: {**m.__dict__, "cpus": list(m.cpus)} for k, m in self.models.items()},
+                               "repetitions": self.repetitions, "warmups": self.warmups,
+                               "max_output": self.max_output, "pricing": self.pricing,
+                               "calibrate": self.calibrate, "output": self.output}
+        return out
+
+
+_MODEL_FIELDS = set(ModelSpec.__dataclass_fields__)
+
+
+def _need(cond: bool, where: str, problem: str) -> None:
+    if not cond:
+        raise ProtocolError(f"request field {where!r}", problem)
+
+
+def parse_request(obj: Any) -> Request:
+    """Validate a decoded request object and return it typed."""
+    _need(isinstance(obj, dict), "", "the request must be a JSON object")
+    _need(obj.get("v") == VERSION, "v", f"protocol version {obj.get('v')!r}; this runner speaks v{VERSION}")
+    for key in ("run_id", "mode", "scheme", "engine", "windows", "output"):
+        _need(key in obj, key, "missing")
+    _need(obj["mode"] in ("run", "calibrate"), "mode", f"{obj['mode']!r}; expected run or calibrate")
+    scheme = obj["scheme"]
+    _need(isinstance(scheme, dict) and scheme.get("name") in SCHEME_NAMES, "scheme.name",
+          f"{scheme.get('name') if isinstance(scheme, dict) else scheme!r}; expected one of {SCHEME_NAMES}")
+    _need(isinstance(scheme.get("settings", {}), dict), "scheme.settings", "expected an object")
+    engine = obj["engine"]
+    _need(isinstance(engine, dict) and engine.get("kind") in ENGINES, "engine.kind",
+          f"{engine.get('kind') if isinstance(engine, dict) else engine!r}; expected one of {ENGINES}")
+    _need(engine.get("clock", "real") in ("virtual", "real"), "engine.clock", "expected virtual or real")
+    _need(engine.get("kind") == "reference" or engine.get("clock", "real") == "real", "engine.clock",
+          "only the reference engine has a virtual clock")
+    models: dict[str, ModelSpec] = {}
+    for role, spec in (obj.get("models") or {}).items():
+        _need(isinstance(spec, dict) and set(spec) <= _MODEL_FIELDS, f"models.{role}",
+              f"expected an object with fields among {sorted(_MODEL_FIELDS)}")
+        threads = spec.get("threads", 1)
+        _need(isinstance(threads, int) and threads >= 1, f"models.{role}.threads", "expected an integer >= 1")
+        models[role] = ModelSpec(**{**spec, "cpus": tuple(spec.get("cpus") or ())})
+    if engine["kind"] != "reference":
+        _need("target" in models, "models.target", f"engine {engine['kind']!r} needs a target model")
+    for key in ("repetitions", "max_output"):
+        val = obj.get(key, 1)
+        _need(isinstance(val, int) and val >= 1, key, f"{val!r}; expected an integer >= 1")
+    _need(isinstance(obj.get("warmups", 0), int) and obj.get("warmups", 0) >= 0, "warmups", "expected >= 0")
+    wins = obj["windows"]
+    _need(isinstance(wins, list) and (wins or obj["mode"] == "calibrate"), "windows", "expected a non-empty list")
+    seen: set[str] = set()
+    for i, w in enumerate(wins):
+        _need(isinstance(w, dict) and isinstance(w.get("window_id"), str), f"windows[{i}].window_id", "missing")
+        _need(w["window_id"] not in seen, f"windows[{i}].window_id", f"duplicate {w['window_id']!r}")
+        seen.add(w["window_id"])
+        if engine["kind"] == "reference":
+            ref = w.get("reference")
+            _need(isinstance(ref, dict) and _kind_ok(ref.get("tokens"), "ints") and ref["tokens"],
+                  f"windows[{i}].reference.tokens", "the reference engine needs the greedy reference tokens")
+        else:
+            _need(bool(w.get("audio") or w.get("features")), f"windows[{i}]", "needs audio or features")
+    producer = obj.get("producer") or {}
+    bt = producer.get("batch_tokens", 8)
+    _need(isinstance(bt, int) and bt >= 1, "producer.batch_tokens", f"{bt!r}; expected an integer >= 1")
+    if engine["kind"] == "reference":
+        _need(isinstance(obj.get("pricing"), dict), "pricing", "the reference engine needs resolved pricing")
+        check_pricing(obj["pricing"])
+    if obj["mode"] == "calibrate":
+        _need(isinstance(obj.get("calibrate"), dict), "calibrate", "calibrate mode needs a calibrate plan")
+    known = set(Request.__dataclass_fields__) - {"extra"}
+    return Request(**{k: v for k, v in obj.items() if k in known and k not in ("models", "windows", "producer")},
+                   models=models, windows=tuple(wins), producer=producer,
+                   extra={k: v for k, v in obj.items() if k not in known})
+
+
+# ------------------------------------------------------------------------------------------
+# pricing: a profile resolved to seconds, so a runner needs no profile rules
+
+
+def check_pricing(p: Mapping[str, Any]) -> None:
+    for key in ("name", "step_s", "loop_s", "queue_s", "align_s", "verify_idle_s", "verify_concurrent_s",
+                "serial_drafter", "sources"):
+        _need(key in p, f"pricing.{key}", "missing")
+    _need(isinstance(p["verify_idle_s"], dict) and "1" in p["verify_idle_s"], "pricing.verify_idle_s",
+          "needs at least width '1'")
+    _need(isinstance(p["verify_concurrent_s"], dict) and bool(p["verify_concurrent_s"]),
+          "pricing.verify_concurrent_s", "needs at least one width (missing widths are never zero)")
+    for name, s in p["sources"].items():
+        for key in ("kind", "op_s", "publication_s", "startup_s", "concurrent_factor", "batch_tokens"):
+            _need(key in s, f"pricing.sources.{name}.{key}", "missing")
+
+
+def pricing_from_profile(profile: Any) -> dict[str, Any]:
+    """Resolve a ``DeviceProfile`` into the request's ``pricing`` object (seconds; JSON keys)."""
+    from workbench.replay.profile import MissingWidthError
+
+    v = profile.verifier
+    conc: dict[str, float] = {}
+    for k in v.idle_ms:
+        try:
+            conc[str(k)] = profile.verify_ms(k, True) / 1000.0
+        except MissingWidthError:
+            pass
+    asp = profile.asp
+    return {
+        "name": profile.name, "step_s": profile.target_step_ms / 1000.0, "loop_s": profile.loop_residual_ms / 1000.0,
+        "queue_s": profile.queue_ms / 1000.0, "align_s": profile.alignment_ms / 1000.0,
+        "verify_idle_s": {str(k): ms / 1000.0 for k, ms in sorted(v.idle_ms.items())},
+        "verify_concurrent_s": conc, "serial_drafter": profile.serial_drafter,
+        "sources": {n: {"kind": s.kind, "op_s": s.op_ms / 1000.0, "publication_s": s.publication_ms / 1000.0,
+                        "startup_s": s.startup_ms / 1000.0, "concurrent_factor": s.concurrent_factor,
+                        "batch_tokens": s.batch_tokens, "confidence": s.has_confidence}
+                    for n, s in profile.sources.items()},
+        "asp": None if asp is None else {
+            "paired_branch_s": asp.paired_branch_ms / 1000.0, "prob_row_s": asp.prob_row_ms / 1000.0,
+            "kv_refresh_s": {str(k): ms / 1000.0 for k, ms in sorted(asp.kv_refresh_ms.items())}},
+    }
+
+
+def profile_from_pricing(p: Mapping[str, Any]) -> Any:
+    """The inverse: a ``DeviceProfile`` pricing exactly the widths and costs of ``p``."""
+    from workbench.replay.profile import parse_profile
+
+    src = "resolved pricing from the phone_runner request"
+
+    def c(x: float) -> dict[str, Any]:
+        return {"v": x * 1000.0, "source": src}
+
+    sources = {}
+    for n, s in p["sources"].items():
+        node: dict[str, Any] = {"kind": s["kind"], "publication_ms": c(s["publication_s"]),
+                                "startup_ms": c(s["startup_s"]),
+                                "concurrent_factor": {"v": s["concurrent_factor"], "source": src},
+                                "confidence": bool(s.get("confidence", False))}
+        if s["kind"] == "autoregressive":
+            node["forward_ms"] = c(s["op_s"])
+            node["batch_tokens"] = {"v": s["batch_tokens"], "source": src}
+        else:
+            node["chunk_service_ms"] = c(s["op_s"])
+        sources[n] = node
+    raw: dict[str, Any] = {
+        "schema": "device-profile/1", "name": p["name"], "device": p["name"], "rules": {},
+        "target_step_ms": c(p["step_s"]), "loop_residual_ms": c(p["loop_s"]), "queue_ms": c(p["queue_s"]),
+        "alignment_ms": c(p["align_s"]),
+        "verifier": {"idle_ms": {int(k): c(x) for k, x in p["verify_idle_s"].items()},
+                     "concurrent": {"ms": {int(k): c(x) for k, x in p["verify_concurrent_s"].items()},
+                                    "missing": "error"}},
+        "sources": sources, "serial_drafter": p["serial_drafter"],
+    }
+    if p.get("asp"):
+        a = p["asp"]
+        raw["asp"] = {"paired_branch_ms": c(a["paired_branch_s"]), "prob_row_ms": c(a["prob_row_s"]),
+                      "kv_refresh_ms": {int(k): c(x) for k, x in a["kv_refresh_s"].items()}}
+    return parse_profile(raw, file=f"<pricing {p['name']}>")
+
+
+# ------------------------------------------------------------------------------------------
+# reference-engine windows: the JSON form of ``workbench.replay.trajectory.Window``
+
+
+def window_payload(w: Any, *, prompt: list[int] | None = None) -> dict[str, Any]:
+    """A request ``windows[i]`` entry for the reference engine, from a replay ``Window``."""
+    d = w.drafts
+    drafts = None if d is None else {
+        "tokens": [list(d[c][0]) for c in d],
+        "confidences": None if d.confidences is None else [list(d[c][1]) for c in d]}
+    return {"window_id": w.window_id, "dataset": w.dataset, "audio": None, "features": None, "prompt": prompt,
+            "max_output": w.max_output,
+            "reference": {"tokens": list(w.reference), "eos_id": w.eos_id, "vocab_size": w.vocab_size,
+                          "drafts": drafts,
+                          "sources": {n: {"tokens": list(s.tokens),
+                                          "confidences": None if s.confidences is None else list(s.confidences),
+                                          "op_tokens": list(s.op_tokens),
+                                          "op_ms": None if s.op_ms is None else list(s.op_ms),
+                                          "eligible": s.eligible} for n, s in w.sources.items()}}}
+
+
+def window_from_payload(entry: Mapping[str, Any]) -> Any:
+    """The inverse of :func:`window_payload` (validated like a trajectory file)."""
+    from workbench.replay.trajectory import DraftTable, SourceTrack, Window, _draft_table
+
+    ref = entry["reference"]
+    d = ref.get("drafts")
+    drafts: DraftTable | None = None if d is None else _draft_table(d["tokens"], d.get("confidences"))
+    sources = {n: SourceTrack(n, tuple(s["tokens"]), None if s.get("confidences") is None else tuple(s["confidences"]),
+                              tuple(s["op_tokens"]), None if s.get("op_ms") is None else tuple(s["op_ms"]),
+                              bool(s.get("eligible", True)))
+               for n, s in (ref.get("sources") or {}).items()}
+    max_output = entry.get("max_output") or len(ref["tokens"])
+    return Window(entry["window_id"], entry.get("dataset", ""), tuple(ref["tokens"]), ref.get("eos_id"),
+                  int(ref["vocab_size"]), int(max_output), drafts, sources).validate(
+                      f"request window {entry['window_id']!r}")
