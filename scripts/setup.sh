@@ -10,6 +10,8 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   apt-get update -qq || true
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pocketsphinx-testdata >/dev/null || \
     echo "setup: apt could not install pocketsphinx-testdata; the demo falls back to synthesized speech" >&2
+  # The real adb server for phone_runner (issue 15); tests drive it against the loopback device.
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq adb >/dev/null || echo "setup: apt could not install adb" >&2
 fi
 
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
