@@ -6,10 +6,10 @@ A, B, C, D, E, F, X, Y, R, EOS, Z = range(1, 12)
 VOCAB = 16
 
 
-def run(reference, stream, budget=8, window=8, times=None):
+def run(reference, stream, budget=8, span=8, times=None):
     times = times or [0.0] * len(stream)
     buf = PublicationBuffer.from_stream(stream, times, vocab_size=VOCAB)
-    scheme = As2d(buf, budget, max_output=64, eos_id=EOS, window=window)
+    scheme = As2d(buf, budget, max_output=64, eos_id=EOS, span=span)
     res = decode(scheme, ReferenceTarget(reference, EOS, VOCAB))
     assert res.output == tuple(reference)
     return [(r.root, r.chain, r.accepted, r.committed, r.cursor_after) for r in res.records]
@@ -66,7 +66,7 @@ def test_repeated_token_anchor_takes_the_nearest_match_and_stays_exact():
 
 
 def test_no_match_retires_positions_and_target_continues_alone():
-    rounds = run([R, X, Y, X, Y, X, EOS], [R, A, B, C, D, E, F], window=2)
+    rounds = run([R, X, Y, X, Y, X, EOS], [R, A, B, C, D, E, F], span=2)
     assert all(len(chain) == 0 for _, chain, *_ in rounds[1:])
     cursors = [r[4] for r in rounds]
     assert cursors == sorted(cursors)  # the cursor only moves forward

@@ -44,7 +44,7 @@ def test_cursor_moves_never_mutate_published_batches():
         w = make_window(seed, random.Random(seed).choice(["noisy", "repeated", "random"]))
         before = [(b, dataclasses.astuple(b)) for b in w.buffer.batches]
         flat = list(w.buffer.snapshot().tokens())
-        res = decode(As2d(w.buffer, 5, w.max_output, EOS, window=4), ReferenceTarget(w.reference, EOS, VOCAB))
+        res = decode(As2d(w.buffer, 5, w.max_output, EOS, span=4), ReferenceTarget(w.reference, EOS, VOCAB))
         seen_rejections += sum(r.outcome == "correction" and r.width > 1 for r in res.records)
         assert [(b, dataclasses.astuple(b)) for b in w.buffer.batches] == before
         assert all(b is a for b, (a, _) in zip(w.buffer.batches, before, strict=True))

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workbench.decoding import SCHEMES, ReferenceTarget, audit_exact, decode, make_scheme
+from workbench.decoding import SCHEMES, ReferenceTarget, audit_exact, decode, make_scheme, scheme_spec
 
 from .strategies import EOS, VOCAB, make_window
 
@@ -32,18 +32,9 @@ def test_every_scheme_reproduces_the_greedy_reference(
     name, seed, stream_kind, budget, width, window, cap, threshold, step_cost
 ):
     w = make_window(seed, stream_kind)
-    scheme = make_scheme(
-        name,
-        max_output=w.max_output,
-        eos_id=EOS,
-        drafter=w.drafter,
-        source=w.buffer,
-        budget=budget,
-        width=width,
-        window=window,
-        cap=cap,
-        threshold=threshold,
-    )
+    drawn = {"budget": budget, "width": width, "span": window, "cap": cap, "threshold": threshold}
+    mine = {k: v for k, v in drawn.items() if k in scheme_spec(name).defaults}  # settings are checked by name
+    scheme = make_scheme(name, max_output=w.max_output, eos_id=EOS, drafter=w.drafter, source=w.buffer, **mine)
     target = ReferenceTarget(w.reference, EOS, VOCAB)
     res = decode(
         scheme, target, verify_cost=lambda k: step_cost * (1 + 0.1 * k), draft_cost=lambda wk: 0.3 * wk.forwards

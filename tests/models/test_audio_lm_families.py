@@ -148,8 +148,8 @@ def test_speculative_output_equals_target_only(family, seed):
         return buf
 
     accepted = rejected = 0
-    for name in ("sd", "asp", "as2d_wo_td"):
-        res = decode(make_scheme(name, max_output=cap, eos_id=EOS, drafter=drafter(), width=4, budget=3),
+    for name, settings in (("sd", {"width": 4}), ("asp", {}), ("as2d_wo_td", {"budget": 3})):
+        res = decode(make_scheme(name, max_output=cap, eos_id=EOS, drafter=drafter(), **settings),
                      _target(case))
         audit_exact(res.output, reference, f"{name} seed {seed}")
         accepted += sum(r.accepted for r in res.records)

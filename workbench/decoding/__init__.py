@@ -5,22 +5,38 @@ verification rule decides what is committed; the buffer holds immutable publishe
 and the read cursor realigns over them.
 """
 
-from .alignment import DEFAULT_ALIGN_WINDOW, ReadCursor
+from .alignment import DEFAULT_ALIGN_SPAN, ReadCursor
 from .buffer import DEFAULT_BATCH_TOKENS, Batch, PublicationBuffer, Snapshot
 from .drafter import TrajectoryDrafter
 from .driver import DecodeResult, audit_exact, decode
 from .protocols import Drafter, Proposal, Target
 from .records import FRESH, RECYCLED, ROUND_COLUMNS, Call, DraftWork, RoundRecord
-from .schemes import SCHEMES, As2d, Scheme, SpecASR, StandardSD, TargetOnly, make_scheme
+from .schemes import (
+    CATALOG,
+    DECOUPLED,
+    SCHEMES,
+    SERIAL,
+    As2d,
+    Scheme,
+    SchemeSpec,
+    SpecASR,
+    StandardSD,
+    TargetOnly,
+    make_scheme,
+    scheme_spec,
+)
 from .verification import ExactnessError, ReferenceTarget, Verdict, verify_chain
 
 __all__ = [
-    "DEFAULT_ALIGN_WINDOW",
+    "CATALOG",
+    "DECOUPLED",
+    "DEFAULT_ALIGN_SPAN",
     "DEFAULT_BATCH_TOKENS",
     "FRESH",
     "RECYCLED",
     "ROUND_COLUMNS",
     "SCHEMES",
+    "SERIAL",
     "As2d",
     "Batch",
     "Call",
@@ -34,6 +50,7 @@ __all__ = [
     "ReferenceTarget",
     "RoundRecord",
     "Scheme",
+    "SchemeSpec",
     "Snapshot",
     "SpecASR",
     "StandardSD",
@@ -44,5 +61,6 @@ __all__ = [
     "audit_exact",
     "decode",
     "make_scheme",
+    "scheme_spec",
     "verify_chain",
 ]

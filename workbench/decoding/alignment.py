@@ -9,7 +9,7 @@ State (``ReadCursor``):
 * ``floor`` -- positions below it are **retired** and never proposed again.
 
 At each round the **alignment anchor** is the known root. We look for it among the eligible
-published positions ``[floor, cursor + window)``, nearest the expected slot first (see
+published positions ``[floor, cursor + span)``, nearest the expected slot first (see
 ``find_anchor``). A match at ``j`` makes ``buffer[j+1:]`` the candidate chain. The cases of C.3
 fall out of that one rule:
 
@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 from .buffer import Snapshot
 
-DEFAULT_ALIGN_WINDOW = 8
+DEFAULT_ALIGN_SPAN = 8  # alignment search span (C.3): slots searched ahead of the expected one
 
 
 @dataclass(slots=True)
@@ -45,17 +45,17 @@ class ReadCursor:
     cursor: int = 0
     floor: int = 0
 
-    def find_anchor(self, snap: Snapshot, root: int, window: int) -> int | None:
+    def find_anchor(self, snap: Snapshot, root: int, span: int) -> int | None:
         """Eligible published position holding ``root``, nearest the expected one, or ``None``.
 
         Order: the slot just before the expected one (a target insertion keeps the mismatch
-        slot, C.3), the expected slot, then forward up to ``window`` slots, then back to the
+        slot, C.3), the expected slot, then forward up to ``span`` slots, then back to the
         floor (positions the target passed without a match, e.g. after a multi-token insertion).
         """
         n = len(snap)
         toks = snap._tokens  # shared immutable prefix; every index below is checked against n
         c, floor = self.cursor, self.floor
-        for j in range(max(floor, c - 1), min(n, c + window)):
+        for j in range(max(floor, c - 1), min(n, c + span)):
             if toks[j] == root:
                 return j
         for j in range(min(c - 2, n - 1), floor - 1, -1):

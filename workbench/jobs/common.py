@@ -71,12 +71,12 @@ def replay_configs(cfg: DictConfig, name: str, source: str | None,
     if name == "asp":
         return [ReplayConfig("asp", threshold=m.get("threshold", 0.4), cap=m.get("cap", 24))]
     if name == "as2d":
-        return [ReplayConfig("as2d", source=source, budget=b, window=m.get("window", 8))]
+        return [ReplayConfig("as2d", source=source, budget=b, span=m.get("span", 8))]
     if name == "as2d_wo_td":
         return [ReplayConfig("as2d_wo_td", budget=b, threshold=m.get("threshold", 0.4))]
     if name == "as2d_wo_bc":
         return [ReplayConfig("as2d_wo_bc", source=source, threshold=m.get("threshold", 0.4),
-                             cap=m.get("cap", 24), window=m.get("window", 8))]
+                             cap=m.get("cap", 24), span=m.get("span", 8))]
     raise ConfigError("method.name", f"unknown method {name!r}")
 
 
@@ -115,8 +115,7 @@ def check_widths(profile: DeviceProfile, names: Sequence[str], cfg: DictConfig) 
     """Fail before any work if a method needs a physical width the profile does not price."""
     for name in names:
         for rc in replay_configs(cfg, name, None, profile):
-            widest = {"target_only": 1, "sd": rc.width, "asp": rc.cap + 1, "as2d": rc.budget + 1,
-                      "as2d_wo_td": rc.budget + 1, "as2d_wo_bc": rc.cap + 1}[rc.scheme]
+            widest = rc.widest_width
             try:
                 profile.verify_ms(widest)
             except MissingWidthError as err:

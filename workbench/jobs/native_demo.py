@@ -15,6 +15,7 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
 from workbench import metrics as M
+from workbench.decoding import scheme_spec
 from workbench.native.agreement import replay_native_run
 from workbench.native.driver import NativeHost, NativeResult
 from workbench.native.producer import Placement, ProducerSpec
@@ -46,8 +47,9 @@ def placements(n_cpu: int | None = None) -> tuple[Placement, Placement]:
 
 def _params(cfg: DictConfig, name: str, budget: int) -> dict[str, Any]:
     m = method_cfg(cfg, name)
+    allowed = scheme_spec(name).defaults  # the catalog rejects a setting the scheme does not have
     return {k: v for k, v in {"width": m.get("width"), "threshold": m.get("threshold"), "cap": m.get("cap"),
-                              "window": m.get("window"), "budget": budget}.items() if v is not None}
+                              "span": m.get("span"), "budget": budget}.items() if v is not None and k in allowed}
 
 
 def agreement(results: list[tuple[int, NativeResult]], host: DeviceProfile, budget: int, max_output: int,

@@ -5,8 +5,9 @@ decoding core's schemes unchanged and emitting the core's round records plus sta
 """
 
 from .catalog import as2d_catalog, run_catalog
-from .engine import ReplayConfig, ReplayResult, producer_plan, replay, replay_many, results_frame
+from .engine import producer_plan, replay, replay_many, results_frame
 from .profile import DeviceProfile, MissingWidthError, ProfileError, available_profiles, load_profile
+from .result import ReplayConfig, ReplayResult
 from .selection import DevSplit, OracleReport, Selection, TestSplit, hindsight_oracle, select_budget, split_windows
 from .trajectory import SourceTrack, TrajectoryError, Window, load_windows, save_windows
 

@@ -9,15 +9,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from workbench.decoding import PublicationBuffer, audit_exact
 
 from .pricing import Pricing
+from .result import ReplayResult
 from .trajectory import Window
-
-if TYPE_CHECKING:
-    from .engine import ReplayResult
 
 
 class ReplayAuditError(AssertionError):

@@ -14,8 +14,11 @@ from concurrent.futures import ProcessPoolExecutor
 
 import polars as pl
 
-from .engine import DECOUPLED, ReplayConfig, producer_plan, replay
+from workbench.decoding import DECOUPLED
+
+from .engine import producer_plan, replay
 from .profile import DeviceProfile
+from .result import ReplayConfig
 from .trajectory import Window
 
 CATALOG_SCHEMA = {"window_id": pl.Utf8, "dataset": pl.Utf8, "profile": pl.Utf8, "config": pl.Utf8,

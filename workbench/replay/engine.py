@@ -17,17 +17,16 @@ The schemes are the decoding core's, unchanged: this module only owns time and p
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Literal
 
 import polars as pl
 
 from workbench.decoding import (
-    ROUND_COLUMNS,
+    DECOUPLED,
+    SERIAL,
     DraftWork,
     ExactnessError,
     ReferenceTarget,
-    RoundRecord,
     Scheme,
     TrajectoryDrafter,
     make_scheme,
@@ -37,102 +36,10 @@ from .audit import audit_run
 from .pricing import Pricing, pricing_for
 from .producer import Producer, ProducerPlan
 from .profile import DeviceProfile
+from .result import STAGE_SCHEMA, ReplayConfig, ReplayResult, Stage
 from .trajectory import Window
 
 Drain = Literal["boundary", "full"]
-SERIAL = frozenset({"target_only", "sd", "asp", "as2d_wo_td"})
-DECOUPLED = frozenset({"as2d", "as2d_wo_bc"})
-
-Stage = tuple[str, str, float, float, int]  # resource, stage, start, end, round (-1: none)
-STAGE_SCHEMA = {"resource": pl.Utf8, "stage": pl.Utf8, "start": pl.Float64, "end": pl.Float64,
-                "round": pl.Int64}
-
-
-@dataclass(frozen=True, slots=True)
-class ReplayConfig:
-    """One catalog entry: a scheme and its fixed settings (chosen before test, D.2.6)."""
-
-    scheme: str
-    source: str | None = None  # candidate source for the decoupled schemes
-    budget: int = 7  # As²d proposal budget b (physical K <= b + 1); cap of as2d_wo_td
-    width: int = 8  # standard SD physical width K
-    threshold: float = 0.4
-    cap: int = 24
-    window: int = 8  # alignment search window
-
-    @property
-    def label(self) -> str:
-        if self.scheme in DECOUPLED:
-            return f"{self.scheme}/{self.source}/b{self.budget if self.scheme == 'as2d' else self.cap}"
-        if self.scheme == "sd":
-            return f"sd/K{self.width}"
-        if self.scheme in ("asp", "as2d_wo_td"):
-            return f"{self.scheme}/cap{self.cap if self.scheme == 'asp' else self.budget}"
-        return self.scheme
-
-
-@dataclass(frozen=True, slots=True)
-class ReplayResult:
-    """One replayed window. Round times and stage intervals are kept as plain lists and turned
-    into timed ``RoundRecord``s / stage tuples only on request (the oracle replays ~50k runs)."""
-
-    window_id: str
-    dataset: str
-    config: ReplayConfig
-    profile: str
-    tokens: int  # committed target tokens (the whole reference, EOS included)
-    time: float  # decode clock in seconds, drain included
-    t_eos: float  # when the target committed its last token
-    untimed: tuple[RoundRecord, ...] = field(repr=False)
-    t_decide: list[float] = field(repr=False)
-    t_start: list[float] = field(repr=False)
-    t_end: list[float] = field(repr=False)
-    after_s: float = 0.0  # per-round work after the call: loop residual or queue
-    producer_spans: tuple[Stage, ...] = ()
-
-    @property
-    def tps(self) -> float:
-        return self.tokens / self.time
-
-    @property
-    def records(self) -> tuple[RoundRecord, ...]:
-        return tuple(r.timed(a, b, c) for r, a, b, c in
-                     zip(self.untimed, self.t_decide, self.t_start, self.t_end, strict=True))
-
-    @property
-    def stages(self) -> tuple[Stage, ...]:
-        """Completed stage intervals (D.2.7): resource, stage, start, end, round."""
-        serial = self.config.scheme in SERIAL
-        pre = ("producer", "draft") if serial else ("verifier", "align")
-        call = "step" if self.config.scheme == "target_only" else "verify"
-        post = "loop" if serial else "queue"
-        out: list[Stage] = []
-        for i, (a, b, c) in enumerate(zip(self.t_decide, self.t_start, self.t_end, strict=True)):
-            if b > a:
-                out.append((*pre, a, b, i))
-            out.append(("verifier", call, b, c, i))
-            if self.after_s:
-                out.append(("other", post, c, c + self.after_s, i))
-        return (*out, *self.producer_spans)
-
-    def summary(self) -> dict:
-        c = self.config
-        return {"window_id": self.window_id, "dataset": self.dataset, "profile": self.profile,
-                "config": c.label, "scheme": c.scheme, "source": c.source,
-                "budget": c.budget if c.scheme in DECOUPLED | {"as2d_wo_td"} else None,
-                "tokens": self.tokens, "time": self.time, "rounds": len(self.untimed)}
-
-    def rounds_frame(self) -> pl.DataFrame:
-        rows = [r.as_row() for r in self.records]
-        df = pl.DataFrame(rows, schema_overrides={"chain": pl.List(pl.Int64), "provenance": pl.List(pl.Int64),
-                                                  "committed": pl.List(pl.Int64)})
-        return df.select(ROUND_COLUMNS).with_columns(
-            pl.lit(self.window_id).alias("window_id"), pl.lit(self.config.label).alias("config"))
-
-    def stages_frame(self) -> pl.DataFrame:
-        df = pl.DataFrame(list(self.stages), schema=STAGE_SCHEMA, orient="row")
-        return df.with_columns(pl.lit(self.window_id).alias("window_id"),
-                               pl.lit(self.config.label).alias("config"), pl.lit(self.time).alias("T"))
 
 
 class _Greedy:
@@ -170,13 +77,12 @@ class _Greedy:
 
 def _scheme(window: Window, cfg: ReplayConfig, buffer: object | None) -> Scheme:
     drafter = None
-    if cfg.scheme in ("sd", "asp", "as2d_wo_td"):
+    if cfg.spec.needs_drafter:
         if window.drafts is None:
             raise ValueError(f"window {window.window_id!r}: scheme {cfg.scheme!r} needs saved drafts")
         drafter = TrajectoryDrafter(window.reference, window.drafts)
     return make_scheme(cfg.scheme, max_output=window.max_output, eos_id=window.eos_id, drafter=drafter,
-                       source=buffer, budget=cfg.budget, width=cfg.width, threshold=cfg.threshold,
-                       cap=cfg.cap, window=cfg.window)
+                       source=buffer, **cfg.settings)
 
 
 def replay(
@@ -318,5 +224,5 @@ def results_frame(results: list[ReplayResult]) -> pl.DataFrame:
                         schema_overrides={"source": pl.Utf8, "budget": pl.Int64})
 
 
-__all__ = ["DECOUPLED", "SERIAL", "DraftWork", "ReplayConfig", "ReplayResult", "producer_plan", "replay",
-           "replay_many", "results_frame"]
+__all__ = ["DECOUPLED", "SERIAL", "STAGE_SCHEMA", "DraftWork", "ReplayConfig", "ReplayResult", "Stage",
+           "producer_plan", "replay", "replay_many", "results_frame"]

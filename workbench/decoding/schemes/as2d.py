@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from ..alignment import DEFAULT_ALIGN_WINDOW, ReadCursor
+from ..alignment import DEFAULT_ALIGN_SPAN, ReadCursor
 from ..buffer import Snapshot
 from ..records import Call, K1Reason
 from ..verification import Verdict
@@ -35,17 +35,17 @@ class As2d(Scheme):
         budget: int,
         max_output: int,
         eos_id: int | None,
-        window: int = DEFAULT_ALIGN_WINDOW,
+        span: int = DEFAULT_ALIGN_SPAN,
         threshold: float | None = None,
         lookback: int | None = None,
     ) -> None:
         super().__init__(max_output, eos_id)
         self.source = source
         self.budget = check_budget("budget", budget)
-        self.window = check_budget("window", window, low=1, high=10_000)
+        self.span = check_budget("span", span, low=1, high=10_000)
         self.threshold = check_threshold("threshold", threshold)
         # How many plain steps an unmatched buffer position stays eligible (target insertions).
-        self.lookback = self.window if lookback is None else check_budget("lookback", lookback, low=1, high=10_000)
+        self.lookback = self.span if lookback is None else check_budget("lookback", lookback, low=1, high=10_000)
 
     def _reset(self) -> None:
         self.cursor = ReadCursor()
@@ -56,7 +56,7 @@ class As2d(Scheme):
         if n == 0:
             return Call(root=self.root, k1_reason="output_cap", cursor_before=before)
         snap = self.source.snapshot(now)
-        anchor = self.cursor.find_anchor(snap, self.root, self.window)
+        anchor = self.cursor.find_anchor(snap, self.root, self.span)
         if anchor is None:
             return Call(root=self.root, k1_reason=self._why_unaligned(snap), cursor_before=before)
         start = anchor + 1

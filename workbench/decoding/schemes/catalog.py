@@ -1,0 +1,164 @@
+"""The scheme catalog: one frozen spec per scheme, the single source of scheme facts.
+
+Every layer above the core (replay, native, jobs) asks the catalog instead of keeping its own
+sets and tables: which schemes read the publication buffer (``decoupled``), which draft in the
+verifier's loop (``needs_drafter``), the paper's default settings, the widest physical width a
+configuration may verify (for profile checks, D.2.1), the short configuration label
+(``as2d/qwen/b7``) and how to build the scheme. Settings are checked by name: a misspelt key is
+an error that names it, never silently dropped.
+
+Defaults are the paper's (D.1.3, D.5): ASP threshold 0.4 and cap 24, SD width 8, alignment
+``span`` 8. ``span`` is the alignment search span of the read cursor (C.3); it is not a
+decoding window.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from ..alignment import DEFAULT_ALIGN_SPAN
+from ..protocols import Drafter
+from .as2d import As2d, CandidateSource
+from .asp import ASP_CAP, ASP_THRESHOLD, SpecASR
+from .base import Scheme
+from .sd import StandardSD
+from .target_only import TargetOnly
+
+DEFAULT_BUDGET = 7  # As²d proposal budget b when nothing selects one (jobs take model.budget)
+DEFAULT_SD_WIDTH = 8
+
+
+@dataclass(frozen=True)
+class SchemeSpec:
+    """What the workbench knows about one scheme, by its paper name."""
+
+    name: str  # paper name: target_only, sd, asp, as2d, as2d_wo_td, as2d_wo_bc
+    label: str  # display label, e.g. "As²d", "SpecASR ASP"
+    decoupled: bool  # reads the publication buffer (producer beside the target)
+    needs_drafter: bool  # serial prefix-conditioned drafter in the verifier's loop
+    defaults: Mapping[str, Any]  # the paper's default settings; the only settings it accepts
+    # The setting that bounds the chain (physical width K for SD, a proposal budget otherwise),
+    # and the prefix that names it in a configuration label (``sd/K8``, ``asp/cap24``, ``b7``).
+    chain_setting: str | None = None
+    tag: str = ""
+    _factory: Callable[..., Scheme] = field(default=TargetOnly, repr=False, compare=False)
+
+    @property
+    def serial(self) -> bool:
+        """Rounds run strictly in sequence on the verifier (no concurrent producer)."""
+        return not self.decoupled
+
+    def settings(self, **overrides: Any) -> dict[str, Any]:
+        """The defaults with ``overrides`` applied; an unknown key raises, naming it."""
+        for key in overrides:
+            if key not in self.defaults:
+                allowed = ", ".join(sorted(self.defaults)) or "none"
+                near = difflib.get_close_matches(key, list(self.defaults), n=1)
+                hint = f" (did you mean {near[0]!r}?)" if near else ""
+                raise ValueError(f"scheme {self.name!r}: unknown setting {key!r}{hint}; its settings are: {allowed}")
+        return {**self.defaults, **overrides}
+
+    def widest_width(self, **settings: Any) -> int:
+        """Widest physical width K (root + chain) this configuration may verify."""
+        s = self.settings(**settings)
+        if self.chain_setting is None:
+            return 1
+        k = int(s[self.chain_setting])
+        return k if self.chain_setting == "width" else k + 1
+
+    def config_label(self, source: str | None = None, **settings: Any) -> str:
+        """Short configuration label used in every table: ``as2d/qwen/b7``, ``sd/K8``, ``asp/cap24``."""
+        s = self.settings(**settings)
+        if self.chain_setting is None:
+            return self.name
+        tag = f"{self.tag}{s[self.chain_setting]}"
+        return f"{self.name}/{source}/{tag}" if self.decoupled else f"{self.name}/{tag}"
+
+    def proposal_budget(self, **settings: Any) -> int | None:
+        """The budget a catalog row reports: As²d's b, or the cap of the ablations built on it."""
+        if self.name not in ("as2d", "as2d_wo_td", "as2d_wo_bc"):
+            return None
+        return int(self.settings(**settings)[self.chain_setting])
+
+    def build(self, *, max_output: int, eos_id: int | None, drafter: Drafter | None = None,
+              source: CandidateSource | None = None, **settings: Any) -> Scheme:
+        s = self.settings(**settings)
+        if self.needs_drafter and drafter is None:
+            raise ValueError(f"scheme {self.name!r} needs a drafter")
+        if self.decoupled and source is None:
+            raise ValueError(f"scheme {self.name!r} needs a candidate source (buffer)")
+        return self._factory(max_output=max_output, eos_id=eos_id, drafter=drafter, source=source, **s)
+
+
+def _target_only(*, max_output: int, eos_id: int | None, **_: Any) -> Scheme:
+    return TargetOnly(max_output, eos_id)
+
+
+def _sd(*, max_output: int, eos_id: int | None, drafter: Drafter, width: int, **_: Any) -> Scheme:
+    return StandardSD(drafter, width, max_output, eos_id)
+
+
+def _asp(*, max_output: int, eos_id: int | None, drafter: Drafter, threshold: float, cap: int, **_: Any) -> Scheme:
+    return SpecASR(drafter, max_output, eos_id, threshold, cap)
+
+
+def _as2d(*, max_output: int, eos_id: int | None, source: CandidateSource, budget: int, span: int,
+          lookback: int | None, **_: Any) -> Scheme:
+    return As2d(source, budget, max_output, eos_id, span, lookback=lookback)
+
+
+def _as2d_wo_td(*, max_output: int, eos_id: int | None, drafter: Drafter, threshold: float, budget: int,
+                **_: Any) -> Scheme:
+    s = SpecASR(drafter, max_output, eos_id, threshold, budget)
+    s.name = "as2d_wo_td"
+    return s
+
+
+def _as2d_wo_bc(*, max_output: int, eos_id: int | None, source: CandidateSource, threshold: float, cap: int,
+                span: int, lookback: int | None, **_: Any) -> Scheme:
+    s = As2d(source, cap, max_output, eos_id, span, threshold, lookback)
+    s.name = "as2d_wo_bc"
+    return s
+
+
+def _spec(name: str, label: str, factory: Callable[..., Scheme], *, decoupled: bool = False,
+          needs_drafter: bool = False, chain: str | None = None, tag: str = "", **defaults: Any) -> SchemeSpec:
+    return SchemeSpec(name, label, decoupled, needs_drafter, MappingProxyType(defaults), chain, tag, factory)
+
+
+_ALIGN = {"span": DEFAULT_ALIGN_SPAN, "lookback": None}
+
+CATALOG: Mapping[str, SchemeSpec] = MappingProxyType({s.name: s for s in (
+    _spec("target_only", "Target only", _target_only),
+    _spec("sd", "SD", _sd, needs_drafter=True, chain="width", tag="K", width=DEFAULT_SD_WIDTH),
+    _spec("asp", "SpecASR ASP", _asp, needs_drafter=True, chain="cap", tag="cap",
+          threshold=ASP_THRESHOLD, cap=ASP_CAP),
+    _spec("as2d", "As²d", _as2d, decoupled=True, chain="budget", tag="b", budget=DEFAULT_BUDGET, **_ALIGN),
+    _spec("as2d_wo_td", "As²d w/o TD", _as2d_wo_td, needs_drafter=True, chain="budget", tag="cap",
+          threshold=ASP_THRESHOLD, budget=DEFAULT_BUDGET),
+    _spec("as2d_wo_bc", "As²d w/o BC", _as2d_wo_bc, decoupled=True, chain="cap", tag="b",
+          threshold=ASP_THRESHOLD, cap=ASP_CAP, **_ALIGN),
+)})
+
+DECOUPLED: frozenset[str] = frozenset(n for n, s in CATALOG.items() if s.decoupled)
+SERIAL: frozenset[str] = frozenset(n for n, s in CATALOG.items() if s.serial)
+SCHEMES: tuple[str, ...] = tuple(CATALOG)
+
+
+def scheme_spec(name: str) -> SchemeSpec:
+    """The catalog entry for ``name``; an unknown name lists the choices."""
+    spec = CATALOG.get(name)
+    if spec is None:
+        raise ValueError(f"scheme: unknown name {name!r}; choose one of {', '.join(CATALOG)}")
+    return spec
+
+
+def make_scheme(name: str, *, max_output: int, eos_id: int | None, drafter: Drafter | None = None,
+                source: CandidateSource | None = None, **settings: Any) -> Scheme:
+    """Build a scheme by its paper name; settings are checked against the catalog by name."""
+    return scheme_spec(name).build(max_output=max_output, eos_id=eos_id, drafter=drafter, source=source,
+                                   **settings)
