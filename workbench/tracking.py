@@ -144,6 +144,17 @@ def tracked_run(
         mlflow.end_run("FINISHED")
 
 
+def log_param_if_tracking(name: str, value: str) -> bool:
+    """Log a param on the active run, if any (library code that runs with or without tracking)."""
+    if mlflow.active_run() is None:
+        return False
+    try:
+        mlflow.log_param(name, value)
+    except mlflow.exceptions.MlflowException:  # same name logged with another value: keep the first
+        return False
+    return True
+
+
 def log_dir_artifacts(path: str | Path, artifact_path: str | None = None) -> None:
     path = Path(path)
     if path.is_dir() and any(path.iterdir()):

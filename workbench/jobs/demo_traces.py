@@ -8,7 +8,6 @@ role: ``producer`` (the target-decoupled drafter, Tok_T-converted when cross-voc
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -17,7 +16,7 @@ from workbench.data.corpus import Clip, Corpus, corpus_from_config
 from workbench.models.cache import cache_root
 from workbench.replay.trajectory import Window
 from workbench.traces.collect import WindowJob, collect
-from workbench.traces.windows import CountedStream, chunk_stream, load_trace_windows
+from workbench.traces.windows import CountedStream, chunk_stream
 
 from .base import ConfigError
 
@@ -99,9 +98,15 @@ class _CachedOnly:
         self.max_output = min(int(model.get("max_new_tokens", 224)), meta["max_target_positions"] - meta["prompt_len"])
 
 
-def trace_dir(cfg: DictConfig) -> Path:
-    pair = cfg.model.get("name", "model")
-    return cache_root() / "traces" / f"{pair}-v1"
+def trace_cache(cfg: DictConfig, limits: Any) -> Any:
+    """The keyed, validated trace cache of this model pair on this corpus (``traces.cache``)."""
+    from workbench.data.corpus import VERSION
+    from workbench.traces.cache import open_trace_cache
+
+    return open_trace_cache(cache_root() / "traces", str(cfg.model.get("name", "model")),
+                            OmegaConf.to_container(cfg.model, resolve=True),
+                            OmegaConf.to_container(cfg.dataset, resolve=True), cap=limits.max_output,
+                            asp_cap=ASP_CAP, corpus_version=VERSION)
 
 
 def demo_corpus(cfg: DictConfig) -> Corpus:
@@ -109,20 +114,24 @@ def demo_corpus(cfg: DictConfig) -> Corpus:
 
 
 def demo_windows(cfg: DictConfig, backends: Backends | None = None) -> list[Window]:
-    """Collect (or reuse) traces for the corpus clips and return them as replay windows."""
-    from workbench.traces.schema import is_done
+    """Collect (or reuse valid) traces for the corpus clips and return them as replay windows.
+
+    Reuse needs a matching content key and a window that passes validation; anything else is
+    quarantined and collected again, with a warning that says why (``traces.cache``)."""
+    from workbench.traces.cache_key import file_sha256
+    from workbench.traces.windows import trace_to_window
 
     corpus = demo_corpus(cfg)
-    out = trace_dir(cfg)
-    if backends is None and all(is_done(out, c.window_id) for c in corpus.clips):
-        backends = _CachedOnly(cfg.model)  # every trace is cached: no model needs loading
-    backends = backends or Backends(cfg.model)
-    todo = [c for c in corpus.clips if not is_done(out, c.window_id)]
+    limits = backends or _CachedOnly(cfg.model)  # ids and limits without loading any model
+    cache = trace_cache(cfg, limits)
+    sha = {c.window_id: file_sha256(c.path) for c in corpus.clips}
+    todo = [c for c in corpus.clips if not cache.ready(c.window_id, sha[c.window_id], limits.vocab_size)]
     if todo:
-        collect([backends.job(c, corpus) for c in todo], out, cap=backends.max_output, asp_cap=ASP_CAP)
-    origin = {c.window_id: c.origin for c in corpus.clips}
-    windows = load_trace_windows(out, [c.window_id for c in corpus.clips], dataset="demo", eos_id=backends.eos_id,
-                                 vocab_size=backends.vocab_size, max_output=backends.max_output)
+        backends = backends or Backends(cfg.model)
+        jobs = [backends.job(c, corpus) for c in todo]
+        for job in jobs:
+            job.manifest.update(cache.manifest_fields(sha[job.window_id]))
+        collect(jobs, cache.dir, cap=limits.max_output, asp_cap=ASP_CAP)
     # the dataset field drives the balanced dev/test split: stratify by where the speech came from
-    return [Window(w.window_id, origin[w.window_id], w.reference, w.eos_id, w.vocab_size, w.max_output,
-                   w.drafts, w.sources) for w in windows]
+    return [trace_to_window(cache.frame(c.window_id), c.window_id, dataset=c.origin, eos_id=limits.eos_id,
+                            vocab_size=limits.vocab_size, max_output=limits.max_output) for c in corpus.clips]

@@ -29,6 +29,7 @@ class WindowJob:
     producers: dict[str, Callable[[], Iterable[ProducedToken]]] = field(default_factory=dict)
     drafter: Callable[[], Drafter] | None = None  # prefix-conditioned, shared vocabulary
     ranks: Callable[[Sequence[int]], list[int]] | None = None  # drafter ranks along the reference
+    manifest: dict[str, Any] = field(default_factory=dict)  # e.g. cache key + audio hash (traces.cache)
 
 
 def greedy_reference(target: Target, cap: int) -> list[int]:
@@ -93,6 +94,6 @@ def collect(jobs: Sequence[WindowJob], out_dir: str | Path, cap: int = 224, asp_
             continue
         rows, timings = collect_window(job, cap, asp_cap)
         write_window(out_dir, job.window_id, rows_to_frame(rows),
-                     {**info, "timings": timings, "cap": cap, "asp_cap": asp_cap})
+                     {**info, "timings": timings, "cap": cap, "asp_cap": asp_cap, **job.manifest})
         done.append(job.window_id)
     return done

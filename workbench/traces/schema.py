@@ -11,8 +11,6 @@ finished window. Files are written atomically (tmp + os.replace); no pickle anyw
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -61,16 +59,34 @@ def validate_frame(df: pl.DataFrame, where: str = "trace") -> pl.DataFrame:
     return df
 
 
+def check_content(df: pl.DataFrame, where: str, vocab_size: int | None = None) -> pl.DataFrame:
+    """Content checks beyond the schema: a reference exists, positions are unique, ids fit the vocab."""
+    ref = df.filter(pl.col("kind") == "reference")
+    if ref.height == 0:
+        raise TraceSchemaError(f"{where}: no reference rows (the target's output is missing)")
+    dup = (df.group_by(["kind", "source_id", "prefix_len", "position"]).len().filter(pl.col("len") > 1))
+    if dup.height:
+        r = dup.row(0, named=True)
+        raise TraceSchemaError(f"{where}: duplicate position {r['position']} in {r['kind']} rows of "
+                               f"{r['source_id']!r} ({dup.height} duplicated positions)")
+    expect = list(range(ref.height))
+    if sorted(ref["position"].to_list()) != expect:
+        raise TraceSchemaError(f"{where}: reference positions are not 0..{ref.height - 1}")
+    if df["token"].null_count():
+        raise TraceSchemaError(f"{where}: {df['token'].null_count()} rows have no token id")
+    if vocab_size is not None and df.height:
+        lo, hi = df["token"].min(), df["token"].max()
+        if lo < 0 or hi >= vocab_size:
+            bad = df.filter((pl.col("token") < 0) | (pl.col("token") >= vocab_size))
+            raise TraceSchemaError(f"{where}: {bad.height} token ids outside the vocabulary [0, {vocab_size}), "
+                                   f"e.g. {bad['token'][0]} in {bad['kind'][0]} rows")
+    return df
+
+
 def _atomic_write(path: Path, write) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    from workbench.io import atomic_write_with
+
+    atomic_write_with(path, lambda tmp: write(str(tmp)))
 
 
 def write_window(out_dir: Path, window_id: str, df: pl.DataFrame, manifest: dict[str, Any]) -> Path:
@@ -87,9 +103,32 @@ def is_done(out_dir: Path, window_id: str) -> bool:
     return (Path(out_dir) / f"{window_id}.json").is_file() and (Path(out_dir) / f"{window_id}.parquet").is_file()
 
 
-def read_window(out_dir: Path, window_id: str) -> tuple[pl.DataFrame, dict[str, Any]]:
-    meta = json.loads((Path(out_dir) / f"{window_id}.json").read_text())
+def read_manifest(out_dir: Path, window_id: str) -> dict[str, Any]:
+    """The window's manifest; a broken one raises ``TraceSchemaError`` naming the file."""
+    path = Path(out_dir) / f"{window_id}.json"
+    try:
+        meta = json.loads(path.read_text())
+    except FileNotFoundError as err:
+        raise TraceSchemaError(f"{path}: manifest missing") from err
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        raise TraceSchemaError(f"{path}: manifest is not valid JSON ({type(err).__name__}: {err})") from err
+    if not isinstance(meta, dict):
+        raise TraceSchemaError(f"{path}: manifest is not a JSON object")
     if meta.get("schema_version") != SCHEMA_VERSION:
-        raise TraceSchemaError(f"{window_id}: manifest schema_version {meta.get('schema_version')}")
-    df = pl.read_parquet(Path(out_dir) / f"{window_id}.parquet")
-    return validate_frame(df, window_id), meta
+        raise TraceSchemaError(f"{path}: manifest schema_version {meta.get('schema_version')}, "
+                               f"this code reads {SCHEMA_VERSION}")
+    return meta
+
+
+def read_window(out_dir: Path, window_id: str, vocab_size: int | None = None) -> tuple[pl.DataFrame, dict[str, Any]]:
+    """Read and check one window; any damage raises ``TraceSchemaError`` naming the file."""
+    meta = read_manifest(out_dir, window_id)
+    path = Path(out_dir) / f"{window_id}.parquet"
+    try:
+        df = pl.read_parquet(path)
+    except FileNotFoundError as err:
+        raise TraceSchemaError(f"{path}: trace table missing") from err
+    except Exception as err:  # polars raises ComputeError/OSError/... for a truncated or foreign file
+        raise TraceSchemaError(f"{path}: unreadable parquet ({type(err).__name__}: {str(err)[:200]})") from err
+    validate_frame(df, str(path))
+    return check_content(df, str(path), vocab_size), meta
