@@ -1,0 +1,431 @@
+"""The loopback device's shell: a small POSIX-like interpreter confined to a sandbox root.
+
+An adb ``shell:`` request is one command string that the phone's ``sh`` parses. This interpreter
+parses it the same way (quotes, backslashes, ``;``, ``&&``, ``||``, ``>``/``>>``, ``$?``, ``$VAR``
+and ``$(...)`` command substitution), so a host that builds shell strings badly is caught here
+exactly as on a phone: an injected ``; touch x`` or ``$(touch x)`` really runs. What it can run is
+confined: builtins act on device paths mapped under the sandbox root, and the only programs it
+starts are files inside the sandbox (pushed runners) and ``python3`` (a device that has Python,
+like Termux), with the working directory inside the sandbox.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+OPS = (";", "&&", "||", "|", ">>", ">", "<", "&")
+
+
+class ShellSyntaxError(ValueError):
+    pass
+
+
+@dataclass
+class Word:
+    text: str
+    quoted: bool = False  # any part was quoted: no further splitting
+
+
+def tokenize(cmd: str, expand: Callable[[str], str], status: Callable[[], int],
+             env: dict[str, str]) -> list[Word | str]:
+    """Split into words (``Word``) and operators (``str``), expanding ``$``-forms like sh does."""
+    out: list[Word | str] = []
+    i, n = 0, len(cmd)
+    cur: list[str] = []
+    quoted = False
+    started = False
+
+    def flush() -> None:
+        nonlocal cur, quoted, started
+        if started:
+            out.append(Word("".join(cur), quoted))
+        cur, quoted, started = [], False, False
+
+    def dollar(j: int) -> tuple[str, int]:
+        if cmd.startswith("$(", j):
+            depth, k = 1, j + 2
+            while k < n and depth:
+                depth += {"(": 1, ")": -1}.get(cmd[k], 0)
+                k += 1
+            if depth:
+                raise ShellSyntaxError("unterminated $(")
+            return expand(cmd[j + 2 : k - 1]).rstrip("\n"), k
+        if cmd.startswith("$?", j):
+            return str(status()), j + 2
+        k = j + 1
+        if k < n and cmd[k] == "{":
+            end = cmd.index("}", k)
+            return env.get(cmd[k + 1 : end], ""), end + 1
+        while k < n and (cmd[k].isalnum() or cmd[k] == "_"):
+            k += 1
+        if k == j + 1:
+            return "$", k
+        return env.get(cmd[j + 1 : k], ""), k
+
+    while i < n:
+        c = cmd[i]
+        if c in " \t\n":
+            flush()
+            i += 1
+        elif c == "'":
+            end = cmd.find("'", i + 1)
+            if end < 0:
+                raise ShellSyntaxError("unterminated single quote")
+            cur.append(cmd[i + 1 : end])
+            quoted = started = True
+            i = end + 1
+        elif c == '"':
+            i += 1
+            quoted = started = True
+            while True:
+                if i >= n:
+                    raise ShellSyntaxError("unterminated double quote")
+                if cmd[i] == '"':
+                    i += 1
+                    break
+                if cmd[i] == "\\" and i + 1 < n and cmd[i + 1] in '"\\$`':
+                    cur.append(cmd[i + 1])
+                    i += 2
+                elif cmd[i] == "$":
+                    val, i = dollar(i)
+                    cur.append(val)
+                else:
+                    cur.append(cmd[i])
+                    i += 1
+        elif c == "\\":
+            if i + 1 < n:
+                cur.append(cmd[i + 1])
+                started = quoted = True
+            i += 2
+        elif c == "$":
+            val, i = dollar(i)
+            cur.append(val)
+            started = True
+        elif c == "`":
+            raise ShellSyntaxError("backquotes are not supported by the loopback shell")
+        else:
+            op = next((o for o in OPS if cmd.startswith(o, i)), None)
+            if op is not None:
+                if op in (">", ">>") and started and not quoted and "".join(cur) in ("1", "2"):
+                    op = "".join(cur) + op  # 2> / 1>
+                    cur, started = [], False
+                flush()
+                out.append(op)
+                i += len(op)
+            else:
+                cur.append(c)
+                started = True
+                i += 1
+    flush()
+    return out
+
+
+@dataclass
+class Sandbox:
+    """Device paths map to ``root / path``; nothing outside the root is reachable."""
+
+    root: Path
+    props: dict[str, str] = field(default_factory=dict)
+    free_kb: Callable[[], int] = lambda: 1 << 30
+    python: str = sys.executable
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+    def host(self, device_path: str, cwd: str = "/data/local/tmp") -> Path:
+        p = device_path if device_path.startswith("/") else f"{cwd}/{device_path}"
+        parts: list[str] = []
+        for part in p.split("/"):
+            if part in ("", "."):
+                continue
+            if part == "..":
+                if parts:
+                    parts.pop()
+                continue
+            parts.append(part)
+        target = self.root.joinpath(*parts) if parts else self.root
+        real = Path(os.path.realpath(target))
+        if real != self.root and self.root not in real.parents:
+            raise PermissionError(f"{device_path}: outside the device sandbox")
+        return target
+
+
+class Shell:
+    """Runs one command line; ``emit(stream, bytes)`` receives stdout (1) and stderr (2)."""
+
+    def __init__(self, box: Sandbox, emit: Callable[[int, bytes], None]) -> None:
+        self.box = box
+        self.emit = emit
+        self.status = 0
+        self.cwd = "/data/local/tmp"
+        self.env = {"HOME": "/data/local/tmp", "PATH": "/system/bin", "TMPDIR": "/data/local/tmp"}
+        self.procs: list[subprocess.Popen] = []
+        self.killed = False
+
+    def kill(self) -> None:
+        self.killed = True
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+
+    # ------------------------------------------------------------------------------------
+    def run(self, cmd: str) -> int:
+        try:
+            for pipeline, joiner in self._split(cmd):
+                if joiner == "&&" and self.status != 0 or joiner == "||" and self.status == 0:
+                    continue
+                if self.killed:
+                    break
+                self.status = self._simple(pipeline)
+        except (ShellSyntaxError, ValueError) as err:
+            self.emit(2, f"sh: {err}\n".encode())
+            self.status = 2
+        return self.status
+
+    def _expand(self, inner: str) -> str:
+        buf: list[bytes] = []
+        sub = Shell(self.box, lambda s, b: buf.append(b) if s == 1 else self.emit(s, b))
+        sub.cwd, sub.env = self.cwd, self.env
+        sub.run(inner)
+        return b"".join(buf).decode(errors="replace")
+
+    def _split(self, cmd: str) -> Iterator[tuple[list[Word | str], str]]:
+        # Expansion happens while tokenizing, left to right, so ``a; echo $?`` sees a's status:
+        # tokenize lazily one command at a time.
+        rest, joiner = cmd, ";"
+        while rest.strip():
+            cut, depth, q = len(rest), 0, ""
+            i = 0
+            while i < len(rest):
+                c = rest[i]
+                if q:
+                    if c == q:
+                        q = ""
+                    elif c == "\\" and q == '"':
+                        i += 1
+                elif c in "'\"":
+                    q = c
+                elif c == "\\":
+                    i += 1
+                elif rest.startswith("$(", i):
+                    depth += 1
+                    i += 1
+                elif c == ")" and depth:
+                    depth -= 1
+                elif not depth and (rest.startswith("&&", i) or rest.startswith("||", i) or c in ";\n"):
+                    cut = i
+                    break
+                i += 1
+            piece, sep = rest[:cut], rest[cut : cut + (2 if rest.startswith(("&&", "||"), cut) else 1)]
+            yield tokenize(piece, self._expand, lambda: self.status, self.env), joiner
+            joiner = sep if sep in ("&&", "||") else ";"
+            rest = rest[cut + len(sep):]
+
+    def _simple(self, toks: list[Word | str]) -> int:
+        args: list[str] = []
+        out_file: tuple[str, str] | None = None
+        err_to_out = False
+        i = 0
+        while i < len(toks):
+            t = toks[i]
+            if isinstance(t, str):
+                if t in ("|", "&", "<"):
+                    raise ShellSyntaxError(f"operator {t!r} is not supported by the loopback shell")
+                if t in ("2>", "2>>") and i + 1 < len(toks) and isinstance(toks[i + 1], str):
+                    raise ShellSyntaxError("bad redirection")
+                if t in ("2>", "2>>") and isinstance(toks[i + 1], Word) and toks[i + 1].text == "&1":
+                    err_to_out = True
+                elif t in (">", ">>", "1>", "1>>", "2>", "2>>"):
+                    target = toks[i + 1]
+                    if not isinstance(target, Word):
+                        raise ShellSyntaxError("redirection without a file")
+                    if not t.startswith("2"):
+                        out_file = (target.text, "ab" if t.endswith(">>") else "wb")
+                i += 2
+                continue
+            args.append(t.text)
+            i += 1
+        if not args:
+            return self.status
+        emit = self.emit
+        fh = None
+        if out_file is not None:
+            fh = open(self.box.host(out_file[0], self.cwd), out_file[1])  # noqa: SIM115
+            def emit(s: int, b: bytes, _e: Callable = self.emit) -> None:
+                fh.write(b) if s == 1 else _e(s, b)
+        if err_to_out:
+            def emit(s: int, b: bytes, _e: Callable = emit) -> None:  # noqa: F811
+                _e(1, b)
+        try:
+            return self._exec(args, emit)
+        except (OSError, PermissionError) as err:
+            emit(2, f"{args[0]}: {err}\n".encode())
+            return 1
+        finally:
+            if fh is not None:
+                fh.close()
+
+    # ------------------------------------------------------------------------------------
+    def _exec(self, args: list[str], emit: Callable[[int, bytes], None]) -> int:
+        name, rest = ("test" if args[0] == "[" else args[0]), args[1:]
+        builtin = getattr(self, f"_b_{name.replace('-', '_')}", None) if name.isidentifier() or "-" in name else None
+        if builtin is not None:
+            return builtin(rest, emit)
+        if name in ("python3", "python"):
+            return self._spawn([self.box.python, *rest], emit)
+        if "/" in name:
+            exe = self.box.host(name, self.cwd)
+            if exe.is_file() and os.access(exe, os.X_OK):
+                return self._spawn([str(exe), *rest], emit)
+        emit(2, f"sh: {name}: not found\n".encode())
+        return 127
+
+    def _spawn(self, argv: list[str], emit: Callable[[int, bytes], None]) -> int:
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.box.host("/data/local/tmp")),
+               "PYTHONPATH": os.environ.get("PYTHONPATH", ""), **self.box.extra_env}
+        cwd = self.box.host(self.cwd)
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                stdin=subprocess.DEVNULL)
+        self.procs.append(proc)
+        import threading
+
+        def pump(stream: object, sid: int) -> None:
+            for chunk in iter(lambda: os.read(stream.fileno(), 65536), b""):  # type: ignore[attr-defined]
+                emit(sid, chunk)
+
+        t = threading.Thread(target=pump, args=(proc.stderr, 2), daemon=True)
+        t.start()
+        pump(proc.stdout, 1)
+        t.join()
+        return proc.wait()
+
+    # builtins: the commands phone_runner and adbutils send -------------------------------
+    def _b_true(self, a: list[str], emit: Callable) -> int:
+        return 0
+
+    def _b_false(self, a: list[str], emit: Callable) -> int:
+        return 1
+
+    def _b_echo(self, a: list[str], emit: Callable) -> int:
+        nl = not (a and a[0] == "-n")
+        emit(1, (" ".join(a[1:] if not nl else a) + ("\n" if nl else "")).encode())
+        return 0
+
+    def _b_cd(self, a: list[str], emit: Callable) -> int:
+        target = a[0] if a else "/data/local/tmp"
+        if not self.box.host(target, self.cwd).is_dir():
+            emit(2, f"cd: {target}: No such file or directory\n".encode())
+            return 1
+        self.cwd = target if target.startswith("/") else f"{self.cwd}/{target}"
+        return 0
+
+    def _b_getprop(self, a: list[str], emit: Callable) -> int:
+        if a:
+            emit(1, (self.box.props.get(a[0], a[1] if len(a) > 1 else "") + "\n").encode())
+        else:
+            emit(1, "".join(f"[{k}]: [{v}]\n" for k, v in sorted(self.box.props.items())).encode())
+        return 0
+
+    def _b_cat(self, a: list[str], emit: Callable) -> int:
+        rc = 0
+        for f in a:
+            p = self.box.host(f, self.cwd)
+            if p.is_file():
+                emit(1, p.read_bytes())
+            else:
+                emit(2, f"cat: {f}: No such file or directory\n".encode())
+                rc = 1
+        return rc
+
+    def _b_ls(self, a: list[str], emit: Callable) -> int:
+        paths = [x for x in a if not x.startswith("-")] or [self.cwd]
+        rc = 0
+        for f in paths:
+            p = self.box.host(f, self.cwd)
+            if p.is_dir():
+                emit(1, "".join(f"{c.name}\n" for c in sorted(p.iterdir())).encode())
+            elif p.exists():
+                emit(1, f"{f}\n".encode())
+            else:
+                emit(2, f"ls: {f}: No such file or directory\n".encode())
+                rc = 1
+        return rc
+
+    def _b_mkdir(self, a: list[str], emit: Callable) -> int:
+        for f in (x for x in a if not x.startswith("-")):
+            self.box.host(f, self.cwd).mkdir(parents="-p" in a, exist_ok="-p" in a)
+        return 0
+
+    def _b_rm(self, a: list[str], emit: Callable) -> int:
+        for f in (x for x in a if not x.startswith("-")):
+            p = self.box.host(f, self.cwd)
+            if p.is_dir() and any(o in a for o in ("-r", "-rf", "-fr")):
+                shutil.rmtree(p)
+            elif p.exists():
+                p.unlink()
+            elif not any("f" in o for o in a if o.startswith("-")):
+                emit(2, f"rm: {f}: No such file or directory\n".encode())
+                return 1
+        return 0
+
+    def _b_mv(self, a: list[str], emit: Callable) -> int:
+        os.replace(self.box.host(a[0], self.cwd), self.box.host(a[1], self.cwd))
+        return 0
+
+    def _b_chmod(self, a: list[str], emit: Callable) -> int:
+        mode = int(a[0], 8)
+        for f in a[1:]:
+            os.chmod(self.box.host(f, self.cwd), mode)
+        return 0
+
+    def _b_touch(self, a: list[str], emit: Callable) -> int:
+        for f in a:
+            self.box.host(f, self.cwd).touch()
+        return 0
+
+    def _b_sha256sum(self, a: list[str], emit: Callable) -> int:
+        rc = 0
+        for f in a:
+            p = self.box.host(f, self.cwd)
+            if not p.is_file():
+                emit(2, f"sha256sum: {f}: No such file or directory\n".encode())
+                rc = 1
+                continue
+            h = hashlib.sha256()
+            with open(p, "rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(block)
+            emit(1, f"{h.hexdigest()}  {f}\n".encode())
+        return rc
+
+    def _b_test(self, a: list[str], emit: Callable) -> int:
+        a = a[:-1] if a and a[-1] == "]" else a
+        if len(a) == 2 and a[0] in ("-e", "-f", "-d"):
+            p = self.box.host(a[1], self.cwd)
+            return 0 if {"-e": p.exists, "-f": p.is_file, "-d": p.is_dir}[a[0]]() else 1
+        raise ShellSyntaxError(f"test {' '.join(a)}: unsupported by the loopback shell")
+
+    def _b_df(self, a: list[str], emit: Callable) -> int:
+        free = self.box.free_kb()
+        emit(1, f"Filesystem 1K-blocks Used Available Use% Mounted on\n/dev/block/dm-5 {free * 4} "
+                f"{free * 3} {free} 75% /data\n".encode())
+        return 0
+
+    def _b_nproc(self, a: list[str], emit: Callable) -> int:
+        cpus = [p for p in self.box.host("/sys/devices/system/cpu").glob("cpu[0-9]*") if p.is_dir()]
+        emit(1, f"{len(cpus)}\n".encode())
+        return 0
+
+    def _b_sleep(self, a: list[str], emit: Callable) -> int:
+        import time
+
+        time.sleep(float(a[0]))
+        return 0
+
+    def _b_exit(self, a: list[str], emit: Callable) -> int:
+        return int(a[0]) if a else self.status
