@@ -8,9 +8,9 @@ and the read cursor realigns over them.
 from .alignment import DEFAULT_ALIGN_SPAN, ReadCursor
 from .buffer import DEFAULT_BATCH_TOKENS, Batch, PublicationBuffer, Snapshot
 from .drafter import TrajectoryDrafter
-from .driver import DecodeResult, audit_exact, decode
+from .driver import DecodeResult, RoundClock, RoundTimes, ToyClock, WallClock, audit_exact, decode, run_rounds
 from .protocols import Drafter, Proposal, Target
-from .records import FRESH, RECYCLED, ROUND_COLUMNS, Call, DraftWork, RoundRecord
+from .records import FRESH, RECYCLED, ROUND_COLUMNS, Call, DraftWork, RoundRecord, Stage, round_stages
 from .schemes import (
     CATALOG,
     DECOUPLED,
@@ -48,19 +48,26 @@ __all__ = [
     "PublicationBuffer",
     "ReadCursor",
     "ReferenceTarget",
+    "RoundClock",
     "RoundRecord",
+    "RoundTimes",
     "Scheme",
     "SchemeSpec",
     "Snapshot",
+    "Stage",
     "SpecASR",
     "StandardSD",
     "Target",
     "TargetOnly",
+    "ToyClock",
     "TrajectoryDrafter",
     "Verdict",
+    "WallClock",
     "audit_exact",
     "decode",
     "make_scheme",
+    "round_stages",
+    "run_rounds",
     "scheme_spec",
     "verify_chain",
 ]

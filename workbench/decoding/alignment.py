@@ -52,16 +52,9 @@ class ReadCursor:
         slot, C.3), the expected slot, then forward up to ``span`` slots, then back to the
         floor (positions the target passed without a match, e.g. after a multi-token insertion).
         """
-        n = len(snap)
-        toks = snap._tokens  # shared immutable prefix; every index below is checked against n
         c, floor = self.cursor, self.floor
-        for j in range(max(floor, c - 1), min(n, c + span)):
-            if toks[j] == root:
-                return j
-        for j in range(min(c - 2, n - 1), floor - 1, -1):
-            if toks[j] == root:
-                return j
-        return None
+        j = snap.find(root, max(floor, c - 1), c + span)
+        return j if j is not None else snap.rfind(root, floor, c - 1)
 
     def after_call(self, anchor: int | None, accepted: int, lookback: int = 1) -> ReadCursor:
         """Move the cursor after a target call that used ``accepted`` chain candidates."""

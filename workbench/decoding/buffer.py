@@ -65,6 +65,22 @@ class Snapshot:
         stop = self._n if stop is None else min(stop, self._n)
         return tuple(self._tokens[start:stop])
 
+    def find(self, token: int, start: int, stop: int) -> int | None:
+        """First position in ``[start, stop)`` (clipped to this snapshot) holding ``token``."""
+        toks = self._tokens
+        for j in range(max(0, start), min(stop, self._n)):
+            if toks[j] == token:
+                return j
+        return None
+
+    def rfind(self, token: int, start: int, stop: int) -> int | None:
+        """Last position in ``[start, stop)`` (clipped to this snapshot) holding ``token``, searching back."""
+        toks = self._tokens
+        for j in range(min(stop, self._n) - 1, max(0, start) - 1, -1):
+            if toks[j] == token:
+                return j
+        return None
+
     def confidence(self, i: int) -> float | None:
         self[i]  # bounds check
         return self._conf[i]

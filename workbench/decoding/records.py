@@ -89,6 +89,28 @@ class RoundRecord:
         return row
 
 
+Stage = tuple[str, str, float, float, int]  # resource, stage, start, end, round (-1: none)
+
+
+def round_stages(i: int, work: DraftWork, width: int, t_decide: float, t_start: float, t_end: float,
+                 after: str = "", after_s: float = 0.0) -> list[Stage]:
+    """Stage intervals of one round (D.2.7), labelled by the work done, never by scheme name.
+
+    Before the call: serial drafting on the producer resource if the round drafted, else the
+    verifier's alignment/bookkeeping. The call itself: ``verify`` when candidates ride along,
+    ``step`` for a plain K = 1 step. After it, optional loop or queue work (replay's prices).
+    """
+    out: list[Stage] = []
+    if t_start > t_decide:
+        drafted = work.forwards or work.paired_forwards or work.prob_rows or work.refresh_width
+        out.append(("producer", "draft", t_decide, t_start, i) if drafted
+                   else ("verifier", "align", t_decide, t_start, i))
+    out.append(("verifier", "verify" if width > 1 else "step", t_start, t_end, i))
+    if after_s:
+        out.append(("other", after, t_end, t_end + after_s, i))
+    return out
+
+
 ROUND_COLUMNS: tuple[str, ...] = tuple(
     [f for f in RoundRecord.__dataclass_fields__ if f != "work"]
     + [f"work_{f}" for f in DraftWork.__dataclass_fields__]

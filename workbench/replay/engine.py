@@ -24,19 +24,23 @@ import polars as pl
 from workbench.decoding import (
     DECOUPLED,
     SERIAL,
+    Call,
     DraftWork,
     ExactnessError,
     ReferenceTarget,
+    RoundTimes,
     Scheme,
+    Stage,
     TrajectoryDrafter,
     make_scheme,
+    run_rounds,
 )
 
 from .audit import audit_run
 from .pricing import Pricing, pricing_for
 from .producer import Producer, ProducerPlan
 from .profile import DeviceProfile
-from .result import STAGE_SCHEMA, ReplayConfig, ReplayResult, Stage
+from .result import STAGE_SCHEMA, ReplayConfig, ReplayResult
 from .trajectory import Window
 
 Drain = Literal["boundary", "full"]
@@ -58,7 +62,7 @@ class _Greedy:
         self.eos = window.eos_id
         self.pos = 0  # output position of the current known root
 
-    def __call__(self, chain: tuple[int, ...]) -> list[int]:
+    def verify(self, root: int, chain: tuple[int, ...]) -> list[int]:
         ref, p = self.ref, self.pos + 1
         out = list(ref[p : p + len(chain) + 1])
         if len(out) < len(chain) + 1:
@@ -103,7 +107,7 @@ def replay(
             plan = producer_plan(window, config.source, profile)
         producer = Producer(plan)
         buffer = producer.buffer
-        result = _run_decoupled(window, config, price, target, producer, drain)
+        result = _run_decoupled(window, config, price, producer, drain)
     elif config.scheme in SERIAL:
         result = _run_serial(window, config, price, target)
     else:
@@ -119,60 +123,52 @@ def producer_plan(window: Window, source: str | None, profile: DeviceProfile) ->
     return ProducerPlan.build(window.sources[source], profile.source(source), window.vocab_size)
 
 
-class _Clock:
-    """Round times as three lists; records stay untimed until someone asks (see ReplayResult)."""
-
-    __slots__ = ("decide", "start", "end")
-
-    def __init__(self) -> None:
-        self.decide: list[float] = []
-        self.start: list[float] = []
-        self.end: list[float] = []
-
-    def result(self, window: Window, cfg: ReplayConfig, price: Pricing, scheme: Scheme, time: float,
-               after_s: float, spans: tuple[Stage, ...] = ()) -> ReplayResult:
-        t_eos = self.end[-1] if self.end else 0.0
-        return ReplayResult(window.window_id, window.dataset, cfg, price.name, len(scheme.output), time, t_eos,
-                            tuple(scheme.records), self.decide, self.start, self.end, after_s, spans)
-
-
-def _run_serial(window: Window, cfg: ReplayConfig, price: Pricing, target: ReferenceTarget) -> ReplayResult:
+class _SerialClock:
     """Target-only, SD, ASP: drafting, verification and loop work strictly in sequence."""
-    scheme = _scheme(window, cfg, None)
-    scheme.start(target.prefill())
-    target_only = cfg.scheme == "target_only"
-    loop = 0.0 if target_only else price.loop_s
-    clock = _Clock()
-    t = 0.0
-    while not scheme.done:
-        call = scheme.plan(t)
-        t_start = t + price.draft(call.work)
-        cost = price.step_s if target_only else price.verify(call.width, False)
-        rec = scheme.commit(call, target.verify(call.root, call.chain))
-        target.keep(rec.accepted)
-        clock.decide.append(t)
-        clock.start.append(t_start)
-        clock.end.append(t_start + cost)
-        t = t_start + cost + loop
-    return clock.result(window, cfg, price, scheme, t, loop)
+
+    __slots__ = ("t", "price", "step_s", "after_s")
+
+    def __init__(self, price: Pricing, target_only: bool) -> None:
+        self.t = 0.0
+        self.price = price
+        self.step_s = price.step_s if target_only else None  # target-only pays the plain step cost
+        self.after_s = 0.0 if target_only else price.loop_s
+
+    def decide(self) -> float:
+        return self.t
+
+    def start(self, call: Call, t_decide: float) -> float:
+        return t_decide + self.price.draft(call.work)
+
+    def end(self, call: Call, t_start: float) -> float:
+        t_end = t_start + (self.step_s if self.step_s is not None else self.price.verify(call.width, False))
+        self.t = t_end + self.after_s
+        return t_end
 
 
-def _run_decoupled(window: Window, cfg: ReplayConfig, price: Pricing, target: None,
-                   producer: Producer, drain: Drain) -> ReplayResult:
-    """As²d and its w/o-BC ablation: the verifier loop against a concurrently running producer."""
-    scheme = _scheme(window, cfg, producer.buffer)
-    greedy = _Greedy(window)
-    scheme.start(window.reference[0])
-    clock = _Clock()
-    t = 0.0
-    align, queue = price.align_s, price.queue_s
-    # With a static plan the producer ignores the verifier: it is busy on [0, total_work).
-    static_end = producer.plan.total_work if producer.plan.static is not None else None
-    while not scheme.done:
-        if static_end is None:
-            producer.advance(t, slowed=False)  # publish what is out by the decision time
-        call = scheme.plan(t)
-        t_start = t + align
+class _ProducerClock:
+    """As²d and its w/o-BC ablation: the verifier's rounds against a concurrently running producer."""
+
+    __slots__ = ("t", "price", "producer", "static_end", "after_s")
+
+    def __init__(self, price: Pricing, producer: Producer) -> None:
+        self.t = 0.0
+        self.price = price
+        self.producer = producer
+        self.after_s = price.queue_s
+        # With a static plan the producer ignores the verifier: it is busy on [0, total_work).
+        self.static_end = producer.plan.total_work if producer.plan.static is not None else None
+
+    def decide(self) -> float:
+        if self.static_end is None:
+            self.producer.advance(self.t, slowed=False)  # publish what is out by the decision time
+        return self.t
+
+    def start(self, call: Call, t_decide: float) -> float:
+        return t_decide + self.price.align_s
+
+    def end(self, call: Call, t_start: float) -> float:
+        price, producer, static_end = self.price, self.producer, self.static_end
         idle = price.verify(call.width, False)
         if static_end is not None:
             if t_start >= static_end:
@@ -194,14 +190,33 @@ def _run_decoupled(window: Window, cfg: ReplayConfig, price: Pricing, target: No
                 producer.advance(t_end, slowed=True)
             else:
                 t_end = t_start + idle
-        rec = scheme.commit(call, greedy(call.chain))
-        greedy.keep(rec.accepted)
-        clock.decide.append(t)
-        clock.start.append(t_start)
-        clock.end.append(t_end)
-        t = t_end + queue
+        self.t = t_end + self.after_s
+        return t_end
+
+
+def _result(window: Window, cfg: ReplayConfig, price: Pricing, scheme: Scheme, times: RoundTimes, time: float,
+            after_s: float, after: str, spans: tuple[Stage, ...] = ()) -> ReplayResult:
+    t_eos = times.end[-1] if times.end else 0.0
+    return ReplayResult(window.window_id, window.dataset, cfg, price.name, len(scheme.output), time, t_eos,
+                        tuple(scheme.records), times.decide, times.start, times.end, after_s, spans, after)
+
+
+def _run_serial(window: Window, cfg: ReplayConfig, price: Pricing, target: ReferenceTarget) -> ReplayResult:
+    scheme = _scheme(window, cfg, None)
+    scheme.start(target.prefill())
+    clock = _SerialClock(price, cfg.scheme == "target_only")
+    times = run_rounds(scheme, target, clock)
+    return _result(window, cfg, price, scheme, times, clock.t, clock.after_s, "loop")
+
+
+def _run_decoupled(window: Window, cfg: ReplayConfig, price: Pricing, producer: Producer,
+                   drain: Drain) -> ReplayResult:
+    scheme = _scheme(window, cfg, producer.buffer)
+    scheme.start(window.reference[0])
+    clock = _ProducerClock(price, producer)
+    times = run_rounds(scheme, _Greedy(window), clock)
     # Producer completion after target EOS is on the clock, charged once (A.3, D.5.1).
-    t_eos = clock.end[-1] if clock.end else 0.0
+    t_eos = times.end[-1] if times.end else 0.0
     p_stop = producer.drain(t_eos, full=drain == "full")
     startup = producer.plan.startup_s
     spans: list[Stage] = []
@@ -209,7 +224,7 @@ def _run_decoupled(window: Window, cfg: ReplayConfig, price: Pricing, target: No
         spans.append(("producer", "startup", 0.0, min(startup, p_stop), -1))
     if p_stop > startup:
         spans.append(("producer", "produce", startup, p_stop, -1))
-    return clock.result(window, cfg, price, scheme, max(t, p_stop), queue, tuple(spans))
+    return _result(window, cfg, price, scheme, times, max(clock.t, p_stop), clock.after_s, "queue", tuple(spans))
 
 
 def replay_many(windows: list[Window], config: ReplayConfig, profile: DeviceProfile,

@@ -50,13 +50,11 @@ class Pricing:
         return s
 
 
-_CACHE: dict[int, tuple[DeviceProfile, Pricing]] = {}
-
-
 def pricing_for(profile: DeviceProfile) -> Pricing:
-    hit = _CACHE.get(id(profile))
-    if hit is not None and hit[0] is profile:
-        return hit[1]
+    """The profile's prices in seconds, resolved once and kept on the profile object itself."""
+    hit = profile.derived.get("pricing")
+    if hit is not None:
+        return hit
     idle = {k: v / 1000.0 for k, v in profile.verifier.idle_ms.items()}
     conc: dict[int, float] = {}
     for k in idle:
@@ -73,5 +71,5 @@ def pricing_for(profile: DeviceProfile) -> Pricing:
         paired_s=None if asp is None else asp.paired_branch_ms / 1000.0,
         prob_row_s=None if asp is None else asp.prob_row_ms / 1000.0,
     )
-    _CACHE[id(profile)] = (profile, price)
+    profile.derived["pricing"] = price
     return price

@@ -125,6 +125,8 @@ class DeviceProfile:
     serial_drafter: str
     asp: AspCost | None
     provenance: Mapping[str, str] = field(repr=False)
+    # Derived per-object data (replay's resolved prices); never copied by ``replace``, never compared.
+    derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def verify_ms(self, k: int, concurrent: bool = False) -> float:
         return self.verifier.cost_ms(k, concurrent, self.name)

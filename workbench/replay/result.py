@@ -12,9 +12,8 @@ from typing import Any
 
 import polars as pl
 
-from workbench.decoding import ROUND_COLUMNS, RoundRecord, SchemeSpec, scheme_spec
+from workbench.decoding import ROUND_COLUMNS, RoundRecord, SchemeSpec, Stage, round_stages, scheme_spec
 
-Stage = tuple[str, str, float, float, int]  # resource, stage, start, end, round (-1: none)
 STAGE_SCHEMA = {"resource": pl.Utf8, "stage": pl.Utf8, "start": pl.Float64, "end": pl.Float64,
                 "round": pl.Int64}
 
@@ -78,6 +77,7 @@ class ReplayResult:
     t_end: list[float] = field(repr=False)
     after_s: float = 0.0  # per-round work after the call: loop residual or queue
     producer_spans: tuple[Stage, ...] = ()
+    after: str = "loop"  # what the per-round work after the call is: the serial loop or the queue
 
     @property
     def tps(self) -> float:
@@ -91,17 +91,9 @@ class ReplayResult:
     @property
     def stages(self) -> tuple[Stage, ...]:
         """Completed stage intervals (D.2.7): resource, stage, start, end, round."""
-        serial = self.config.spec.serial
-        pre = ("producer", "draft") if serial else ("verifier", "align")
-        call = "step" if self.config.scheme == "target_only" else "verify"
-        post = "loop" if serial else "queue"
         out: list[Stage] = []
-        for i, (a, b, c) in enumerate(zip(self.t_decide, self.t_start, self.t_end, strict=True)):
-            if b > a:
-                out.append((*pre, a, b, i))
-            out.append(("verifier", call, b, c, i))
-            if self.after_s:
-                out.append(("other", post, c, c + self.after_s, i))
+        for r, a, b, c in zip(self.untimed, self.t_decide, self.t_start, self.t_end, strict=True):
+            out += round_stages(r.round, r.work, r.width, a, b, c, self.after, self.after_s)
         return (*out, *self.producer_spans)
 
     def summary(self) -> dict:
