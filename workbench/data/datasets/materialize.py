@@ -1,0 +1,76 @@
+"""A dataset run's windows as a :class:`~workbench.data.corpus.Corpus` the trace jobs already read.
+
+``corpus_from_dataset(cfg.dataset, cfg.model)`` loads the layout, builds complete-audio windows
+under the model's limit, draws the cohort, keeps the split the run asked for (``dataset.split``),
+and writes each window once as mono float32 16 kHz WAV under
+``<cache>/windows/<name>-<key>/`` (key = root, loader options, window rule and limit), next to the
+cohort manifest (``cohort.parquet``). Clip origins are the dataset name, so the jobs' balanced
+splits stratify by dataset.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from workbench.data import cohort as C
+from workbench.data.corpus import Clip, Corpus, _write_wav, default_corpus_dir
+
+from . import dataset_windows
+from .windows import DatasetWindow, model_max_seconds
+
+log = logging.getLogger(__name__)
+SPLIT_ALL = "all"
+
+
+def windows_dir(ds: Mapping[str, Any], model: Mapping[str, Any] | None) -> Path:
+    key = {k: v for k, v in ds.items() if k not in ("split", "max_windows")}
+    key["root"] = str(Path(str(ds.get("root"))).expanduser().resolve())
+    key["model_max_seconds"] = model_max_seconds(model)
+    digest = C.sha256_hex(json.dumps(key, sort_keys=True, default=str))[:12]
+    return default_corpus_dir().parents[1] / "windows" / f"{ds.get('name', 'dataset')}-{digest}"
+
+
+def dataset_cohort(ds: Mapping[str, Any], model: Mapping[str, Any] | None = None
+                   ) -> tuple[dict[str, list[DatasetWindow]], Any]:
+    """All splits of the dataset's cohort and their manifest frame (audio hashed)."""
+    windows = dataset_windows(ds, model)
+    if not windows:
+        raise ValueError(f"dataset.root={ds.get('root')}: no complete-audio window fits the limit "
+                         f"(model limit {model_max_seconds(model)} s, dataset.window.max_seconds)")
+    splits = C.select(windows, ds.get("cohort") or {})
+    return splits, C.manifest(splits)
+
+
+def chosen_split(ds: Mapping[str, Any], splits: Mapping[str, list[DatasetWindow]]) -> list[DatasetWindow]:
+    name = str(ds.get("split", "test"))
+    if name == SPLIT_ALL:
+        return [w for ws in splits.values() for w in ws]
+    if name not in splits:
+        raise ValueError(f"dataset.split={name!r}: the cohort has splits {sorted(splits)} (or 'all')")
+    return list(splits[name])
+
+
+def corpus_from_dataset(ds: Mapping[str, Any], model: Mapping[str, Any] | None = None,
+                        out_dir: Path | None = None) -> Corpus:
+    """The run's windows as WAV clips (written once, reused) plus ``cohort.parquet`` beside them."""
+    from tqdm.auto import tqdm
+
+    splits, frame = dataset_cohort(ds, model)
+    chosen = chosen_split(ds, splits)
+    if ds.get("max_windows") is not None:
+        chosen = chosen[: int(ds["max_windows"])]
+    root = Path(out_dir) if out_dir is not None else windows_dir(ds, model)
+    root.mkdir(parents=True, exist_ok=True)
+    C.write_manifest(frame, root / "cohort.parquet")
+    clips = []
+    for w in tqdm(chosen, desc=f"{ds.get('name')} windows", unit="window", disable=len(chosen) < 8):
+        path = root / f"{w.window_id}.wav"
+        if not path.is_file():  # atomic writes: a present file is a complete one
+            _write_wav(path, w.load())
+        clips.append(Clip(w.window_id, path, w.reference if w.task == "asr" else w.text, w.dataset,
+                          w.seconds, 16000))
+    return Corpus(root, clips)
