@@ -1,0 +1,230 @@
+"""The on-device runner in Python: ``python -m phone_runner.device --request REQ [--output OUT]``.
+
+It speaks protocol v1 (``PROTOCOL.md``) for any adb device that has Python (Termux, Linux boards)
+and for the loopback device. Engines:
+
+* ``reference`` -- the workbench replay engine on the window's greedy reference and producer
+  trajectory, priced by the request's ``pricing``; ``clock: virtual`` emits at once, ``clock:
+  real`` paces every line to its priced time (threads are not needed: the clock is the model);
+* ``torch`` -- the workbench's native driver with real weights (``phone_runner.native_engine``).
+
+Lines go to stdout and to the output file, each written whole and flushed, so a killed runner
+leaves a valid prefix. Exit 0 on success, 2 on a bad request, 1 on a failure during the run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from .protocol import ProtocolError, Request, line, parse_request, profile_from_pricing, window_from_payload
+
+RUNNER = {"name": "phone_runner.device", "version": "1", "language": "python"}
+
+
+class RunnerFailure(Exception):
+    def __init__(self, code: str, message: str, window_id: str | None = None, status: int = 1) -> None:
+        super().__init__(message)
+        self.code, self.window_id, self.status = code, window_id, status
+
+
+class Out:
+    """Every line to stdout and to the output file, whole and flushed."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.file: TextIO | None = None
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.file = open(path, "w", encoding="utf-8")  # noqa: SIM115
+        self.count: dict[str, int] = {}
+
+    def __call__(self, kind: str, **fields: Any) -> None:
+        text = line(kind, **fields) + "\n"
+        for stream in (sys.stdout, self.file):
+            if stream is not None:
+                stream.write(text)
+                stream.flush()
+        self.count[kind] = self.count.get(kind, 0) + 1
+
+    def close(self) -> None:
+        if self.file is not None:
+            self.file.close()
+
+
+def _device_facts() -> dict[str, Any]:
+    return {"machine": platform.machine(), "system": platform.system(), "cores": os.cpu_count(),
+            "python": platform.python_version()}
+
+
+def resolve(base: Path, path: str | None) -> Path | None:
+    """Request paths are absolute device paths or relative to the request's folder."""
+    if path is None:
+        return None
+    p = Path(path)
+    return p if p.is_absolute() else base / p
+
+
+def run_reference(req: Request, out: Out) -> dict[str, float]:
+    from workbench.decoding import ExactnessError
+    from workbench.replay.audit import ReplayAuditError
+    from workbench.replay.profile import MissingWidthError
+
+    from .reference import replay_config, run_window
+
+    assert req.pricing is not None
+    profile = profile_from_pricing(req.pricing)
+    cfg = replay_config(req.scheme)
+    real = req.engine.get("clock") == "real"
+    drain = req.engine.get("drain", "boundary")
+    totals = {"rounds": 0, "tokens": 0, "time": 0.0}
+    for entry in req.windows:
+        wid = entry["window_id"]
+        window = window_from_payload({**entry, "max_output": entry.get("max_output") or req.max_output})
+        for rep in range(-req.warmups, req.repetitions):
+            try:
+                result, buffer = run_window(window, cfg, profile, drain)
+            except MissingWidthError as err:
+                raise RunnerFailure("width_not_priced", str(err), wid) from None
+            except (ExactnessError, ReplayAuditError) as err:
+                raise RunnerFailure("exactness", str(err), wid) from None
+            if rep < 0:
+                continue  # warm-ups print nothing
+            t0 = time.perf_counter()
+
+            def pace(t: float, _t0: float = t0) -> None:
+                if real:
+                    delay = _t0 + t - time.perf_counter()
+                    if delay > 0:
+                        time.sleep(delay)
+
+            common = {"window_id": wid, "repetition": rep}
+            pubs = list(buffer or ())
+            pi = 0
+            for rec in result.records:
+                while pi < len(pubs) and pubs[pi].publish_time <= rec.t_end:
+                    b = pubs[pi]
+                    pace(b.publish_time)
+                    out("publication", **common, source_id=b.source_id, producer_id=b.producer_id, offset=b.offset,
+                        publish_time=b.publish_time, tokens=list(b.tokens),
+                        confidences=None if b.confidences is None else list(b.confidences))
+                    pi += 1
+                pace(rec.t_end)
+                row = rec.as_row()
+                out("round", **common, config=cfg.label, **row)
+            for b in pubs[pi:]:
+                pace(b.publish_time)
+                out("publication", **common, source_id=b.source_id, producer_id=b.producer_id, offset=b.offset,
+                    publish_time=b.publish_time, tokens=list(b.tokens),
+                    confidences=None if b.confidences is None else list(b.confidences))
+            for resource, stage, start, end, rnd in result.stages:
+                out("stage", **common, resource=resource, stage=stage, start=start, end=end, round=rnd)
+            pace(result.time)
+            output = [result.untimed[0].root] if result.untimed else []
+            for r in result.untimed:
+                output.extend(r.committed)
+            out("window", **common, config=cfg.label, scheme=cfg.scheme, tokens=result.tokens, time=result.time,
+                t_eos=result.t_eos, cleanup=0.0, rounds=len(result.untimed), output=output)
+            totals["rounds"] += len(result.untimed)
+            totals["tokens"] += result.tokens
+            totals["time"] += result.time
+    return totals
+
+
+def calibrate_reference(req: Request, out: Out) -> None:
+    """Reference calibration: the priced costs, as ``measure`` lines (what a phone would measure)."""
+    from workbench.replay.profile import MissingWidthError
+
+    assert req.pricing is not None and req.calibrate is not None
+    profile = profile_from_pricing(req.pricing)
+    plan = req.calibrate
+    reps = int(plan.get("reps", 5))
+    for conc in plan.get("with_producer", [False, True]):
+        for offset in plan.get("offsets", [0]):
+            for k in plan.get("widths", range(1, 17)):
+                try:
+                    ms = profile.verify_ms(k, bool(conc))
+                except MissingWidthError as err:
+                    raise RunnerFailure("width_not_priced", str(err)) from None
+                for rep in range(reps):
+                    out("measure", op="verify", width=k, offset=offset, concurrent=bool(conc), source=None,
+                        repetition=rep, ms=ms)
+    for rep in range(reps):
+        out("measure", op="target_step", width=1, offset=None, concurrent=False, source=None, repetition=rep,
+            ms=profile.target_step_ms)
+        if plan.get("draft_forward", True):
+            out("measure", op="draft_forward", width=1, offset=None, concurrent=False,
+                source=profile.serial_drafter, repetition=rep, ms=profile.source(profile.serial_drafter).op_ms)
+        if plan.get("asp", True) and profile.asp is not None:
+            out("measure", op="asp_paired", width=None, offset=None, concurrent=False, source=None, repetition=rep,
+                ms=profile.asp.paired_branch_ms)
+            out("measure", op="asp_prob_row", width=None, offset=None, concurrent=False, source=None,
+                repetition=rep, ms=profile.asp.prob_row_ms)
+            for k, ms in profile.asp.kv_refresh_ms.items():
+                out("measure", op="asp_refresh", width=k, offset=None, concurrent=False, source=None,
+                    repetition=rep, ms=ms)
+        for name, s in profile.sources.items():
+            op = "chunk_service" if s.kind == "chunk" else "producer_forward"
+            out("measure", op=op, width=None, offset=None, concurrent=False, source=name, repetition=rep, ms=s.op_ms)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m phone_runner.device", description=__doc__.splitlines()[0])
+    ap.add_argument("--request", required=True, help="request JSON (protocol v1)")
+    ap.add_argument("--output", default=None, help="JSONL file (default: the request's 'output')")
+    args = ap.parse_args(argv)
+    started = time.time()
+    req_path = Path(args.request)
+    out = Out(None)
+    try:
+        try:
+            raw = json.loads(req_path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise RunnerFailure("missing_file", f"request {req_path} does not exist", status=2) from None
+        except json.JSONDecodeError as err:
+            raise RunnerFailure("bad_request", f"request {req_path}: not valid JSON ({err})", status=2) from None
+        try:
+            req = parse_request(raw)
+        except ProtocolError as err:
+            raise RunnerFailure("bad_request", str(err), status=2) from None
+        out = Out(resolve(req_path.parent, args.output or req.output))
+        out("header", run_id=req.run_id, runner=RUNNER, mode=req.mode, engine=req.engine, scheme=req.scheme,
+            device=_device_facts(), started_unix=started)
+        if req.engine["kind"] == "reference":
+            if req.mode == "calibrate":
+                calibrate_reference(req, out)
+                totals = {"rounds": 0, "tokens": 0, "time": 0.0}
+            else:
+                totals = run_reference(req, out)
+        elif req.engine["kind"] == "torch":
+            from .native_engine import calibrate_torch, run_torch
+
+            if req.mode == "calibrate":
+                calibrate_torch(req, req_path.parent, out)
+                totals = {"rounds": 0, "tokens": 0, "time": 0.0}
+            else:
+                totals = run_torch(req, req_path.parent, out)
+        else:
+            raise RunnerFailure("unsupported_backend", f"engine {req.engine['kind']!r} is not available in the "
+                                "Python runner (the C++ runner in phone_runner/runner serves mnn)", status=2)
+        out("summary", windows=out.count.get("window", 0), rounds=int(totals["rounds"]), tokens=int(totals["tokens"]),
+            time=float(totals["time"]), wall_s=time.time() - started)
+        return 0
+    except RunnerFailure as err:
+        out("error", code=err.code, message=str(err), window_id=err.window_id)
+        return err.status
+    except Exception as err:  # noqa: BLE001 - the protocol's last line names any failure
+        out("error", code="internal", message=f"{type(err).__name__}: {err}", window_id=None)
+        return 1
+    finally:
+        out.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
