@@ -156,3 +156,27 @@ def test_listed_file_missing_is_named(tmp_path: Path, speech: fx.Speech) -> None
     gone.unlink()
     with pytest.raises(DatasetLayoutError, match="121-121726-0000.flac is missing"):
         load_utterances(dataset_cfg("librispeech", f"dataset.root={root}"))
+
+
+def test_run_windows_written_once_with_cohort_manifest(tmp_path: Path, speech: fx.Speech) -> None:
+    import polars as pl
+
+    from workbench.data.datasets.materialize import corpus_from_dataset
+
+    root = fx.kespeech(tmp_path / "k", speech)
+    ds = dataset_cfg("kespeech", f"dataset.root={root}", "dataset.window.mode=utterance",
+                     "dataset.cohort.splits.test=2", "dataset.cohort.splits.dev=1",
+                     "dataset.cohort.splits.validation=0", "dataset.cohort.splits.calibration=0")
+    corpus = corpus_from_dataset(ds, None, out_dir=tmp_path / "w")
+    manifest = pl.read_parquet(tmp_path / "w" / "cohort.parquet")
+    assert manifest["split"].to_list() == ["test", "test", "dev"]  # empty splits have no rows
+    assert [c.window_id for c in corpus] == manifest.filter(pl.col("split") == "test")["window_id"].to_list()
+    by_text = {t: a for t, a in zip(fx.ZH, speech.audio, strict=True)}
+    for clip in corpus:
+        assert clip.origin == "kespeech" and _close(corpus.load_audio(clip), by_text[clip.text])
+    stamp = {c.path: c.path.stat().st_mtime_ns for c in corpus}
+    dev = corpus_from_dataset({**ds, "split": "dev"}, None, out_dir=tmp_path / "w")
+    assert len(dev) == 1 and dev.clips[0].window_id not in {c.window_id for c in corpus}
+    assert all(p.stat().st_mtime_ns == t for p, t in stamp.items())  # written once, reused
+    with pytest.raises(ValueError, match="dataset.split='train'"):
+        corpus_from_dataset({**ds, "split": "train"}, None, out_dir=tmp_path / "w")

@@ -17,9 +17,7 @@ names exactly which windows, in which split, it used.
 from __future__ import annotations
 
 import hashlib
-import os
 import random
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -133,17 +131,10 @@ def manifest(splits: Mapping[str, Sequence[DatasetWindow]], *, hash_audio: bool 
 
 def write_manifest(frame: Any, path: Path) -> Path:
     """Atomic parquet write (unique temp name, then rename)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        frame.write_parquet(tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
+    from workbench.io import atomic_write_parquet
+
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    return atomic_write_parquet(path, frame)
 
 
 def paper_asr_splits(dataset: str) -> dict[str, int]:
