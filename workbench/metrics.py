@@ -42,14 +42,24 @@ def acceptance(rounds: pl.DataFrame) -> float:
     return float(rounds["accepted"].sum() / proposed) if proposed else float("nan")
 
 
-def output_tokens(rounds: pl.DataFrame, keys: Sequence[str] = ("window_id", "config")) -> int:
-    """Target output tokens of the runs in ``rounds``: every committed token plus each first root."""
-    runs = rounds.select([k for k in keys if k in rounds.columns]).unique().height if keys else 1
-    return int(rounds.select(pl.col("committed").list.len().sum()).item()) + runs
+def output_tokens(rounds: pl.DataFrame, keys: Sequence[str] = ("window_id", "config"),
+                  runs: pl.DataFrame | None = None) -> int:
+    """Target output tokens of the runs: every committed token plus each run's first root.
+
+    A run whose output prefill already ended (EOS first, or an output cap of 1) has no rounds,
+    so ``rounds`` alone cannot see it; pass ``runs`` (one row per run, e.g. a windows frame)
+    to count its root too.
+    """
+    cols = [k for k in keys if k in rounds.columns]
+    n_runs = rounds.select(cols).unique().height if keys else 1
+    if runs is not None:
+        n_runs = runs.select([k for k in keys if k in runs.columns]).unique().height if keys else runs.height
+    return int(rounds.select(pl.col("committed").list.len().sum()).item()) + n_runs
 
 
 def coverage(rounds: pl.DataFrame, tokens: int | None = None) -> float:
-    """Accepted draft tokens / target output tokens (Section 5.2)."""
+    """Accepted draft tokens / target output tokens (Section 5.2); pass ``tokens`` when some runs
+    have no rounds (see ``output_tokens``)."""
     total = output_tokens(rounds) if tokens is None else tokens
     return float(rounds["accepted"].sum() / total)
 

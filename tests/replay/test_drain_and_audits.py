@@ -50,10 +50,9 @@ def producer_stop(r) -> float:
 
 
 @pytest.mark.parametrize("queue_ms, t_eos_ms, charged_ms, producer_stop_ms", [
-    # EOS at 60 ms falls exactly on the end of the 12th forward: nothing is in flight, no drain.
-    # (issue 11, item 5: today float drift in the producer's work charges one more forward, 65 ms.)
-    pytest.param(0.0, 60.0, 60.0, 60.0, marks=pytest.mark.xfail(
-        strict=True, reason="issue 11 item 5 (drain at an exact boundary); remove this mark with the fix")),
+    # EOS at 60 ms falls exactly on the end of the 12th forward: nothing is in flight, no drain
+    # (issue 11, item 5: float drift in the producer's work used to charge one more forward, 65 ms).
+    (0.0, 60.0, 60.0, 60.0),
     # calls end at 15, 32, 49, 66; the forward in flight at 66 ends at 70, after the queue work (68).
     (2.0, 66.0, 70.0, 70.0),
     # calls end at 15, 37, 59, 81; the drain (to 85) hides under the queue work (to 88). Draining

@@ -222,8 +222,9 @@ def summarize(frames: dict[str, pl.DataFrame]) -> tuple[pl.DataFrame, dict[str, 
             row["slowdown_share"] = float((j["tps"] < j["tps_t"]).mean())
         if "rounds" in frames:
             r = frames["rounds"].filter((pl.col("device") == device) & (pl.col("method") == method))
-            row.update(acceptance=M.acceptance(r), coverage=M.coverage(r), readiness=M.readiness(r),
-                       k_gt1_share=M.multi_token_share(r), mean_accepted_length=M.mean_accepted_length(r))
+            row.update(acceptance=M.acceptance(r), coverage=M.coverage(r, int(g["tokens"].sum())),
+                       readiness=M.readiness(r), k_gt1_share=M.multi_token_share(r),
+                       mean_accepted_length=M.mean_accepted_length(r))
         if "stages" in frames:
             s = frames["stages"].filter((pl.col("device") == device) & (pl.col("method") == method))
             ov = M.overlap_table(s, keys=("window_id", "config")) if s.height else None

@@ -22,12 +22,9 @@ class ReplayAuditError(AssertionError):
 
 def audit_run(window: Window, result: ReplayResult, price: Pricing, buffer: PublicationBuffer | None) -> None:
     where = f"window {window.window_id!r}, {result.config.label} on {price.name}"
-    out: list[int] = []
-    if result.untimed:
-        out.append(result.untimed[0].root)
-    for r in result.untimed:
-        out.extend(r.committed)
-    audit_exact(out, window.reference, label=f"{where}: committed output")
+    audit_exact(result.output, window.reference, label=f"{where}: committed output")
+    if result.tokens != len(result.output):
+        raise ReplayAuditError(f"{where}: counts {result.tokens} tokens but committed {len(result.output)}")
 
     prev_end = 0.0
     target_only = result.config.scheme == "target_only"

@@ -198,7 +198,8 @@ def _result(window: Window, cfg: ReplayConfig, price: Pricing, scheme: Scheme, t
             after_s: float, after: str, spans: tuple[Stage, ...] = ()) -> ReplayResult:
     t_eos = times.end[-1] if times.end else 0.0
     return ReplayResult(window.window_id, window.dataset, cfg, price.name, len(scheme.output), time, t_eos,
-                        tuple(scheme.records), times.decide, times.start, times.end, after_s, spans, after)
+                        tuple(scheme.records), times.decide, times.start, times.end, after_s, spans, after,
+                        scheme.output[0])
 
 
 def _run_serial(window: Window, cfg: ReplayConfig, price: Pricing, target: ReferenceTarget) -> ReplayResult:

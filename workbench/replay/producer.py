@@ -22,6 +22,8 @@ from workbench.decoding import PublicationBuffer
 from .profile import SourceCost
 from .trajectory import SourceTrack
 
+BOUNDARY_S = 1e-9  # float drift tolerated when deciding if an operation is in flight (far below any op cost)
+
 
 @dataclass(frozen=True, slots=True)
 class ProducerPlan:
@@ -143,8 +145,10 @@ class Producer:
         if full:
             target_work = self.plan.total_work
         else:
+            # Work accumulates in floats: an EOS that lands on an operation's end (to within
+            # BOUNDARY_S) finds nothing in flight, rather than paying for one more operation.
             ends = self.plan.op_end
-            target_work = ends[bisect.bisect_left(ends, self.work)]
+            target_work = max(self.work, ends[bisect.bisect_left(ends, self.work - BOUNDARY_S)])
         end = self.time + (target_work - self.work)
         self.advance(end, slowed=False)
         self.stopped_at = end

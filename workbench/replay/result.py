@@ -14,6 +14,13 @@ import polars as pl
 
 from workbench.decoding import ROUND_COLUMNS, RoundRecord, SchemeSpec, Stage, round_stages, scheme_spec
 
+# Column types of a rounds frame; a run that prefill already ended has no rounds but the same columns.
+ROUND_SCHEMA: dict[str, pl.DataType] = {
+    c: pl.List(pl.Int64) if c in ("chain", "provenance", "committed")
+    else pl.Utf8 if c in ("scheme", "k1_reason", "outcome")
+    else pl.Float64 if c.startswith("t_") else pl.Int64
+    for c in ROUND_COLUMNS
+}
 STAGE_SCHEMA = {"resource": pl.Utf8, "stage": pl.Utf8, "start": pl.Float64, "end": pl.Float64,
                 "round": pl.Int64}
 
@@ -78,10 +85,20 @@ class ReplayResult:
     after_s: float = 0.0  # per-round work after the call: loop residual or queue
     producer_spans: tuple[Stage, ...] = ()
     after: str = "loop"  # what the per-round work after the call is: the serial loop or the queue
+    first_root: int | None = None  # prefill's token: the whole output when prefill already ended it
 
     @property
     def tps(self) -> float:
-        return self.tokens / self.time
+        # Prefill is off the decode clock, so an output it already ended costs no decode time.
+        return self.tokens / self.time if self.time > 0 else float("inf")
+
+    @property
+    def output(self) -> tuple[int, ...]:
+        """The committed output: prefill's root, then every round's committed tokens."""
+        out = [self.first_root] if self.first_root is not None else [r.root for r in self.untimed[:1]]
+        for r in self.untimed:
+            out.extend(r.committed)
+        return tuple(out)
 
     @property
     def records(self) -> tuple[RoundRecord, ...]:
@@ -105,9 +122,7 @@ class ReplayResult:
 
     def rounds_frame(self) -> pl.DataFrame:
         rows = [r.as_row() for r in self.records]
-        df = pl.DataFrame(rows, schema_overrides={"chain": pl.List(pl.Int64), "provenance": pl.List(pl.Int64),
-                                                  "committed": pl.List(pl.Int64)})
-        return df.select(ROUND_COLUMNS).with_columns(
+        return pl.DataFrame(rows, schema=ROUND_SCHEMA).with_columns(
             pl.lit(self.window_id).alias("window_id"), pl.lit(self.config.label).alias("config"))
 
     def stages_frame(self) -> pl.DataFrame:
