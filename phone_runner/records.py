@@ -47,7 +47,7 @@ class PhoneRun:
                 raise ProtocolError(where, "a second header line")
             self.header = obj
             return
-        if self.header is None:
+        if self.header is None and kind != "error":  # a bad request is answered by an error line alone
             raise ProtocolError(where, f"a {kind} line before the header")
         if self.summary is not None or self.error is not None:
             raise ProtocolError(where, f"a {kind} line after the run's last line")

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+DEVICE_PREFIXES = ("/data/", "/sdcard/", "/sys/", "/proc/")
 OPS = (";", "&&", "||", "|", ">>", ">", "<", "&")
 
 
@@ -286,6 +287,8 @@ class Shell:
         return 127
 
     def _spawn(self, argv: list[str], emit: Callable[[int, bytes], None]) -> int:
+        # A program on the host sees host paths: device paths in its arguments map into the sandbox.
+        argv = [argv[0], *(str(self.box.host(a)) if a.startswith(DEVICE_PREFIXES) else a for a in argv[1:])]
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.box.host("/data/local/tmp")),
                "PYTHONPATH": os.environ.get("PYTHONPATH", ""), **self.box.extra_env}
         cwd = self.box.host(self.cwd)
@@ -387,6 +390,26 @@ class Shell:
         for f in a:
             self.box.host(f, self.cwd).touch()
         return 0
+
+    def _b_grep(self, a: list[str], emit: Callable) -> int:
+        """``grep [-H] PATTERN FILE...`` (what the host uses to read many sysfs files at once)."""
+        import re
+
+        flags = [x for x in a if x.startswith("-")]
+        rest = [x for x in a if not x.startswith("-")]
+        pattern, files = re.compile(rest[0]), rest[1:]
+        found, rc = False, 0
+        for f in files:
+            p = self.box.host(f, self.cwd)
+            if not p.is_file():
+                emit(2, f"grep: {f}: No such file or directory\n".encode())
+                rc = 2
+                continue
+            for ln in p.read_text(errors="replace").splitlines():
+                if pattern.search(ln):
+                    found = True
+                    emit(1, (f"{f}:{ln}\n" if "-H" in flags or len(files) > 1 else f"{ln}\n").encode())
+        return rc or (0 if found else 1)
 
     def _b_sha256sum(self, a: list[str], emit: Callable) -> int:
         rc = 0

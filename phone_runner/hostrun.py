@@ -1,0 +1,198 @@
+"""Run one request on a phone: push it, launch the runner (argv list), stream and validate JSONL.
+
+* The command is an argv list; adbutils quotes each argument (``shlex.quote``) into the one
+  string adb's ``shell:`` service takes, so no config value is ever parsed by the phone's shell.
+* Shell protocol v2 when the phone has it (exit status, separate stderr), v1 otherwise.
+* Every line is validated as it arrives; a bad line stops the run with its line number.
+* Each finished window repetition is persisted at once (``WindowStore``), so an unplugged phone
+  keeps what finished and a rerun resumes with the rest.
+* The output file is pulled only after checking it exists (adbutils' ``sync.pull`` of a missing
+  file silently creates an empty folder), parsed as JSON only, and must match the stream.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import adbutils
+
+from workbench.io import atomic_write_bytes, atomic_write_text
+
+from .adb import PhoneError
+from .deploy import device_path
+from .protocol import ProtocolError, parse_request, validate_line
+from .records import Key, PhoneRun, read_lines
+
+
+class RunFailed(PhoneError):
+    """The run did not complete; ``run`` holds what was validated before the failure."""
+
+    def __init__(self, message: str, run: PhoneRun | None = None) -> None:
+        super().__init__(message)
+        self.run = run
+
+
+class DeviceLost(RunFailed):
+    """The phone went away mid-run (unplugged, adb restarted)."""
+
+
+class WindowStore:
+    """Finished window repetitions of one request, one JSONL file each, written atomically."""
+
+    def __init__(self, directory: Path) -> None:
+        self.dir = Path(directory)
+
+    @staticmethod
+    def _name(key: Key) -> str:
+        return hashlib.sha256(f"{key[0]}\x00{key[1]}".encode()).hexdigest()[:20] + ".jsonl"
+
+    def save(self, key: Key, lines: Sequence[str]) -> None:
+        atomic_write_text(self.dir / self._name(key), "".join(x + "\n" for x in lines))
+
+    def done(self, key: Key) -> bool:
+        return (self.dir / self._name(key)).exists()
+
+    def lines(self) -> list[str]:
+        out: list[str] = []
+        for f in sorted(self.dir.glob("*.jsonl")):
+            out.extend(f.read_text(encoding="utf-8").splitlines())
+        return out
+
+
+class _Stream:
+    """stdout lines (and stderr, exit code) of a shell command, v2 packets or a v1 byte stream."""
+
+    def __init__(self, dev: adbutils.AdbDevice, argv: list[str], v2: bool) -> None:
+        from adbutils._utils import list2cmdline  # shlex.quote per argument
+
+        self.cmd = list2cmdline(argv)
+        self.v2 = v2
+        if v2:
+            self.conn = dev.open_transport()
+            self.conn.send_command(f"shell,v2,raw:{self.cmd}")
+            self.conn.check_okay()
+        else:
+            self.conn = dev.open_shell(self.cmd)
+        self.exit_code: int | None = None
+        self.stderr = bytearray()
+        self.buf = bytearray()
+
+    def _read(self, n: int) -> bytes:
+        data = bytearray()
+        while len(data) < n:
+            chunk = self.conn.conn.recv(n - len(data))
+            if not chunk:
+                raise EOFError
+            data += chunk
+        return bytes(data)
+
+    def chunks(self, idle_timeout: float) -> Any:
+        self.conn.conn.settimeout(idle_timeout)
+        while True:
+            if self.v2:
+                head = self._read(5)
+                kind, n = head[0], struct.unpack("<I", head[1:])[0]
+                data = self._read(n) if n else b""
+                if kind == 1:
+                    yield data
+                elif kind == 2:
+                    self.stderr += data
+                elif kind == 3:
+                    self.exit_code = data[0] if data else 255
+                    return
+            else:
+                data = self.conn.conn.recv(65536)
+                if not data:
+                    return
+                yield data
+
+    def close(self) -> None:
+        try:
+            self.conn.close()  # the phone's adbd kills the command when its stream closes
+        except OSError:
+            pass
+
+
+def run_request(dev: adbutils.AdbDevice, request: dict[str, Any], *, runner: Sequence[str], run_rel: str,
+                store: WindowStore, local_out: Path, timeout_s: float = 3600.0, idle_timeout_s: float = 300.0,
+                on_line: Callable[[dict[str, Any]], None] | None = None) -> tuple[PhoneRun, dict[Key, tuple]]:
+    """Run ``request`` (windows already resumed by the caller) and return the validated run and
+    the wall-clock span of every finished window repetition."""
+    request = {**request, "output": "out.jsonl"}
+    parse_request(request)  # fail here, before the phone is touched
+    req_dpath, out_dpath = device_path(f"{run_rel}/request.json"), device_path(f"{run_rel}/out.jsonl")
+    try:
+        dev.sync.push(json.dumps(request).encode(), req_dpath, mode=0o644)
+    except (adbutils.AdbError, OSError) as err:
+        raise DeviceLost(f"device {dev.serial}: could not push the request ({err})") from None
+    v2 = "shell_v2" in (dev.get_features() or "")
+    source = f"{dev.serial}:{out_dpath}"
+    run = PhoneRun(source)
+    spans: dict[Key, tuple] = {}
+    group: list[str] = []
+    n = 0
+    t_prev = time.time()
+    deadline = time.monotonic() + timeout_s
+    stream = _Stream(dev, [*runner, "--request", req_dpath], v2)
+    try:
+        for data in stream.chunks(idle_timeout_s):
+            stream.buf += data
+            while b"\n" in stream.buf:
+                raw, _, rest = bytes(stream.buf).partition(b"\n")
+                stream.buf = bytearray(rest)
+                n += 1
+                obj = validate_line(raw, n, source)
+                run.add(obj, f"{source} line {n}")
+                text = raw.decode()
+                if obj["type"] in ("round", "stage", "publication"):
+                    group.append(text)
+                elif obj["type"] == "window":
+                    key = (obj["window_id"], obj["repetition"])
+                    store.save(key, [*group, text])
+                    group = []
+                    now = time.time()
+                    spans[key] = (t_prev, now)
+                    t_prev = now
+                if on_line is not None:
+                    on_line(obj)
+            if time.monotonic() > deadline:
+                raise RunFailed(f"device {dev.serial}: the runner took longer than {timeout_s:.0f} s; stopped it", run)
+    except ProtocolError as err:
+        raise RunFailed(f"device {dev.serial}: {err}", run) from None
+    except (TimeoutError, adbutils.AdbTimeout):
+        raise RunFailed(f"device {dev.serial}: no runner output for {idle_timeout_s:.0f} s; stopped it", run) from None
+    except (EOFError, ConnectionError, OSError) as err:
+        raise DeviceLost(f"device {dev.serial} went away mid-run ({type(err).__name__}); "
+                         f"{len(run.finished)} finished window(s) kept, rerun to resume", run) from None
+    finally:
+        stream.close()
+    if stream.buf.strip():
+        raise RunFailed(f"{source} line {n + 1}: unterminated last line {bytes(stream.buf)[:80]!r}", run)
+    if run.error is not None:
+        raise RunFailed(f"device {dev.serial}: runner error {run.error['code']}: {run.error['message']}", run)
+    if run.summary is None:
+        if v2 and stream.exit_code is not None:
+            tail = bytes(stream.stderr).decode(errors="replace").strip().splitlines()[-3:]
+            raise RunFailed(f"device {dev.serial}: runner exited with status {stream.exit_code} and no summary: "
+                            f"{' | '.join(tail) or 'no stderr'}", run)
+        raise DeviceLost(f"device {dev.serial}: the runner's stream ended without a summary (phone unplugged?); "
+                         f"{len(run.finished)} finished window(s) kept, rerun to resume", run)
+    pulled = pull_text(dev, out_dpath)
+    check = read_lines(pulled.splitlines(), f"{source} (pulled)")
+    if len(check.of("window")) != len(run.of("window")) or check.summary != run.summary:
+        raise RunFailed(f"{source}: the pulled file disagrees with the streamed output", run)
+    atomic_write_bytes(local_out, pulled.encode())
+    return run, spans
+
+
+def pull_text(dev: adbutils.AdbDevice, dpath: str) -> str:
+    """A device file's text; a missing file is an error (never an empty folder on the host)."""
+    if not dev.sync.exists(dpath):
+        raise RunFailed(f"device {dev.serial}: {dpath} does not exist (the runner wrote no output)")
+    return dev.sync.read_bytes(dpath).decode("utf-8")
