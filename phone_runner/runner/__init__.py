@@ -1,0 +1,83 @@
+"""The C++ on-device runner (``as2d_runner``): where its host build lives, and how to make one.
+
+``scripts/setup.sh`` builds it into ``phone_runner/runner/build/`` when g++ and cmake exist. Tests
+and the loopback device call :func:`runner_binary`, which uses that build when it is newer than
+every source file, and otherwise builds once into a cache folder keyed on the sources' hash
+(``$AS2D_CACHE/as2d_runner/<hash>/``), so a session never builds twice and never uses a stale
+binary. Nothing here downloads anything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SOURCES = ("CMakeLists.txt", "src")
+SETUP_BUILD = HERE / "build" / "as2d_runner"
+
+
+class RunnerBuildError(RuntimeError):
+    """The host reference runner could not be built; the message says what is missing."""
+
+
+def _source_files() -> list[Path]:
+    files = [HERE / "CMakeLists.txt"]
+    files += sorted(p for p in (HERE / "src").rglob("*") if p.suffix in (".cpp", ".hpp"))
+    return files
+
+
+def source_hash() -> str:
+    h = hashlib.sha256()
+    for p in _source_files():
+        h.update(str(p.relative_to(HERE)).encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _fresh(binary: Path) -> bool:
+    return binary.exists() and binary.stat().st_mtime >= max(p.stat().st_mtime for p in _source_files())
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("AS2D_CACHE", Path.home() / ".cache" / "as2d")) / "as2d_runner"
+
+
+def build(build_dir: Path, jobs: int = 2) -> Path:
+    """Configure and build the host reference runner (no MNN) into ``build_dir``."""
+    for tool in ("cmake", "c++"):
+        if shutil.which(tool) is None:
+            raise RunnerBuildError(f"{tool} is not installed: run scripts/setup.sh as root (apt-get install cmake g++)")
+    build_dir.mkdir(parents=True, exist_ok=True)
+    gen = ["-G", "Ninja"] if shutil.which("ninja") else []
+    for cmd in (["cmake", "-S", str(HERE), "-B", str(build_dir), *gen, "-DCMAKE_BUILD_TYPE=Release",
+                 "-DAS2D_WITH_MNN=OFF"],
+                ["cmake", "--build", str(build_dir), "-j", str(jobs)]):
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RunnerBuildError(f"{' '.join(cmd[:2])} failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+    binary = build_dir / "as2d_runner"
+    if not binary.exists():
+        raise RunnerBuildError(f"the build finished but {binary} is missing")
+    return binary
+
+
+def runner_binary() -> Path:
+    """A host ``as2d_runner`` built from the current sources (setup's build, else a cached one)."""
+    if _fresh(SETUP_BUILD):
+        return SETUP_BUILD
+    target = cache_root() / source_hash()
+    binary = target / "as2d_runner"
+    if binary.exists():
+        return binary
+    tmp = target.with_name(f"{target.name}.tmp{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    build(tmp)
+    try:
+        tmp.rename(target)  # atomic: a concurrent builder either wins or finds ours
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return binary

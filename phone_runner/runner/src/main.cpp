@@ -1,0 +1,255 @@
+// as2d_runner: the on-device As²d runner (phone_runner protocol v1).
+//
+//   as2d_runner --request <request.json> [--output <out.jsonl>]
+//   as2d_runner --batch <requests.jsonl>     one request per line, streams to stdout only
+//
+// Exit status: 0 done (last line summary), 2 bad request (last line error), 1 failure during a run.
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "models/reference_model.hpp"
+#include "protocol.hpp"
+#include "real_clock.hpp"
+#include "virtual_clock.hpp"
+#ifdef AS2D_WITH_MNN
+#include "models/mnn_llm_model.hpp"
+#endif
+
+using namespace as2d;
+
+namespace {
+
+const char* abi() {
+#if defined(__aarch64__)
+    return "arm64-v8a";
+#elif defined(__x86_64__)
+    return "x86_64";
+#else
+    return "unknown";
+#endif
+}
+
+// Widest physical width a configuration may verify; every width up to it must be priced (D.2.1).
+int widest_width(const Request& r) {
+    const SchemeSettings& s = r.settings;
+    if (r.scheme == "target_only") return 1;
+    if (r.scheme == "sd") return s.width;
+    if (r.scheme == "asp" || r.scheme == "as2d_wo_bc") return s.cap + 1;
+    return s.budget + 1;  // as2d, as2d_wo_td
+}
+
+void check_request(const Request& r) {
+    if (r.mode == "calibrate")
+        throw ProtocolFailure("unsupported_backend",
+                              "mode 'calibrate': the C++ runner does not calibrate yet; use python -m phone_runner.device");
+    if (r.engine_kind == "torch")
+        throw ProtocolFailure("unsupported_backend", "engine.kind 'torch': the C++ runner has reference and mnn engines");
+    if (r.engine_kind == "mnn") {
+#ifndef AS2D_WITH_MNN
+        throw ProtocolFailure("unsupported_backend", "engine.kind 'mnn': this runner was built without MNN "
+                                                     "(rebuild with -DAS2D_WITH_MNN=ON, see build_android.sh)");
+#endif
+        if (!r.models.count("target")) throw ProtocolFailure("bad_request", "request field 'models.target': missing");
+    } else if (r.engine_kind != "reference") {
+        throw ProtocolFailure("bad_request", "request field 'engine.kind': '" + r.engine_kind + "'; expected reference or mnn");
+    }
+    if (is_decoupled(r.scheme) && r.settings.source.empty())
+        throw ProtocolFailure("bad_request", "request field 'scheme.settings.source': scheme '" + r.scheme +
+                                                 "' reads a candidate source; name it (or producer.source)");
+    if (r.pricing) {
+        int widest = widest_width(r);
+        for (int k = 1; k <= widest; ++k)
+            if (!r.pricing->has_width(k))
+                throw ProtocolFailure("width_not_priced", "configuration " + r.config + " may verify physical width K=" +
+                                                              std::to_string(k) + ", which profile '" + r.pricing->name +
+                                                              "' does not price (D.2.1: missing widths are never zero)");
+        if (is_decoupled(r.scheme)) r.pricing->source(r.settings.source);
+    }
+    for (const auto& w : r.windows)
+        if (r.engine_kind == "reference" && is_decoupled(r.scheme) && !w.traj.source(r.settings.source))
+            throw ProtocolFailure("bad_request", "window '" + w.window_id + "' has no source '" + r.settings.source + "'",
+                                  w.window_id);
+}
+
+RunResult run_window(const Request& r, const WindowSpec& w) {
+    const bool full = r.drain == "full";
+    if (r.engine_kind == "reference") {
+        ReferenceModel target(w.traj, "");
+        if (r.clock == "virtual") return run_virtual(r.scheme, r.settings, w, *r.pricing, target, full);
+        ReferenceModel producer(w.traj, r.settings.source);  // its own instance: it runs on its own thread
+        RealModels m{&target, &target, &producer, r.settings.source};
+        if (is_decoupled(r.scheme)) {
+            const SourcePrice& sp = r.pricing->source(r.settings.source);
+            m.batch_tokens = sp.batch_tokens.value_or(r.batch_tokens);
+            m.chunked = sp.kind == "chunk";
+            m.startup_s = sp.startup_s;
+            m.op_s = sp.op_s;
+            m.publication_s = sp.publication_s;
+            m.concurrent_factor = sp.concurrent_factor;
+        }
+        return run_real(r.scheme, r.settings, w, m, Pacer(&*r.pricing), full);
+    }
+#ifdef AS2D_WITH_MNN
+    Tokens prompt;
+    if (const Json* p = r.raw.get("windows")->as_array("windows")[&w - &r.windows[0]].get("prompt"); p && !p->is_null())
+        for (const Json& x : p->as_array("prompt")) prompt.push_back(static_cast<int>(x.as_int("prompt[]")));
+    MnnLlmModel target(r.models.at("target"), r.base_dir, prompt, w.traj.eos_id);
+    std::unique_ptr<MnnLlmModel> helper;  // drafter (serial schemes) or producer (decoupled)
+    const char* role = is_decoupled(r.scheme) ? "producer" : "drafter";
+    if (r.scheme != "target_only") {
+        if (!r.models.count(role)) throw ProtocolFailure("bad_request", std::string("request field 'models.") + role + "': missing");
+        helper = std::make_unique<MnnLlmModel>(r.models.at(role), r.base_dir, prompt, w.traj.eos_id);
+        helper->prefill();  // source prefill finishes before the clock starts (A.3)
+    }
+    RealModels m{&target, helper.get(), helper.get(), r.settings.source, r.batch_tokens};
+    return run_real(r.scheme, r.settings, w, m, Pacer(nullptr), full);
+#else
+    throw ProtocolFailure("unsupported_backend", "built without MNN");
+#endif
+}
+
+void audit_exact(const WindowSpec& w, const RunResult& res) {
+    if (res.output != w.traj.reference)
+        throw ExactnessError("window '" + w.window_id + "': committed output differs from the greedy reference");
+}
+
+int run_request(const Request& r, LineWriter& out, bool& started) {
+    auto wall0 = std::chrono::steady_clock::now();
+    Json header = LineWriter::start("header");
+    header.set("run_id", r.run_id);
+    Json runner = Json::object();
+    runner.set("name", "as2d_runner");
+    runner.set("version", RUNNER_VERSION);
+    runner.set("language", "c++17");
+    header.set("runner", runner);
+    header.set("mode", r.mode);
+    header.set("engine", *r.raw.get("engine"));
+    header.set("scheme", *r.raw.get("scheme"));
+    Json device = Json::object();
+    device.set("abi", abi());
+    device.set("cores", static_cast<int>(std::thread::hardware_concurrency()));
+    header.set("device", device);
+    header.set("started_unix", std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
+    out.write(header);
+    started = true;
+    check_request(r);
+    int windows = 0, rounds = 0, tokens = 0;
+    double time = 0.0;
+    for (const WindowSpec& w : r.windows) {
+        try {
+            for (int rep = -r.warmups; rep < r.repetitions; ++rep) {
+                RunResult res = run_window(r, w);
+                if (r.engine_kind == "reference") audit_exact(w, res);
+                if (rep < 0) continue;  // warm-ups print nothing
+                for (const auto& rec : res.records) out.write(round_line(w.window_id, rep, r.config, rec));
+                for (const auto& s : res.stages) out.write(stage_line(w.window_id, rep, s));
+                for (const auto& b : res.publications) out.write(publication_line(w.window_id, rep, b));
+                out.write(window_line(w.window_id, rep, r.config, r.scheme, res));
+                ++windows;
+                rounds += static_cast<int>(res.records.size());
+                tokens += static_cast<int>(res.output.size());
+                time += res.time;
+            }
+        } catch (ProtocolFailure& e) {
+            if (!e.window_id) e.window_id = w.window_id;
+            throw;
+        } catch (const WidthNotPriced& e) {
+            throw ProtocolFailure("width_not_priced", e.what(), w.window_id);
+        } catch (const ExactnessError& e) {
+            throw ProtocolFailure("exactness", e.what(), w.window_id);
+        } catch (const std::exception& e) {
+            throw ProtocolFailure("internal", e.what(), w.window_id);
+        }
+    }
+    Json summary = LineWriter::start("summary");
+    summary.set("windows", windows);
+    summary.set("rounds", rounds);
+    summary.set("tokens", tokens);
+    summary.set("time", time);
+    summary.set("wall_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count());
+    out.write(summary);
+    return 0;
+}
+
+// Run one request text; every failure ends in one error line.
+int serve(const std::string& text, const std::string& base_dir, const std::string& output_override, bool batch) {
+    FILE* file = nullptr;
+    LineWriter stdout_only(nullptr);
+    bool started = false;
+    try {
+        Json j;
+        try {
+            j = Json::parse(text);
+        } catch (const JsonError& e) {
+            throw ProtocolFailure("bad_request", std::string("request: ") + e.what());
+        }
+        Request r = parse_request(j, base_dir);
+        if (!batch) {
+            std::string path = output_override.empty() ? r.output : output_override;
+            if (!path.empty() && path[0] != '/') path = base_dir + "/" + path;
+            file = std::fopen(path.c_str(), "w");
+            if (!file) throw ProtocolFailure("missing_file", "output: cannot write " + path);
+        }
+        LineWriter out(file);
+        int rc = run_request(r, out, started);
+        if (file) std::fclose(file);
+        return rc;
+    } catch (const ProtocolFailure& e) {
+        LineWriter out(file);
+        out.write(error_line(e.code, e.what(), e.window_id));
+        if (file) std::fclose(file);
+        bool request_problem = e.code == "bad_request" || e.code == "missing_file" || e.code == "unsupported_backend" ||
+                               (e.code == "width_not_priced" && !e.window_id);
+        return request_problem ? 2 : 1;
+    } catch (const std::exception& e) {
+        LineWriter out(file);
+        out.write(error_line("internal", e.what(), std::nullopt));
+        if (file) std::fclose(file);
+        return 1;
+    }
+    (void)stdout_only;
+}
+
+std::string dirname_of(const std::string& path) {
+    auto slash = path.rfind('/');
+    return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::string request, output, batch;
+    for (int i = 1; i < argc; ++i) {
+        std::string a = argv[i];
+        if ((a == "--request" || a == "--output" || a == "--batch") && i + 1 < argc) {
+            (a == "--request" ? request : a == "--output" ? output : batch) = argv[++i];
+        } else {
+            LineWriter(nullptr).write(error_line("bad_request", "usage: as2d_runner --request <request.json> "
+                                                                "[--output <out.jsonl>] | --batch <requests.jsonl>; got '" + a + "'",
+                                                 std::nullopt));
+            return 2;
+        }
+    }
+    std::string path = batch.empty() ? request : batch;
+    std::ifstream in(path);
+    if (path.empty() || !in) {
+        LineWriter(nullptr).write(error_line(path.empty() ? "bad_request" : "missing_file",
+                                             path.empty() ? "usage: as2d_runner --request <request.json>"
+                                                          : "request: cannot read " + path, std::nullopt));
+        return 2;
+    }
+    if (batch.empty()) {
+        std::stringstream ss;
+        ss << in.rdbuf();
+        return serve(ss.str(), dirname_of(path), output, false);
+    }
+    int worst = 0;
+    std::string line;
+    while (std::getline(in, line))
+        if (!line.empty()) worst = std::max(worst, serve(line, dirname_of(path), "", true));
+    return worst;
+}

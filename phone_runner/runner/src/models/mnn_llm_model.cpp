@@ -1,0 +1,151 @@
+#include "mnn_llm_model.hpp"
+
+#include <cmath>
+#include <fstream>
+
+#include <llm/llm.hpp>
+#ifdef __linux__
+#include <sched.h>
+#endif
+
+namespace as2d {
+
+using MNN::Transformer::Llm;
+
+namespace {
+constexpr int PRODUCER_CAP = 2048;  // source generation stops at EOS or 2,048 tokens (D.5.1)
+
+void pin_thread(const std::vector<int>& cpus) {
+#ifdef __linux__
+    if (cpus.empty()) return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int c : cpus) CPU_SET(c, &set);
+    if (sched_setaffinity(0, sizeof set, &set) != 0)
+        throw ProtocolFailure("bad_request", "models.*.cpus: cannot pin to the requested cores");
+#else
+    (void)cpus;
+#endif
+}
+}  // namespace
+
+MnnLlmModel::MnnLlmModel(const ModelSpec& spec, const std::string& base_dir, Tokens prompt, std::optional<int> eos_id)
+    : spec_(spec), prompt_(std::move(prompt)), eos_id_(eos_id) {
+    if (spec.backend != "cpu" && spec.backend != "opencl" && spec.backend != "vulkan")
+        throw ProtocolFailure("unsupported_backend", "backend '" + spec.backend + "' (MNN: cpu, opencl, vulkan)");
+    std::string dir = !spec.dir.empty() && spec.dir[0] == '/' ? spec.dir : base_dir + "/" + spec.dir;
+    std::string config = dir + "/config.json";
+    if (spec.dir.empty() || !std::ifstream(config).good())
+        throw ProtocolFailure("missing_file", "model '" + spec.name + "': no MNN config at " + config +
+                                                  " (push the exported model directory first)");
+    if (prompt_.empty()) throw ProtocolFailure("bad_request", "windows[].prompt: the MNN engine needs prompt token ids");
+    // Threads created after this inherit the mask: pin before load so MNN's pool lands on the cores.
+    pin_thread(spec.cpus);
+    llm_ = Llm::createLLM(config);
+    std::string precision = spec.precision == "fp32" ? "high" : spec.precision == "fp16" ? "low" : spec.precision;
+    llm_->set_config("{\"all_logits\": true, \"backend_type\": \"" + spec.backend + "\", \"thread_num\": " +
+                     std::to_string(spec.threads) + ", \"precision\": \"" + precision + "\"}");
+    if (!llm_->load()) throw ProtocolFailure("missing_file", "model '" + spec.name + "': MNN could not load " + dir);
+}
+
+MnnLlmModel::~MnnLlmModel() {
+    if (llm_) Llm::destroy(llm_);
+}
+
+std::string MnnLlmModel::describe() const { return "mnn:" + spec_.name + "@" + spec_.backend; }
+
+std::vector<MnnLlmModel::Row> MnnLlmModel::forward(const Tokens& ids) {
+    std::vector<Row> rows;
+    {
+        // The returned Var is a view the next forward overwrites, and must be dropped before the
+        // Llm is destroyed: copy what we need inside this scope.
+        auto logits = llm_->forward(std::vector<int>(ids.begin(), ids.end()));
+        if (logits == nullptr) throw std::runtime_error(describe() + ": forward failed");
+        auto dims = logits->getInfo()->dim;
+        int k = dims.size() == 3 ? dims[1] : 1, v = dims.back();
+        if (k != static_cast<int>(ids.size()))
+            throw std::runtime_error(describe() + ": forward returned " + std::to_string(k) + " rows for " +
+                                     std::to_string(ids.size()) + " ids (is all_logits set?)");
+        const float* p = logits->readMap<float>();
+        for (int r = 0; r < k; ++r, p += v) {
+            int best = 0;
+            for (int i = 1; i < v; ++i)
+                if (p[i] > p[best]) best = i;
+            double sum = 0.0;
+            for (int i = 0; i < v; ++i) sum += std::exp(static_cast<double>(p[i]) - p[best]);
+            rows.push_back({best, 1.0 / sum});
+        }
+    }
+    history_ += ids.size();
+    return rows;
+}
+
+void MnnLlmModel::rollback(size_t keep) {
+    if (keep < history_) llm_->eraseHistory(keep, 0);
+    history_ = keep;
+}
+
+int MnnLlmModel::prefill() {
+    llm_->reset();
+    history_ = 0;
+    kv_.clear();
+    first_ = forward(prompt_).back();
+    return first_.token;
+}
+
+Tokens MnnLlmModel::verify(int root, const Tokens& chain) {
+    Tokens ids{root};
+    ids.insert(ids.end(), chain.begin(), chain.end());
+    verify_base_ = history_;
+    Tokens greedy;
+    for (const Row& r : forward(ids)) greedy.push_back(r.token);
+    return greedy;
+}
+
+void MnnLlmModel::keep(int accepted) { rollback(verify_base_ + 1 + accepted); }
+
+Proposal MnnLlmModel::propose(const Tokens& prefix, int n, std::optional<double> stop_below) {
+    Proposal p;
+    size_t common = 0;
+    while (common < kv_.size() && common < prefix.size() && kv_[common] == prefix[common]) ++common;
+    p.catchup = static_cast<int>(prefix.size() - common);
+    Row next = first_;
+    if (p.catchup > 0 || kv_.size() > common) {  // else: reuse the last logits (ASP's paired branch)
+        rollback(prompt_.size() + common);
+        next = forward(Tokens(prefix.begin() + common, prefix.end())).back();
+        p.forwards = 1;
+    }
+    kv_ = prefix;
+    p.confidences.emplace();
+    while (static_cast<int>(p.tokens.size()) < n) {
+        p.tokens.push_back(next.token);
+        p.confidences->push_back(next.prob);
+        if ((stop_below && next.prob < *stop_below) || static_cast<int>(p.tokens.size()) == n) break;
+        next = forward({next.token}).back();
+        kv_.push_back(p.tokens.back());
+        ++p.forwards;
+    }
+    first_ = next;  // the greedy continuation of kv_ (prefix + tokens[:-1])
+    return p;
+}
+
+void MnnLlmModel::producer_start() {
+    rollback(prompt_.size());
+    produced_ = 0;
+    producer_done_ = false;
+}
+
+bool MnnLlmModel::produce(ProducerOp& op) {
+    if (producer_done_) return false;
+    // The first token comes from the prefill's logits; each later one costs one forward.
+    Row r = produced_ == 0 ? first_ : forward({last_}).back();
+    last_ = r.token;
+    op.tokens.assign(1, r.token);
+    op.confidences = Confs{r.prob};
+    op.measured_s.reset();
+    ++produced_;
+    producer_done_ = (eos_id_ && r.token == *eos_id_) || produced_ >= PRODUCER_CAP;
+    return true;
+}
+
+}  // namespace as2d

@@ -1,0 +1,300 @@
+#include "protocol.hpp"
+
+#include <set>
+
+namespace as2d {
+
+namespace {
+
+[[noreturn]] void bad(const std::string& field, const std::string& problem) {
+    throw ProtocolFailure("bad_request", "request field '" + field + "': " + problem);
+}
+
+const Json& need(const Json& j, const std::string& key, const std::string& where) {
+    const Json* v = j.get(key);
+    if (!v) bad(where.empty() ? key : where + "." + key, "missing");
+    return *v;
+}
+
+int as_int(const Json& j, const std::string& what, int low) {
+    if (!j.is_int()) bad(what, "expected an integer, got " + j.dump());
+    int64_t v = j.as_int(what);
+    if (v < low || v > 1000000000) bad(what, j.dump() + "; expected an integer >= " + std::to_string(low));
+    return static_cast<int>(v);
+}
+
+Tokens ints(const Json& j, const std::string& what) {
+    Tokens out;
+    for (const Json& x : j.as_array(what)) out.push_back(static_cast<int>(x.as_int(what + "[]")));
+    return out;
+}
+
+Confs nums(const Json& j, const std::string& what) {
+    Confs out;
+    for (const Json& x : j.as_array(what)) out.push_back(x.as_double(what + "[]"));
+    return out;
+}
+
+Trajectory parse_reference(const Json& ref, const std::string& w) {
+    Trajectory t;
+    t.reference = ints(need(ref, "tokens", w), w + ".tokens");
+    if (t.reference.empty()) bad(w + ".tokens", "empty; the reference engine needs the greedy reference tokens");
+    const Json* eos = ref.get("eos_id");
+    if (eos && !eos->is_null()) t.eos_id = as_int(*eos, w + ".eos_id", 0);
+    t.vocab_size = as_int(need(ref, "vocab_size", w), w + ".vocab_size", 1);
+    for (int tok : t.reference)
+        if (tok < 0 || tok >= t.vocab_size)
+            bad(w + ".tokens", "token " + std::to_string(tok) + " outside the vocabulary [0, " +
+                                   std::to_string(t.vocab_size) + ")");
+    const Json* d = ref.get("drafts");
+    if (d && !d->is_null()) {
+        t.has_drafts = true;
+        for (const Json& row : need(*d, "tokens", w + ".drafts").as_array(w + ".drafts.tokens"))
+            t.draft_tokens.push_back(ints(row, w + ".drafts.tokens[]"));
+        const Json* c = d->get("confidences");
+        if (c && !c->is_null()) {
+            t.draft_confidences.emplace();
+            for (const Json& row : c->as_array(w + ".drafts.confidences"))
+                t.draft_confidences->push_back(nums(row, w + ".drafts.confidences[]"));
+            if (t.draft_confidences->size() != t.draft_tokens.size())
+                bad(w + ".drafts.confidences", "one row per draft row expected");
+            for (size_t i = 0; i < t.draft_tokens.size(); ++i)
+                if ((*t.draft_confidences)[i].size() < t.draft_tokens[i].size())
+                    bad(w + ".drafts.confidences", "row " + std::to_string(i) + " is shorter than its draft");
+        }
+    }
+    const Json* srcs = ref.get("sources");
+    if (srcs && !srcs->is_null()) {
+        for (const auto& kv : srcs->as_object(w + ".sources")) {
+            const std::string sw = w + ".sources." + kv.first;
+            SourceTrack s;
+            s.source = kv.first;
+            s.tokens = ints(need(kv.second, "tokens", sw), sw + ".tokens");
+            const Json* c = kv.second.get("confidences");
+            if (c && !c->is_null()) s.confidences = nums(*c, sw + ".confidences");
+            s.op_tokens = ints(need(kv.second, "op_tokens", sw), sw + ".op_tokens");
+            const Json* ms = kv.second.get("op_ms");
+            if (ms && !ms->is_null()) s.op_ms = nums(*ms, sw + ".op_ms");
+            const Json* el = kv.second.get("eligible");
+            if (el && !el->is_null()) s.eligible = el->as_bool(sw + ".eligible");
+            long total = 0;
+            for (int n : s.op_tokens) {
+                if (n < 0) bad(sw + ".op_tokens", "negative token count");
+                total += n;
+            }
+            if (total != static_cast<long>(s.tokens.size()))
+                bad(sw + ".op_tokens", "operations emit " + std::to_string(total) + " tokens, stream has " +
+                                           std::to_string(s.tokens.size()));
+            if (s.confidences && s.confidences->size() != s.tokens.size())
+                bad(sw + ".confidences", "one value per token expected");
+            if (s.op_ms && s.op_ms->size() != s.op_tokens.size()) bad(sw + ".op_ms", "one time per operation expected");
+            t.sources.push_back(std::move(s));
+        }
+    }
+    return t;
+}
+
+SchemeSettings parse_settings(const Json* j, Request& r) {
+    SchemeSettings s;
+    if (!j || j->is_null()) return s;
+    static const std::set<std::string> known = {"budget", "width", "threshold", "cap", "span", "window", "lookback", "source"};
+    for (const auto& kv : j->as_object("scheme.settings")) {
+        const std::string f = "scheme.settings." + kv.first;
+        const Json& v = kv.second;
+        if (!known.count(kv.first)) bad(f, "unknown setting (known: budget, width, threshold, cap, span, lookback, source)");
+        if (kv.first == "budget") s.budget = as_int(v, f, 1);
+        else if (kv.first == "width") s.width = as_int(v, f, 1);
+        else if (kv.first == "cap") s.cap = as_int(v, f, 1);
+        else if (kv.first == "span" || kv.first == "window") s.span = as_int(v, f, 1);  // "window": the older name
+        else if (kv.first == "lookback") { if (!v.is_null()) s.lookback = as_int(v, f, 1); }
+        else if (kv.first == "threshold") { if (!v.is_null()) s.threshold = v.as_double(f); }
+        else if (kv.first == "source") { if (!v.is_null()) s.source = v.as_string(f); }
+    }
+    (void)r;
+    return s;
+}
+
+}  // namespace
+
+Request parse_request(const Json& j, const std::string& base_dir) {
+    if (!j.is_object()) bad("", "the request must be a JSON object");
+    Request r;
+    r.raw = j;
+    r.base_dir = base_dir;
+    const Json* v = j.get("v");
+    if (!v || !v->is_int() || v->as_int("v") != PROTOCOL_VERSION)
+        bad("v", "protocol version " + (v ? v->dump() : std::string("missing")) + "; this runner speaks v1");
+    try {
+        r.run_id = need(j, "run_id", "").as_string("run_id");
+        r.mode = need(j, "mode", "").as_string("mode");
+        if (r.mode != "run" && r.mode != "calibrate") bad("mode", "'" + r.mode + "'; expected run or calibrate");
+        const Json& sch = need(j, "scheme", "");
+        r.scheme = need(sch, "name", "scheme").as_string("scheme.name");
+        if (!is_known_scheme(r.scheme))
+            bad("scheme.name", "'" + r.scheme + "'; expected one of target_only, sd, asp, as2d, as2d_wo_td, as2d_wo_bc");
+        const Json* cfg = sch.get("config");
+        r.config = cfg && cfg->is_string() ? cfg->as_string("scheme.config") : r.scheme;
+        r.settings = parse_settings(sch.get("settings"), r);
+        if (const Json* src = sch.get("source"); src && !src->is_null()) r.settings.source = src->as_string("scheme.source");
+        const Json& eng = need(j, "engine", "");
+        r.engine_kind = need(eng, "kind", "engine").as_string("engine.kind");
+        if (const Json* c = eng.get("clock")) r.clock = c->as_string("engine.clock");
+        if (const Json* d = eng.get("drain")) r.drain = d->as_string("engine.drain");
+        if (r.clock != "virtual" && r.clock != "real") bad("engine.clock", "expected virtual or real");
+        if (r.drain != "boundary" && r.drain != "full") bad("engine.drain", "expected boundary or full");
+        if (r.engine_kind != "reference" && r.clock == "virtual") bad("engine.clock", "only the reference engine has a virtual clock");
+        if (const Json* ms = j.get("models"); ms && !ms->is_null()) {
+            for (const auto& kv : ms->as_object("models")) {
+                const std::string mw = "models." + kv.first;
+                ModelSpec m;
+                const Json& o = kv.second;
+                if (const Json* x = o.get("dir"); x && !x->is_null()) m.dir = x->as_string(mw + ".dir");
+                if (const Json* x = o.get("format")) m.format = x->as_string(mw + ".format");
+                if (const Json* x = o.get("name")) m.name = x->as_string(mw + ".name");
+                if (const Json* x = o.get("backend")) m.backend = x->as_string(mw + ".backend");
+                if (const Json* x = o.get("precision")) m.precision = x->as_string(mw + ".precision");
+                if (const Json* x = o.get("threads")) m.threads = as_int(*x, mw + ".threads", 1);
+                if (const Json* x = o.get("cpus"); x && !x->is_null()) m.cpus = ints(*x, mw + ".cpus");
+                r.models[kv.first] = m;
+            }
+        }
+        if (const Json* p = j.get("producer"); p && !p->is_null()) {
+            if (const Json* s = p->get("source"); s && !s->is_null()) r.producer_source = s->as_string("producer.source");
+            if (const Json* b = p->get("batch_tokens")) r.batch_tokens = as_int(*b, "producer.batch_tokens", 1);
+        }
+        if (r.settings.source.empty()) r.settings.source = r.producer_source;
+        if (const Json* x = j.get("repetitions")) r.repetitions = as_int(*x, "repetitions", 1);
+        if (const Json* x = j.get("warmups")) r.warmups = as_int(*x, "warmups", 0);
+        if (const Json* x = j.get("max_output")) r.max_output = as_int(*x, "max_output", 1);
+        r.output = need(j, "output", "").as_string("output");
+        const bool reference = r.engine_kind == "reference";
+        if (const Json* p = j.get("pricing"); p && !p->is_null()) r.pricing = Pricing::from_json(*p);
+        if (reference && !r.pricing) bad("pricing", "the reference engine needs resolved pricing");
+        std::set<std::string> seen;
+        const auto& wins = need(j, "windows", "").as_array("windows");
+        if (wins.empty() && r.mode == "run") bad("windows", "expected a non-empty list");
+        for (size_t i = 0; i < wins.size(); ++i) {
+            const std::string w = "windows[" + std::to_string(i) + "]";
+            WindowSpec ws;
+            ws.window_id = need(wins[i], "window_id", w).as_string(w + ".window_id");
+            if (!seen.insert(ws.window_id).second) bad(w + ".window_id", "duplicate '" + ws.window_id + "'");
+            const Json* mo = wins[i].get("max_output");
+            ws.max_output = mo && !mo->is_null() ? as_int(*mo, w + ".max_output", 1) : r.max_output;
+            const Json* ref = wins[i].get("reference");
+            if (reference) {
+                if (!ref || ref->is_null()) bad(w + ".reference", "the reference engine needs the greedy reference tokens");
+                ws.traj = parse_reference(*ref, w + ".reference");
+            }
+            r.windows.push_back(std::move(ws));
+        }
+    } catch (const JsonError& e) {
+        throw ProtocolFailure("bad_request", e.what());
+    } catch (const std::invalid_argument& e) {
+        throw ProtocolFailure("bad_request", e.what());
+    }
+    return r;
+}
+
+Json LineWriter::start(const char* type) {
+    Json o = Json::object();
+    o.set("v", PROTOCOL_VERSION);
+    o.set("type", type);
+    return o;
+}
+
+void LineWriter::write(const Json& line) {
+    std::string text = line.dump();
+    text += '\n';
+    // One fwrite per line and a flush: a reader never sees half a line from a finished write.
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+    if (file_) {
+        std::fwrite(text.data(), 1, text.size(), file_);
+        std::fflush(file_);
+    }
+}
+
+namespace {
+Json opt_int(const std::optional<int>& v) { return v ? Json(*v) : Json(); }
+}  // namespace
+
+Json round_line(const std::string& window_id, int rep, const std::string& config, const RoundRecord& r) {
+    Json o = LineWriter::start("round");
+    o.set("window_id", window_id);
+    o.set("repetition", rep);
+    o.set("config", config);
+    o.set("round", r.round);
+    o.set("scheme", r.scheme);
+    o.set("width", r.width);
+    o.set("root", r.root);
+    o.set("chain", Json::ints(r.chain));
+    o.set("provenance", Json::ints(r.provenance));
+    o.set("k1_reason", r.k1_reason ? Json(*r.k1_reason) : Json());
+    o.set("ready", r.ready);
+    o.set("accepted", r.accepted);
+    o.set("committed", Json::ints(r.committed));
+    o.set("outcome", r.outcome);
+    o.set("next_root", opt_int(r.next_root));
+    o.set("cursor_before", opt_int(r.cursor_before));
+    o.set("cursor_after", opt_int(r.cursor_after));
+    o.set("work_forwards", r.work.forwards);
+    o.set("work_catchup", r.work.catchup);
+    o.set("work_paired_forwards", r.work.paired_forwards);
+    o.set("work_prob_rows", r.work.prob_rows);
+    o.set("work_refresh_width", r.work.refresh_width);
+    o.set("t_decide", r.t_decide);
+    o.set("t_start", r.t_start);
+    o.set("t_end", r.t_end);
+    return o;
+}
+
+Json stage_line(const std::string& window_id, int rep, const Stage& s) {
+    Json o = LineWriter::start("stage");
+    o.set("window_id", window_id);
+    o.set("repetition", rep);
+    o.set("resource", s.resource);
+    o.set("stage", s.stage);
+    o.set("start", s.start);
+    o.set("end", s.end);
+    o.set("round", s.round);
+    return o;
+}
+
+Json publication_line(const std::string& window_id, int rep, const Batch& b) {
+    Json o = LineWriter::start("publication");
+    o.set("window_id", window_id);
+    o.set("repetition", rep);
+    o.set("source_id", b.source_id);
+    o.set("producer_id", b.producer_id);
+    o.set("offset", b.offset);
+    o.set("publish_time", b.publish_time);
+    o.set("tokens", Json::ints(b.tokens));
+    o.set("confidences", b.confidences ? Json::nums(*b.confidences) : Json());
+    return o;
+}
+
+Json window_line(const std::string& window_id, int rep, const std::string& config, const std::string& scheme,
+                 const RunResult& r) {
+    Json o = LineWriter::start("window");
+    o.set("window_id", window_id);
+    o.set("repetition", rep);
+    o.set("config", config);
+    o.set("scheme", scheme);
+    o.set("tokens", static_cast<int>(r.output.size()));
+    o.set("time", r.time);
+    o.set("t_eos", r.t_eos);
+    o.set("cleanup", r.cleanup);
+    o.set("rounds", static_cast<int>(r.records.size()));
+    o.set("output", Json::ints(r.output));
+    return o;
+}
+
+Json error_line(const std::string& code, const std::string& message, const std::optional<std::string>& window_id) {
+    Json o = LineWriter::start("error");
+    o.set("code", code);
+    o.set("message", message);
+    o.set("window_id", window_id ? Json(*window_id) : Json());
+    return o;
+}
+
+}  // namespace as2d

@@ -1,0 +1,279 @@
+"""Differential test: the C++ runner (virtual-clock reference mode) against the Python replay engine.
+
+Both sides get the same windows, schemes, budgets, profiles and drain rule; they must produce
+identical round records (root, chain, provenance, k1 reason, accepted, committed, cursors, work)
+and stage intervals, with every time equal to 1e-9. The generated cases cover random and noisy
+producers, insertions, deletions, repeated tokens (tiny vocabularies), empty producers, EOS in
+every place (first token, mid-stream, missing), capped references, zero-token producer operations,
+measured operation times, the static and the dynamic producer clock, and budgets 1-24.
+
+All cases of a test go to ONE runner process (``--batch``: one request per line), so ~1,200 cases
+take seconds. Any difference is a bug in one side; a case that once differed is pinned below.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+
+from phone_runner.protocol import pricing_from_profile, validate_line, window_payload
+from phone_runner.runner import runner_binary
+from workbench.decoding import ROUND_COLUMNS
+from workbench.replay.engine import ReplayConfig, replay
+from workbench.replay.profile import DEVICE_DIR, DeviceProfile, parse_profile
+from workbench.replay.trajectory import DraftTable, SourceTrack, Window
+
+TOL = 1e-9
+N_CASES = 1200
+
+
+# ------------------------------------------------------------------------------------------
+# profiles: the static producer clock (factor 1), a dynamic one (producer slowed while the
+# target runs), concurrent verify costs above idle, and a profile with no per-round overheads
+
+
+def _raw(name: str) -> dict[str, Any]:
+    return yaml.safe_load((DEVICE_DIR / f"{name}.yaml").read_text())
+
+
+def _profiles() -> dict[str, DeviceProfile]:
+    out = {"k70_pro": parse_profile(_raw("k70_pro"), "k70_pro"),
+           "redmi_note_9_pro": parse_profile(_raw("redmi_note_9_pro"), "redmi_note_9_pro")}
+    dyn = _raw("k70_pro")
+    dyn["name"] = "k70_dynamic"
+    dyn["verifier"]["concurrent"]["factor"] = {"v": 1.083, "source": "conformance test"}
+    for src in dyn["sources"].values():
+        src["concurrent_factor"] = {"v": 1.37, "source": "conformance test"}
+    out["k70_dynamic"] = parse_profile(dyn, "k70_dynamic")
+    bare = _raw("xiaomi_14")
+    bare["name"] = "xiaomi_14_bare"
+    for key in ("loop_residual_ms", "queue_ms", "alignment_ms"):
+        bare[key] = {"v": 0.0, "source": "conformance test"}
+    bare["sources"]["qwen"]["startup_ms"] = {"v": 12.5, "source": "conformance test"}
+    out["xiaomi_14_bare"] = parse_profile(bare, "xiaomi_14_bare")
+    return out
+
+
+# ------------------------------------------------------------------------------------------
+# windows
+
+
+def _noisy(rng: np.random.Generator, ref: list[int], vocab: int, p_sub: float, p_ins: float, p_del: float
+           ) -> list[int]:
+    out: list[int] = []
+    for t in ref:
+        if rng.random() >= p_del:
+            out.append(int(rng.integers(0, vocab)) if rng.random() < p_sub else t)
+        if rng.random() < p_ins:
+            out.append(int(rng.integers(0, vocab)))
+    return out
+
+
+def _ops(rng: np.random.Generator, n: int, chunked: bool) -> list[int]:
+    ops: list[int] = []
+    left = n
+    while left > 0:
+        k = int(rng.integers(0, 7)) if chunked else (0 if rng.random() < 0.05 else 1)
+        k = min(k, left)
+        ops.append(k)
+        left -= k
+    if rng.random() < 0.2:
+        ops.append(0)  # a final operation that emits nothing
+    return ops
+
+
+KINDS = ("random", "noisy", "insertions", "deletions", "repeated", "empty_producer", "eos_placement", "clean")
+
+
+def make_window(seed: int, kind: str) -> Window:
+    rng = np.random.default_rng([20261130, seed])
+    vocab = int(rng.choice([2, 3])) if kind == "repeated" else int(rng.choice([5, 40, 4096]))
+    eos: int | None = None if rng.random() < 0.15 else 0
+    n = int(rng.choice([1, 2, 3])) if rng.random() < 0.08 else int(rng.integers(4, 70))
+    lo = 1 if (eos == 0 and vocab > 1) else 0
+    ref = [int(x) for x in rng.integers(lo, vocab, size=n)] if vocab > lo else [0] * n
+    if eos is not None and rng.random() < 0.85:
+        ref[-1] = eos  # ends at EOS (otherwise the cap ends it)
+    ended = eos is not None and ref[-1] == eos
+    max_output = n + int(rng.integers(0, 6)) if ended else n
+    p = {"random": (0.5, 0.05, 0.05), "noisy": (0.3, 0.1, 0.1), "insertions": (0.05, 0.35, 0.0),
+         "deletions": (0.05, 0.0, 0.35), "repeated": (0.2, 0.1, 0.1), "clean": (0.0, 0.0, 0.0),
+         "eos_placement": (0.1, 0.05, 0.05), "empty_producer": (0.1, 0.05, 0.05)}[kind]
+    sources: dict[str, SourceTrack] = {}
+    for name, chunked, conf in (("qwen", False, True), ("parakeet", True, False)):
+        toks = [] if kind == "empty_producer" and rng.random() < 0.7 else _noisy(rng, ref, vocab, *p)
+        if kind == "eos_placement" and eos is not None and toks:
+            toks[int(rng.integers(0, len(toks)))] = eos  # EOS somewhere in the stream, maybe early
+            if rng.random() < 0.5:
+                toks = toks[: int(rng.integers(0, len(toks) + 1))]
+        if rng.random() < 0.1:
+            toks = toks[: int(rng.integers(0, len(toks) + 1))]  # the producer stops early
+        ops = _ops(rng, len(toks), chunked)
+        op_ms = tuple(float(x) for x in rng.uniform(0.5, 60.0, len(ops))) if rng.random() < 0.25 else None
+        confs = tuple(float(x) for x in rng.random(len(toks))) if conf else None
+        sources[name] = SourceTrack(name, tuple(toks), confs, tuple(ops), op_ms)
+    rows, crows = [], []
+    for c in range(1, n):
+        cont = ref[c:] + [int(x) for x in rng.integers(0, vocab, 24)]
+        draft = _noisy(rng, cont, vocab, p[0] * 0.7, p[1] * 0.3, p[2] * 0.3)[: int(rng.integers(0, 25))]
+        rows.append(draft)
+        crows.append([float(x) for x in rng.random(len(draft))])
+    width = max((len(r) for r in rows), default=0)
+    arr = np.full((len(rows), width), -1, dtype=np.int64)
+    carr = np.zeros((len(rows), width))
+    for i, (r, cr) in enumerate(zip(rows, crows, strict=True)):
+        arr[i, : len(r)] = r
+        carr[i, : len(cr)] = cr
+    drafts = DraftTable(arr, carr, np.array([len(r) for r in rows], dtype=np.int64))
+    return Window(f"case-{seed:05d}-{kind}", kind, tuple(ref), eos, vocab, max_output, drafts, sources,
+                  synthetic=True).validate("<conformance>")
+
+
+def make_config(rng: np.random.Generator, widest: int) -> tuple[ReplayConfig, str]:
+    """A random configuration whose widest physical width the profile prices (``widest``)."""
+    scheme = str(rng.choice(["target_only", "sd", "asp", "as2d", "as2d_wo_td", "as2d_wo_bc"]))
+    threshold = float(rng.choice([0.0, 0.2, 0.4, 0.4, 0.7, 1.0]))
+    span = int(rng.choice([1, 2, 4, 8, 8, 12]))
+    lookback = None if rng.random() < 0.6 else int(rng.integers(1, 10))
+    budget = int(rng.integers(1, min(24, widest - 1) + 1))
+    drain = "full" if rng.random() < 0.15 else "boundary"
+    if scheme == "target_only":
+        return ReplayConfig(scheme), drain
+    if scheme == "sd":
+        return ReplayConfig(scheme, width=int(rng.integers(2, min(25, widest) + 1))), drain
+    if scheme == "asp":
+        return ReplayConfig(scheme, threshold=threshold, cap=budget), drain
+    if scheme == "as2d_wo_td":
+        return ReplayConfig(scheme, threshold=threshold, budget=budget), drain
+    source = "parakeet" if scheme == "as2d" and rng.random() < 0.3 else "qwen"  # w/o BC needs confidences
+    if scheme == "as2d":
+        return ReplayConfig(scheme, source=source, budget=budget, span=span, lookback=lookback), drain
+    return ReplayConfig(scheme, source=source, threshold=threshold, cap=budget, span=span, lookback=lookback), drain
+
+
+@dataclass
+class Case:
+    case_id: str
+    window: Window
+    config: ReplayConfig
+    profile: DeviceProfile
+    drain: str
+
+
+def request(case: Case) -> dict[str, Any]:
+    cfg = case.config
+    return {"v": 1, "run_id": case.case_id, "mode": "run",
+            "scheme": {"name": cfg.scheme, "source": cfg.source, "config": cfg.label, "settings": cfg.settings},
+            "engine": {"kind": "reference", "clock": "virtual", "drain": case.drain}, "models": {},
+            "producer": {"source": cfg.source, "batch_tokens": 8}, "windows": [window_payload(case.window)],
+            "repetitions": 1, "warmups": 0, "max_output": case.window.max_output,
+            "pricing": pricing_from_profile(case.profile), "output": "unused.jsonl"}
+
+
+def generated_cases(n: int) -> list[Case]:
+    profiles = list(_profiles().values())
+    rng = np.random.default_rng(16)
+    cases = []
+    for i in range(n):
+        window = make_window(i, KINDS[i % len(KINDS)])
+        profile = profiles[i % len(profiles)]
+        cfg, drain = make_config(rng, max(profile.verifier.idle_ms))
+        cases.append(Case(window.window_id, window, cfg, profile, drain))
+    return cases
+
+
+# ------------------------------------------------------------------------------------------
+# running both sides
+
+
+def run_batch(tmp: Path, cases: list[Case]) -> dict[str, list[dict[str, Any]]]:
+    path = tmp / "cases.jsonl"
+    path.write_text("".join(json.dumps(request(c)) + "\n" for c in cases))
+    done = subprocess.run([str(runner_binary()), "--batch", str(path)], capture_output=True, text=True, timeout=300)
+    by_case: dict[str, list[dict[str, Any]]] = {}
+    current = None
+    for i, text in enumerate(done.stdout.splitlines(), 1):
+        obj = validate_line(text, i, "as2d_runner --batch")
+        if obj["type"] == "header":
+            current = obj["run_id"]
+            by_case[current] = []
+        by_case[current].append(obj)
+    assert done.returncode == 0, f"runner exit {done.returncode}: {done.stdout[-800:]} {done.stderr[-800:]}"
+    return by_case
+
+
+def _near(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=0.0, abs_tol=TOL)
+
+
+def differences(case: Case, lines: list[dict[str, Any]]) -> list[str]:
+    """Every way the runner's lines differ from the Python replay of the same case."""
+    py = replay(case.window, case.config, case.profile, drain=case.drain)  # type: ignore[arg-type]
+    where = f"{case.case_id} {case.config.label} {case.profile.name} drain={case.drain}"
+    kinds = [obj["type"] for obj in lines]
+    if kinds[-1] != "summary":
+        return [f"{where}: runner ended with {lines[-1]}"]
+    rounds = [obj for obj in lines if obj["type"] == "round"]
+    out: list[str] = []
+    if len(rounds) != len(py.records):
+        out.append(f"{where}: {len(rounds)} rounds in C++, {len(py.records)} in Python")
+    for c, p in zip(rounds, py.records, strict=False):
+        row = p.as_row()
+        for col in ROUND_COLUMNS:
+            a, b = c[col], row[col]
+            same = _near(a, b) if col.startswith("t_") else a == b
+            if not same:
+                out.append(f"{where}: round {row['round']} field {col}: C++ {a!r} != Python {b!r}")
+                break
+    stages = [obj for obj in lines if obj["type"] == "stage"]
+    if len(stages) != len(py.stages):
+        out.append(f"{where}: {len(stages)} stage intervals in C++, {len(py.stages)} in Python")
+    for c, (res, stage, start, end, rnd) in zip(stages, py.stages, strict=False):
+        if (c["resource"], c["stage"], c["round"]) != (res, stage, rnd) or not (_near(c["start"], start)
+                                                                               and _near(c["end"], end)):
+            out.append(f"{where}: stage {c} != Python {(res, stage, start, end, rnd)}")
+            break
+    win = next(obj for obj in lines if obj["type"] == "window")
+    if win["tokens"] != py.tokens or not _near(win["time"], py.time) or not _near(win["t_eos"], py.t_eos):
+        out.append(f"{where}: window tokens/time/t_eos C++ {win['tokens']}/{win['time']}/{win['t_eos']} "
+                   f"!= Python {py.tokens}/{py.time}/{py.t_eos}")
+    return out
+
+
+# ------------------------------------------------------------------------------------------
+# tests
+
+
+@pytest.fixture(scope="module")
+def generated() -> list[Case]:
+    return generated_cases(N_CASES)
+
+
+def test_runner_matches_python_replay_on_generated_cases(generated: list[Case], tmp_path: Path) -> None:
+    by_case = run_batch(tmp_path, generated)
+    assert set(by_case) == {c.case_id for c in generated}
+    problems = [d for c in generated for d in differences(c, by_case[c.case_id])]
+    assert not problems, f"{len(problems)} differences, first: " + "\n".join(problems[:10])
+
+
+def test_generated_cases_cover_every_scheme_budget_and_situation(generated: list[Case]) -> None:
+    schemes = {c.config.scheme for c in generated}
+    assert schemes == {"target_only", "sd", "asp", "as2d", "as2d_wo_td", "as2d_wo_bc"}
+    budgets = {c.config.settings.get("budget", c.config.settings.get("cap")) for c in generated
+               if c.config.scheme in ("as2d", "as2d_wo_td", "as2d_wo_bc", "asp")}
+    assert set(range(1, 25)) <= budgets
+    assert {c.window.dataset for c in generated} == set(KINDS)
+    assert any(len(c.window.reference) == 1 for c in generated)  # prefill already ends the output
+    assert any(c.window.eos_id is None for c in generated)
+    assert any(not c.window.sources["qwen"].tokens for c in generated)
+    assert any(c.window.sources["qwen"].op_ms is not None for c in generated)
+    assert {c.profile.name for c in generated} == set(_profiles())
+    assert {c.drain for c in generated} == {"boundary", "full"}
