@@ -7,7 +7,8 @@ Recycling: after a rejection at slot ``m`` (correction ``x``), one paired-branch
 regenerates the first token ``t`` after ``x``. If ``t`` equals the rejected draft at the same
 slot (``m+1``) or an adjacent one (``m``: the target inserted ``x``; ``m+2``: it dropped a
 token), the old suffix after the match is reused without new drafting, its drafter KV refreshed
-in one batch. Reused tokens are still verified by the target like any other candidate.
+in one batch. Reused tokens are still verified by the target like any other candidate. When the
+match is the old draft's last token there is nothing to reuse, and drafting continues fresh.
 """
 
 from __future__ import annotations
@@ -101,6 +102,8 @@ class SpecASR(Scheme):
         else:
             return None
         reused = old_tokens[off + 1 :]
+        if not reused:
+            return None  # the match is the old draft's last token: nothing to reuse, draft fresh
         reused_confs = old_confs[off + 1 :]
         chain_confs = (t_conf, *reused_confs)
         keep = min(n, confident_prefix(chain_confs, self.threshold))
