@@ -5,6 +5,7 @@
 //
 // Exit status: 0 done (last line summary), 2 bad request (last line error), 1 failure during a run.
 #include <chrono>
+#include <csignal>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -49,11 +50,25 @@ void check_request(const Request& r) {
     if (r.engine_kind == "torch")
         throw ProtocolFailure("unsupported_backend", "engine.kind 'torch': the C++ runner has reference and mnn engines");
     if (r.engine_kind == "mnn") {
+        // Check the request fully first (files, backends), then whether this build can run it.
+        std::vector<std::string> roles{"target"};
+        if (r.scheme != "target_only") roles.push_back(is_decoupled(r.scheme) ? "producer" : "drafter");
+        for (const std::string& role : roles) {
+            auto it = r.models.find(role);
+            if (it == r.models.end()) throw ProtocolFailure("bad_request", "request field 'models." + role + "': missing");
+            const ModelSpec& m = it->second;
+            if (m.backend != "cpu" && m.backend != "opencl" && m.backend != "vulkan")
+                throw ProtocolFailure("unsupported_backend", "models." + role + ".backend '" + m.backend +
+                                                                 "': the MNN engine runs cpu, opencl or vulkan");
+            std::string dir = !m.dir.empty() && m.dir[0] == '/' ? m.dir : r.base_dir + "/" + m.dir;
+            if (m.dir.empty() || !std::ifstream(dir + "/config.json").good())
+                throw ProtocolFailure("missing_file", "models." + role + ".dir: no MNN model at " + dir +
+                                                          " (config.json missing; push the exported model first)");
+        }
 #ifndef AS2D_WITH_MNN
         throw ProtocolFailure("unsupported_backend", "engine.kind 'mnn': this runner was built without MNN "
                                                      "(rebuild with -DAS2D_WITH_MNN=ON, see build_android.sh)");
 #endif
-        if (!r.models.count("target")) throw ProtocolFailure("bad_request", "request field 'models.target': missing");
     } else if (r.engine_kind != "reference") {
         throw ProtocolFailure("bad_request", "request field 'engine.kind': '" + r.engine_kind + "'; expected reference or mnn");
     }
@@ -222,6 +237,8 @@ std::string dirname_of(const std::string& path) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    // A host that stops reading stdout must not kill the run: the output file keeps every line.
+    std::signal(SIGPIPE, SIG_IGN);
     std::string request, output, batch;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];

@@ -1,5 +1,8 @@
 #include "protocol.hpp"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <set>
 
 namespace as2d {
@@ -205,12 +208,21 @@ Json LineWriter::start(const char* type) {
 void LineWriter::write(const Json& line) {
     std::string text = line.dump();
     text += '\n';
-    // One fwrite per line and a flush: a reader never sees half a line from a finished write.
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fflush(stdout);
-    if (file_) {
-        std::fwrite(text.data(), 1, text.size(), file_);
-        std::fflush(file_);
+    // One write(2) per line, straight to the descriptors (no stdio buffer): a runner killed
+    // mid-run leaves only whole lines behind, and a reader sees each line as soon as it exists.
+    write_all(1, text);
+    if (file_) write_all(fileno(file_), text);
+}
+
+void LineWriter::write_all(int fd, const std::string& text) {
+    size_t done = 0;
+    while (done < text.size()) {
+        ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return;  // the reader went away; the run goes on and the file keeps its copy
+        }
+        done += static_cast<size_t>(n);
     }
 }
 

@@ -62,6 +62,7 @@ public:
     static Json start(const char* type);  // {"v": 1, "type": ...}
 
 private:
+    static void write_all(int fd, const std::string& text);
     FILE* file_;
 };
 
