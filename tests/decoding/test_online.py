@@ -1,0 +1,78 @@
+"""As²d with an online budget: exact always, and its width choice follows costs and outcomes."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from workbench.decoding import PublicationBuffer, ReferenceTarget, decode
+from workbench.decoding.schemes.online import As2dOnline
+
+EOS, V = 0, 64
+REF = list(range(5, 35)) + [EOS]
+CHEAP_WIDE = {k: 10.0 + 0.1 * k for k in range(1, 17)}  # phone-like: wide verifies nearly free
+EXPENSIVE_WIDE = {1: 10.0, **{k: 30.0 * k for k in range(2, 17)}}  # any verify costs more than it can yield
+
+
+def run(buf, costs, budget=8, **kw):
+    scheme = As2dOnline(buf, budget, 64, EOS, costs, **kw)
+    return decode(scheme, ReferenceTarget(REF, EOS, V), verify_cost=lambda k: costs[k])
+
+
+def test_a_perfect_producer_on_cheap_wide_verifies_uses_the_whole_budget():
+    res = run(PublicationBuffer.from_stream(REF, [0.0] * len(REF)), CHEAP_WIDE)
+    assert res.output == tuple(REF)
+    assert max(r.width for r in res.records) == 9  # b = 8 candidates + the root
+    assert all(r.k1_reason != "cost" for r in res.records)
+
+
+def test_verifies_that_cannot_pay_become_plain_steps():
+    # Even all-accepted chains yield at most n+1 tokens for 30*(n+1) ms < 1 token per 10 ms step.
+    res = run(PublicationBuffer.from_stream(REF, [0.0] * len(REF)), EXPENSIVE_WIDE)
+    assert res.output == tuple(REF)
+    assert all(r.width == 1 for r in res.records)
+    assert any(r.k1_reason == "cost" for r in res.records)
+
+
+def test_a_wrong_producer_teaches_it_to_stop_verifying():
+    # Host-like costs: K2 pays only when p > 0.43. A producer that is always wrong drives p to 0.
+    costs = {1: 28.0, 2: 40.0, 4: 52.0, 8: 56.0, 9: 60.0}
+    wrong = [t + 40 for t in REF[:-1]]  # same length, never the target's tokens
+    res = run(PublicationBuffer.from_stream(wrong, [0.0] * len(wrong)), costs)
+    assert res.output == tuple(REF)
+    # The buffer never anchors, so every round is a plain step whatever the estimate says.
+    assert all(r.width == 1 for r in res.records)
+
+
+def test_acceptance_estimate_learns_from_rejections():
+    # The producer matches the root but its continuation is always wrong after 1 token.
+    stream = []
+    for t in REF[:-1]:
+        stream += [t, 63]
+    costs = {1: 28.0, 2: 40.0, 3: 46.0, 4: 52.0, 8: 56.0, 9: 60.0}
+    scheme = As2dOnline(PublicationBuffer.from_stream(stream, [0.0] * len(stream)), 8, 64, EOS, costs, decay=1.0)
+    res = decode(scheme, ReferenceTarget(REF, EOS, V), verify_cost=lambda k: costs[k])
+    assert res.output == tuple(REF)
+    assert scheme.estimate.p < 0.5  # more rejections than acceptances were observed
+
+
+@pytest.mark.parametrize("bad", [{}, {2: 5.0}])
+def test_bad_cost_tables_are_named(bad):
+    with pytest.raises(ValueError, match="costs"):
+        As2dOnline(PublicationBuffer(), 4, 16, EOS, bad)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, 2**31), st.integers(1, 24), st.floats(0.0, 1.0))
+def test_exact_on_noisy_producers(seed, budget, noise):
+    rng = random.Random(seed)
+    stream = [t if rng.random() > noise else rng.randrange(1, V) for t in REF[:-1]]
+    if rng.random() < 0.3:
+        stream.insert(rng.randrange(len(stream)), rng.randrange(1, V))  # an extra producer token
+    times = sorted(rng.uniform(0, 200) for _ in stream)
+    costs = {1: 28.0, 2: 40.0, 4: 52.0, 8: 56.0, 16: 75.0, 25: 120.0}
+    res = run(PublicationBuffer.from_stream(stream, times, batch_tokens=rng.choice([1, 4, 8])), costs, budget=budget)
+    assert res.output == tuple(REF)

@@ -1,0 +1,52 @@
+"""As²d with an online budget: the chain length is chosen each round from what was observed.
+
+The paper fixes one budget b per device on a dev split and names adaptation future work (F.1,
+F.3). This scheme keeps As²d's buffer, read cursor and alignment unchanged and only cuts the
+chain As²d would verify: after the anchor it takes the ``n`` ready candidates (``n <= budget``)
+that maximize expected committed tokens per ms of verify time (``width.choose_chain_length``),
+from the device's per-width costs and a running acceptance estimate. ``n = 0`` is a plain step
+(``k1_reason = "cost"``): the verifier does not start a verify worth less than a step.
+
+It uses no future information: the estimate is updated only from rounds already verified, and
+every committed token is still the target's own (exactness is unchanged, C.4).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ..records import Call
+from ..verification import Verdict
+from ..width import AcceptanceEstimate, choose_chain_length
+from .as2d import As2d, CandidateSource
+
+
+class As2dOnline(As2d):
+    name = "as2d_online"
+
+    def __init__(self, source: CandidateSource, budget: int, max_output: int, eos_id: int | None,
+                 costs: Mapping[int, float], decay: float = 0.9, **as2d: object) -> None:
+        super().__init__(source, budget, max_output, eos_id, **as2d)  # type: ignore[arg-type]
+        if not costs or 1 not in costs:
+            raise ValueError("as2d_online: costs must give each priced width's verify time, width 1 included")
+        if not 0.0 < decay <= 1.0:
+            raise ValueError(f"as2d_online: decay must be in (0, 1], got {decay}")
+        self.costs = {int(k): float(v) for k, v in costs.items()}
+        self.decay = decay
+
+    def _reset(self) -> None:
+        super()._reset()
+        self.estimate = AcceptanceEstimate(decay=self.decay)
+
+    def plan(self, now: float) -> Call:
+        call = super().plan(now)
+        n = choose_chain_length(len(call.chain), self.costs, self.estimate.p)
+        if n < len(call.chain):
+            call.chain, call.provenance = call.chain[:n], call.provenance[:n]
+            if n == 0:
+                call.k1_reason = "cost"
+        return call
+
+    def _after(self, call: Call, verdict: Verdict) -> int | None:
+        self.estimate.observe(len(call.chain), verdict.accepted)
+        return super()._after(call, verdict)
