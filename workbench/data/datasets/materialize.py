@@ -54,6 +54,16 @@ def chosen_split(ds: Mapping[str, Any], splits: Mapping[str, list[DatasetWindow]
     return list(splits[name])
 
 
+def cohort_table(ds: Mapping[str, Any], model: Mapping[str, Any] | None = None) -> Any:
+    """The cohort manifest a dataset run wrote (``cohort.parquet``), for the job to log; None if none."""
+    import polars as pl
+
+    if not ds.get("loader"):
+        return None
+    path = windows_dir(ds, model) / "cohort.parquet"
+    return pl.read_parquet(path) if path.is_file() else None
+
+
 def corpus_from_dataset(ds: Mapping[str, Any], model: Mapping[str, Any] | None = None,
                         out_dir: Path | None = None) -> Corpus:
     """The run's windows as WAV clips (written once, reused) plus ``cohort.parquet`` beside them."""
