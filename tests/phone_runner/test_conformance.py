@@ -26,7 +26,7 @@ import yaml
 
 from phone_runner.protocol import pricing_from_profile, validate_line, window_payload
 from phone_runner.runner import runner_binary
-from workbench.decoding import ROUND_COLUMNS
+from workbench.decoding import ROUND_COLUMNS, scheme_spec
 from workbench.replay.engine import ReplayConfig, replay
 from workbench.replay.profile import DEVICE_DIR, DeviceProfile, parse_profile
 from workbench.replay.trajectory import DraftTable, SourceTrack, Window
@@ -155,8 +155,12 @@ def make_config(rng: np.random.Generator, widest: int) -> tuple[ReplayConfig, st
         return ReplayConfig(scheme, threshold=threshold, budget=budget), drain
     source = "parakeet" if scheme == "as2d" and rng.random() < 0.3 else "qwen"  # w/o BC needs confidences
     if scheme == "as2d":
-        return ReplayConfig(scheme, source=source, budget=budget, span=span, lookback=lookback), drain
+        gate = {"threshold": None if rng.random() < 0.3 else threshold} if "threshold" in AS2D_SETTINGS else {}
+        return ReplayConfig(scheme, source=source, budget=budget, span=span, lookback=lookback, **gate), drain
     return ReplayConfig(scheme, source=source, threshold=threshold, cap=budget, span=span, lookback=lookback), drain
+
+
+AS2D_SETTINGS = scheme_spec("as2d").defaults  # As²d gained a confidence threshold (issue 11, item 6)
 
 
 @dataclass
@@ -277,3 +281,85 @@ def test_generated_cases_cover_every_scheme_budget_and_situation(generated: list
     assert any(c.window.sources["qwen"].op_ms is not None for c in generated)
     assert {c.profile.name for c in generated} == set(_profiles())
     assert {c.drain for c in generated} == {"boundary", "full"}
+
+
+# ------------------------------------------------------------------------------------------
+# pinned cases: each once differed between the two sides (or between versions of the Python
+# side the runner had to follow). Hand-built so the situation is certain, not sampled.
+
+
+def _num(v: float) -> dict[str, Any]:
+    return {"v": v, "source": "pinned conformance case"}
+
+
+def _tiny_profile() -> DeviceProfile:
+    """K1 = 15 ms (+5 ms per width), producer 5 ms per forward, no per-round overheads."""
+    raw = {"schema": "device-profile/1", "name": "pinned", "device": "test", "rules": {},
+           "target_step_ms": _num(15.0), "loop_residual_ms": _num(0.0), "queue_ms": _num(0.0),
+           "alignment_ms": _num(0.0),
+           "verifier": {"idle_ms": {k: _num(15.0 + 5.0 * (k - 1)) for k in range(1, 26)},
+                        "concurrent": {"factor": _num(1.0), "missing": "error"}},
+           "sources": {"qwen": {"kind": "autoregressive", "forward_ms": _num(5.0), "publication_ms": _num(0.0),
+                                "startup_ms": _num(0.0), "concurrent_factor": _num(1.0), "batch_tokens": _num(8),
+                                "confidence": True},
+                       "parakeet": {"kind": "chunk", "chunk_service_ms": _num(7.0), "publication_ms": _num(0.0),
+                                    "startup_ms": _num(0.0), "concurrent_factor": _num(1.0), "confidence": False}},
+           "serial_drafter": "qwen",
+           "asp": {"paired_branch_ms": _num(8.0), "prob_row_ms": _num(0.5),
+                   "kv_refresh_ms": {k: _num(4.0 + k) for k in range(1, 26)}}}
+    return parse_profile(raw, "pinned.yaml")
+
+
+def _window(wid: str, ref: list[int], qwen: list[int], drafts: list[list[int]], confs: list[list[float]],
+            parakeet: list[int] | None = None, eos: int | None = 0) -> Window:
+    width = max((len(r) for r in drafts), default=0)
+    arr = np.full((len(drafts), width), -1, dtype=np.int64)
+    carr = np.zeros((len(drafts), width))
+    for i, (r, c) in enumerate(zip(drafts, confs, strict=True)):
+        arr[i, : len(r)] = r
+        carr[i, : len(c)] = c
+    sources = {"qwen": SourceTrack("qwen", tuple(qwen), tuple(0.9 for _ in qwen), (1,) * len(qwen))}
+    if parakeet is not None:
+        sources["parakeet"] = SourceTrack("parakeet", tuple(parakeet), None, (len(parakeet),) if parakeet else ())
+    return Window(wid, "pinned", tuple(ref), eos, 1000, len(ref), DraftTable(arr, carr, np.array(
+        [len(r) for r in drafts], dtype=np.int64)), sources, synthetic=True).validate("<pinned>")
+
+
+def pinned_cases() -> list[Case]:
+    prof = _tiny_profile()
+    ref = [5, 6, 7, 8, 9, 10, 11, 0]
+    hi = [0.9] * 24
+    # ASP: draft [6, 7, 50, 60] after [5] is rejected at 50 (correction 8); the paired-branch
+    # token after 8 is 60 = the old draft's LAST token: nothing to reuse, so it drafts fresh.
+    asp_last = _window("pin-asp-last-token", ref, [], [[6, 7, 50, 60], [7], [8, 9, 10, 11, 0], [9, 10, 11, 0],
+                                                       [10, 11, 0], [11, 0], [0]], [[0.9] * 4, [0.9], hi[:5],
+                                                                                    hi[:4], hi[:3], hi[:2], hi[:1]])
+    # Drain at an exact boundary (issue 11, item 5): 4 plain steps of 15 ms, a producer that
+    # never matches at 5 ms per forward; EOS at 60 ms is the end of its 12th forward: 60, not 65.
+    drain = _window("pin-drain-boundary", [1, 2, 3, 4, 0], [999] * 40, [[9]] * 4, [[0.9]] * 4)
+    # A source without confidences under As²d's threshold: missing confidences never stop it.
+    noconf = _window("pin-as2d-no-confidence", ref, [], [[0]] * 7, [[0.9]] * 7, parakeet=ref[1:])
+    # Prefill already ends the output: zero rounds, one committed token.
+    one = _window("pin-one-token", [0], [0], [], [])
+    gate = {"threshold": 0.4} if "threshold" in AS2D_SETTINGS else {}
+    return [Case("pin-asp-last-token", asp_last, ReplayConfig("asp", cap=4), prof, "boundary"),
+            Case("pin-drain-boundary", drain, ReplayConfig("as2d", source="qwen", budget=3), prof, "boundary"),
+            Case("pin-as2d-no-confidence", noconf, ReplayConfig("as2d", source="parakeet", budget=7, **gate), prof,
+                 "boundary"),
+            Case("pin-one-token-as2d", one, ReplayConfig("as2d", source="qwen"), prof, "boundary"),
+            Case("pin-one-token-sd", one, ReplayConfig("sd"), prof, "boundary")]
+
+
+def test_pinned_cases_match(tmp_path: Path) -> None:
+    cases = pinned_cases()
+    by_case = run_batch(tmp_path, cases)
+    problems = [d for c in cases for d in differences(c, by_case[c.case_id])]
+    assert not problems, "\n".join(problems)
+    rounds = {c.case_id: [ln for ln in by_case[c.case_id] if ln["type"] == "round"] for c in cases}
+    second = rounds["pin-asp-last-token"][1]  # the round after the rejection drafted fresh
+    assert second["work_paired_forwards"] == 1 and second["work_forwards"] >= 1 and second["work_refresh_width"] == 0
+    assert -2 not in second["provenance"]
+    window = {c.case_id: next(ln for ln in by_case[c.case_id] if ln["type"] == "window") for c in cases}
+    assert window["pin-drain-boundary"]["time"] == pytest.approx(0.060, abs=1e-12)
+    assert max(len(r["chain"]) for r in rounds["pin-as2d-no-confidence"]) >= 2
+    assert window["pin-one-token-as2d"]["tokens"] == 1 and not rounds["pin-one-token-sd"]

@@ -94,9 +94,10 @@ double Producer::drain(double t_eos, bool full) {
     if (full) {
         target_work = plan_.total_work;
     } else {
-        // bisect_left: the end of the operation in flight (an operation ending exactly now counts).
+        // Work accumulates in floats: an EOS that lands on an operation's end (to within
+        // BOUNDARY_S) finds nothing in flight, rather than paying for one more operation.
         auto& ends = plan_.op_end;
-        target_work = *std::lower_bound(ends.begin(), ends.end(), work_);
+        target_work = std::max(work_, *std::lower_bound(ends.begin(), ends.end(), work_ - BOUNDARY_S));
     }
     double end = time_ + (target_work - work_);
     advance(end, false);

@@ -18,6 +18,8 @@
 
 namespace as2d {
 
+constexpr double BOUNDARY_S = 1e-9;  // float drift tolerated when deciding if an operation is in flight
+
 struct ProducerPlan {
     std::string source;
     Tokens tokens;

@@ -110,7 +110,7 @@ SchemeSettings parse_settings(const Json* j, Request& r) {
         else if (kv.first == "cap") s.cap = as_int(v, f, 1);
         else if (kv.first == "span" || kv.first == "window") s.span = as_int(v, f, 1);  // "window": the older name
         else if (kv.first == "lookback") { if (!v.is_null()) s.lookback = as_int(v, f, 1); }
-        else if (kv.first == "threshold") { if (!v.is_null()) s.threshold = v.as_double(f); }
+        else if (kv.first == "threshold") s.threshold = v.is_null() ? std::nullopt : std::optional<double>(v.as_double(f));
         else if (kv.first == "source") { if (!v.is_null()) s.source = v.as_string(f); }
     }
     (void)r;

@@ -5,12 +5,13 @@
 namespace as2d {
 
 As2d::As2d(std::string name, const PublicationBuffer& source, int budget, int max_output, std::optional<int> eos_id,
-           int span, std::optional<double> threshold, std::optional<int> lookback)
+           int span, std::optional<double> threshold, std::optional<int> lookback, bool confidence_required)
     : Scheme(std::move(name), max_output, eos_id),
       source_(source),
       budget_(check_budget("budget", budget)),
       span_(check_budget("span", span, 1, 10000)),
       threshold_(check_threshold("threshold", threshold)),
+      confidence_required_(confidence_required),
       lookback_(lookback ? check_budget("lookback", *lookback, 1, 10000) : span_) {}
 
 Call As2d::plan(double now) {
@@ -31,13 +32,13 @@ Call As2d::plan(double now) {
     int start = *anchor + 1;
     c.chain = snap.tokens(start, start + n);
     if (!c.chain.empty() && threshold_) {
-        Confs confs;
+        std::vector<std::optional<double>> confs;
         for (int i = start; i < start + static_cast<int>(c.chain.size()); ++i) {
             auto p = snap.confidence(i);
-            if (!p)
+            if (!p && confidence_required_)
                 throw std::runtime_error("threshold: source '" + snap.source_id() +
                                          "' publishes no confidences; confidence stopping needs them (set threshold to null)");
-            confs.push_back(*p);
+            confs.push_back(p);
         }
         c.chain.resize(confident_prefix(confs, *threshold_));
     }

@@ -13,7 +13,7 @@ namespace as2d {
 class As2d : public Scheme {
 public:
     As2d(std::string name, const PublicationBuffer& source, int budget, int max_output, std::optional<int> eos_id,
-         int span, std::optional<double> threshold, std::optional<int> lookback);
+         int span, std::optional<double> threshold, std::optional<int> lookback, bool confidence_required);
     Call plan(double now) override;
 
 protected:
@@ -26,6 +26,9 @@ private:
     int budget_;
     int span_;
     std::optional<double> threshold_;
+    // As²d gates on confidence "where available" (D.4.3): a candidate without one never stops the
+    // chain. The w/o-BC ablation restores ASP's rule, which needs them.
+    bool confidence_required_;
     int lookback_;  // how many plain steps an unmatched position stays eligible (target insertions)
     ReadCursor cursor_;
 };

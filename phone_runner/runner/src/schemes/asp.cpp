@@ -11,6 +11,12 @@ const Confs& confidences_of(const Proposal& p, const std::string& who) {
 }
 }  // namespace
 
+int confident_prefix(const std::vector<std::optional<double>>& confs, double threshold) {
+    for (size_t i = 0; i < confs.size(); ++i)
+        if (confs[i] && *confs[i] < threshold) return static_cast<int>(i) + 1;
+    return static_cast<int>(confs.size());
+}
+
 int confident_prefix(const Confs& confs, double threshold) {
     for (size_t i = 0; i < confs.size(); ++i)
         if (confs[i] < threshold) return static_cast<int>(i) + 1;
@@ -65,6 +71,7 @@ std::optional<Call> SpecASR::recycled(int n, const Proposal& head) {
     for (int o : MATCH_OFFSETS)
         if (o < static_cast<int>(old.size()) && old[o] == t) { off = o; break; }
     if (off < 0) return std::nullopt;
+    if (off + 1 >= static_cast<int>(old.size())) return std::nullopt;  // matched the last token: nothing to reuse, draft fresh
     Tokens chain{t};
     Confs chain_confs{t_conf};
     chain.insert(chain.end(), old.begin() + off + 1, old.end());

@@ -10,7 +10,9 @@ namespace as2d {
 constexpr double ASP_THRESHOLD = 0.4;
 constexpr int ASP_CAP = 24;
 
-// Length of the chain up to and including the first low-confidence token.
+// Length of the chain up to and including the first low-confidence token. A missing confidence
+// (a source without them) is not imputed: it never stops the chain.
+int confident_prefix(const std::vector<std::optional<double>>& confs, double threshold);
 int confident_prefix(const Confs& confs, double threshold);
 
 class SpecASR : public Scheme {

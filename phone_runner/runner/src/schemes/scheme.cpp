@@ -89,16 +89,19 @@ std::unique_ptr<Scheme> make_scheme(const std::string& name, const SchemeSetting
     };
     if (name == "target_only") return std::make_unique<TargetOnly>(max_output, eos_id);
     if (name == "sd") return std::make_unique<StandardSD>(need_drafter(), s.width, max_output, eos_id);
-    if (name == "asp") return std::make_unique<SpecASR>("asp", need_drafter(), max_output, eos_id, s.threshold, s.cap);
+    if ((name == "asp" || name == "as2d_wo_td") && !s.threshold)
+        throw std::invalid_argument("threshold: scheme '" + name + "' stops drafting on confidence; it needs a number");
+    if (name == "asp") return std::make_unique<SpecASR>("asp", need_drafter(), max_output, eos_id, *s.threshold, s.cap);
     // w/o TD: serial ASP with As²d's budget as its cap.
     if (name == "as2d_wo_td")
-        return std::make_unique<SpecASR>("as2d_wo_td", need_drafter(), max_output, eos_id, s.threshold, s.budget);
+        return std::make_unique<SpecASR>("as2d_wo_td", need_drafter(), max_output, eos_id, *s.threshold, s.budget);
     if (name == "as2d")
-        return std::make_unique<As2d>("as2d", need_source(), s.budget, max_output, eos_id, s.span, std::nullopt, s.lookback);
+        return std::make_unique<As2d>("as2d", need_source(), s.budget, max_output, eos_id, s.span, s.threshold, s.lookback,
+                                      false);
     // w/o BC: decoupled candidates with ASP's threshold and cap instead of the budget.
     if (name == "as2d_wo_bc")
         return std::make_unique<As2d>("as2d_wo_bc", need_source(), s.cap, max_output, eos_id, s.span, s.threshold,
-                                      s.lookback);
+                                      s.lookback, true);
     throw std::invalid_argument("scheme: unknown name '" + name +
                                 "'; choose one of target_only, sd, asp, as2d, as2d_wo_td, as2d_wo_bc");
 }

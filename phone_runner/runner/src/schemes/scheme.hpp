@@ -61,7 +61,7 @@ protected:
 struct SchemeSettings {  // a request's ``scheme.settings``, defaults as make_scheme
     int budget = 7;
     int width = 8;
-    double threshold = 0.4;
+    std::optional<double> threshold = 0.4;  // null: no confidence gating (As²d)
     int cap = 24;
     int span = 8;  // alignment search span (C.3), DEFAULT_ALIGN_SPAN
     std::optional<int> lookback;
