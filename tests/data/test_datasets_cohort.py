@@ -65,7 +65,7 @@ def test_translation_order_hashes_the_clip_bytes(tmp_path: Path) -> None:
         p = tmp_path / f"c{i}.wav"
         sf.write(p, rng.standard_normal(800).astype(np.float32) * 0.1, 16000)
         ws.append(DatasetWindow(f"covost2-c{i}", "covost2", "translation", (f"c{i}",), (Segment(p, 0.05),),
-                                "s", "t", "en", f"c{i}"))
+                                "s", "t", "en", f"c{i}", {"target_language": "zh"}))
     got = [w.window_id for w in C.select(ws, {"order": "audio_hash", "splits": {"dev": 2, "test": 3}})["test"]]
 
     def key(p: Path) -> str:
@@ -121,3 +121,21 @@ def test_token_f1_squad_rule() -> None:
     assert q == {"token_f1": 0.5, "exact_match": 0.5}
     with pytest.raises(ValueError, match="unknown task"):
         Q.task_quality("summarize", ["a"], ["a"])
+
+
+def test_request_instructions_per_task() -> None:
+    from workbench.models.prompts import task_instruction
+
+    assert task_instruction("translation", target_language="zh") == (
+        "Translate the speech into Chinese. Output only the translation.")
+    qa = task_instruction("qa", question="  How many boats left? ")
+    assert qa.endswith("\nQuestion: How many boats left?")
+    with pytest.raises(ValueError, match="target language"):
+        task_instruction("translation", target_language="tlh")
+    with pytest.raises(ValueError, match="question text"):
+        task_instruction("qa", question=" ")
+    w = DatasetWindow("spoken_squad-q1", "spoken_squad", "qa", ("q1",), (Segment(None, 3.0),), "passage", "seven",
+                      "en", "0_0", {"question": "How many boats left?", "answers": ["seven"]})
+    row = C.manifest({"test": [w]}, hash_audio=False).row(0, named=True)
+    assert row["instruction"] == task_instruction("qa", question="How many boats left?")
+    assert row["question"] == "How many boats left?" and row["audio_sha256"] is None

@@ -110,6 +110,13 @@ def length_subgroup(ids: Sequence[str], useful_tokens: Mapping[str, int], *, min
     return [i for i in ids if useful_tokens[i] >= min_tokens][:n]
 
 
+def instruction(w: DatasetWindow) -> str:
+    """The request's instruction (same for every method): ASR, translation target, or the QA question."""
+    from workbench.data.datasets.instructions import task_instruction
+
+    return task_instruction(w.task, target_language=w.meta.get("target_language"), question=w.meta.get("question"))
+
+
 def manifest(splits: Mapping[str, Sequence[DatasetWindow]], *, hash_audio: bool = True) -> Any:
     """One row per selected window: split, draw rank, id, dataset, duration, utterances, reference."""
     import polars as pl
@@ -121,11 +128,11 @@ def manifest(splits: Mapping[str, Sequence[DatasetWindow]], *, hash_audio: bool 
                          "task": w.task, "language": w.language, "group": w.group, "seconds": round(w.seconds, 6),
                          "n_utterances": len(w.utt_ids), "utt_ids": list(w.utt_ids),
                          "audio_sha256": audio_sha256(w) if hash_audio else None, "reference": w.reference,
-                         "question": str(w.meta.get("question", "")) or None})
+                         "question": str(w.meta.get("question", "")) or None, "instruction": instruction(w)})
     schema = {"split": pl.String, "rank": pl.Int64, "window_id": pl.String, "dataset": pl.String,
               "task": pl.String, "language": pl.String, "group": pl.String, "seconds": pl.Float64,
               "n_utterances": pl.Int64, "utt_ids": pl.List(pl.String), "audio_sha256": pl.String,
-              "reference": pl.String, "question": pl.String}
+              "reference": pl.String, "question": pl.String, "instruction": pl.String}
     return pl.DataFrame(rows, schema=schema)
 
 

@@ -15,6 +15,9 @@ from typing import Any
 import numpy as np
 import torch
 
+# per-request instructions of the translation and spoken-QA cohorts: pass as ``instruction=``
+from workbench.data.datasets.instructions import task_instruction  # noqa: F401
+
 SAMPLE_RATE = 16000
 OMNI_SYSTEM = ("You are Qwen, a virtual human developed by the Qwen Team, Alibaba Group, capable of perceiving "
                "auditory and visual inputs, as well as generating text and speech.")
