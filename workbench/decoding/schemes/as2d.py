@@ -4,7 +4,8 @@ The producer runs on its own history and publishes to the buffer; this scheme ne
 it. Each round it anchors the known root in the buffer (``ReadCursor``), takes up to ``budget``
 published candidates after the anchor, and hands them to the target. If nothing usable is ready
 the target takes a plain step. With ``threshold`` set, the chain also stops after the first
-low-confidence candidate (the ``w/o BC`` ablation: ASP's stop rule on decoupled candidates).
+low-confidence candidate: As²d keeps SpecASR's 0.4 where the source publishes confidences (D.4.3,
+D.5.1); the ``w/o BC`` ablation applies the same rule with ASP's cap instead of the budget.
 """
 
 from __future__ import annotations
@@ -38,12 +39,16 @@ class As2d(Scheme):
         span: int = DEFAULT_ALIGN_SPAN,
         threshold: float | None = None,
         lookback: int | None = None,
+        confidence_required: bool = True,
     ) -> None:
         super().__init__(max_output, eos_id)
         self.source = source
         self.budget = check_budget("budget", budget)
         self.span = check_budget("span", span, low=1, high=10_000)
         self.threshold = check_threshold("threshold", threshold)
+        # As²d gates on confidence "where available" (D.4.3): a candidate its source gave no
+        # confidence never stops the chain. The w/o-BC ablation restores ASP's rule, which needs them.
+        self.confidence_required = confidence_required
         # How many plain steps an unmatched buffer position stays eligible (target insertions).
         self.lookback = self.span if lookback is None else check_budget("lookback", lookback, low=1, high=10_000)
 
@@ -63,7 +68,7 @@ class As2d(Scheme):
         chain = snap.tokens(start, start + n)
         if chain and self.threshold is not None:
             confs = tuple(snap.confidence(i) for i in range(start, start + len(chain)))
-            if any(c is None for c in confs):
+            if self.confidence_required and any(c is None for c in confs):
                 raise ValueError(
                     f"threshold: source {snap.source_id!r} publishes no confidences; "
                     "confidence stopping needs them (set threshold to null)"

@@ -23,10 +23,13 @@ ASP_CAP = 24
 _MATCH_OFFSETS = (1, 0, 2)  # same slot first, then the two adjacent ones
 
 
-def confident_prefix(confs: tuple[float, ...], threshold: float) -> int:
-    """Length of the chain up to and including the first low-confidence token."""
+def confident_prefix(confs: tuple[float | None, ...], threshold: float) -> int:
+    """Length of the chain up to and including the first low-confidence token.
+
+    A missing confidence (``None``) is not imputed: it never stops the chain.
+    """
     for i, c in enumerate(confs):
-        if c < threshold:
+        if c is not None and c < threshold:
             return i + 1
     return len(confs)
 

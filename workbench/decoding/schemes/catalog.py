@@ -8,8 +8,10 @@ configuration may verify (for profile checks, D.2.1), the short configuration la
 an error that names it, never silently dropped.
 
 Defaults are the paper's (D.1.3, D.5): ASP threshold 0.4 and cap 24, SD width 8, alignment
-``span`` 8. ``span`` is the alignment search span of the read cursor (C.3); it is not a
-decoding window.
+``span`` 8. The confidence threshold is 0.4 in As²d and in both ablations, so each ablation
+changes one thing (conf/method/as2d*.yaml says why): w/o TD only the drafting (serial ASP capped
+at the same budget), w/o BC only the cap (ASP's 24 instead of the selected budget). ``span``
+is the alignment search span of the read cursor (C.3); it is not a decoding window.
 """
 
 from __future__ import annotations
@@ -106,9 +108,9 @@ def _asp(*, max_output: int, eos_id: int | None, drafter: Drafter, threshold: fl
     return SpecASR(drafter, max_output, eos_id, threshold, cap)
 
 
-def _as2d(*, max_output: int, eos_id: int | None, source: CandidateSource, budget: int, span: int,
-          lookback: int | None, **_: Any) -> Scheme:
-    return As2d(source, budget, max_output, eos_id, span, lookback=lookback)
+def _as2d(*, max_output: int, eos_id: int | None, source: CandidateSource, budget: int, threshold: float | None,
+          span: int, lookback: int | None, **_: Any) -> Scheme:
+    return As2d(source, budget, max_output, eos_id, span, threshold, lookback, confidence_required=False)
 
 
 def _as2d_wo_td(*, max_output: int, eos_id: int | None, drafter: Drafter, threshold: float, budget: int,
@@ -137,7 +139,8 @@ CATALOG: Mapping[str, SchemeSpec] = MappingProxyType({s.name: s for s in (
     _spec("sd", "SD", _sd, needs_drafter=True, chain="width", tag="K", width=DEFAULT_SD_WIDTH),
     _spec("asp", "SpecASR ASP", _asp, needs_drafter=True, chain="cap", tag="cap",
           threshold=ASP_THRESHOLD, cap=ASP_CAP),
-    _spec("as2d", "As²d", _as2d, decoupled=True, chain="budget", tag="b", budget=DEFAULT_BUDGET, **_ALIGN),
+    _spec("as2d", "As²d", _as2d, decoupled=True, chain="budget", tag="b", budget=DEFAULT_BUDGET,
+          threshold=ASP_THRESHOLD, **_ALIGN),
     _spec("as2d_wo_td", "As²d w/o TD", _as2d_wo_td, needs_drafter=True, chain="budget", tag="cap",
           threshold=ASP_THRESHOLD, budget=DEFAULT_BUDGET),
     _spec("as2d_wo_bc", "As²d w/o BC", _as2d_wo_bc, decoupled=True, chain="cap", tag="b",
