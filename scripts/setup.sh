@@ -14,6 +14,8 @@ cd "$(dirname "$0")/.."
 APT_PACKAGES=(
   pocketsphinx-testdata  # real LibriVox speech: demo corpus, real-weight tests
   adb                    # the real adb server for phone_runner (issue 15)
+  cmake                  # host build of the C++ on-device runner, phone_runner/runner (issue 16)
+  g++                    # host build of the C++ on-device runner, phone_runner/runner (issue 16)
 )
 
 in_ci() { case "${CI:-}" in "" | 0 | false | no) return 1 ;; *) return 0 ;; esac; }
@@ -62,3 +64,13 @@ system_packages
 "$VENV/bin/python" -m pip install -q -e ".[dev]"
 
 # Build steps (native parts), one block each with why. Append yours below.
+
+# C++ on-device runner, host build (reference model, no MNN; issue 16). phone_runner uses it on the
+# loopback phone; tests reuse it while it is newer than its sources (else they build a cached copy).
+if command -v cmake >/dev/null 2>&1 && command -v c++ >/dev/null 2>&1; then
+  cmake -S phone_runner/runner -B phone_runner/runner/build -DCMAKE_BUILD_TYPE=Release -DAS2D_WITH_MNN=OFF >/dev/null
+  cmake --build phone_runner/runner/build -j "$(nproc 2>/dev/null || echo 2)" >/dev/null
+  echo "setup: built phone_runner/runner/build/as2d_runner"
+else
+  echo "setup: cmake or a C++ compiler is missing; the C++ runner is not built (tests build it when they can)" >&2
+fi
