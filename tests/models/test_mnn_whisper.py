@@ -64,7 +64,8 @@ def mnn_pair():
 
 @pytest.fixture(scope="session")
 def clips():
-    return [(load_audio(p), ref) for p, ref in _clips()]
+    # The three shortest LibriVox clips (3-5 s, 9-16 words): real speech, quick on two cores.
+    return [(load_audio(p), ref) for p, ref in (_clips()[i] for i in (1, 2, 4))]
 
 
 def _greedy(bundle, audio) -> list[int]:
@@ -91,29 +92,30 @@ def test_mnn_base_transcribes_real_speech(mnn_pair, clips, references):
 
 def test_k_wide_verify_equals_k_single_steps(mnn_pair, clips, references):
     base = mnn_pair["base"]
-    audio, ids = clips[0][0], references[0]
+    audio, ids = clips[1][0], references[1]
+    assert len(ids) >= 13
     prompt = base.protocol.prompt_ids
-    feats = base.features(audio)
-    wide, single = base.decoder_state(feats), base.decoder_state(feats)
+    wide = base.decoder_state(base.features(audio))
+    single = wide.fork()  # same cross KV, own (empty) self-attention KV
     wide.forward(prompt)
     single.forward(prompt)
-    for start in (0, 8):  # two consecutive K=8 verifies: the second one on top of a grown KV
-        chunk = ids[start:start + 8]
+    for start in (0, 6):  # two consecutive K=6 verifies: the second one on top of a grown KV
+        chunk = ids[start:start + 6]
         w = wide.forward(chunk)
         s = np.stack([single.forward([t])[0].numpy() for t in chunk])
         np.testing.assert_allclose(w.numpy(), s, atol=2e-3, rtol=0)
-        assert w.argmax(-1).tolist() == s.argmax(-1).tolist() == ids[start + 1:start + 9]
-    assert wide.length == single.length == len(prompt) + 16
+        assert w.argmax(-1).tolist() == s.argmax(-1).tolist() == ids[start + 1:start + 7]
+    assert wide.length == single.length == len(prompt) + 12
 
 
 def test_rollback_plus_correction_equals_a_fresh_run(mnn_pair, clips, references):
     base = mnn_pair["base"]
-    audio, ids = clips[2][0], references[2]
+    audio, ids = clips[0][0], references[0]
     prompt = base.protocol.prompt_ids
     fresh = base.decoder_state(base.features(audio))
     fresh.forward(prompt)
     expected = fresh.forward(ids[:6]).numpy()
-    s = base.decoder_state(base.features(audio))
+    s = fresh.fork()
     s.forward(prompt)
     wrong = [ids[0], ids[1], ids[2], (ids[3] + 1) % 50000, ids[4], ids[5]]  # a rejected tail of three
     s.forward(wrong)

@@ -18,6 +18,7 @@ import json
 import os
 import shutil
 import tempfile
+import uuid
 import warnings
 from collections.abc import Sequence
 from contextlib import contextmanager
@@ -47,6 +48,27 @@ def _sha256(path: Path, chunk: int = 1 << 22) -> str:
     return h.hexdigest()
 
 
+def _memo_sha256(path: Path) -> str:
+    """sha256 of a big file, memoised beside the exports by (path, size, mtime_ns): the weights of
+    base hash in ~1 s, and every process that opens a model would pay it again."""
+    st = path.stat()
+    if st.st_size < 1 << 20:
+        return _sha256(path)
+    key = f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}"
+    memo_path = cache_root() / "mnn" / "sha256-memo.json"
+    try:
+        memo = json.loads(memo_path.read_text())
+    except (OSError, ValueError):
+        memo = {}
+    if key not in memo:
+        memo[key] = _sha256(path)
+        memo_path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = memo_path.with_name(f".{memo_path.name}.{os.getpid()}.{uuid.uuid4().hex}")
+        tmp.write_text(json.dumps(memo))
+        os.replace(tmp, memo_path)  # last writer wins: entries are facts, losing one only costs a rehash
+    return memo[key]
+
+
 def weights_hash(model_dir: str | Path) -> str:
     """Hash of everything in a transformers Whisper dir that changes the exported graphs."""
     model_dir = Path(model_dir)
@@ -55,7 +77,7 @@ def weights_hash(model_dir: str | Path) -> str:
     for f in files:
         if f.is_file():
             h.update(f.name.encode())
-            h.update(_sha256(f).encode())
+            h.update(_memo_sha256(f).encode())
     return h.hexdigest()[:16]
 
 
@@ -70,11 +92,8 @@ def reexport_command(model_dir: str | Path, quant: str | None = None) -> str:
     return f"python -m workbench.models.mnn.export {model_dir}{q} --force"
 
 
-_VERIFIED: set[tuple[str, float, int]] = set()  # files whose sha256 matched in this process
-
-
 def check_export(out: Path, model_dir: str | Path | None = None, quant: str | None = None) -> dict:
-    """The export's manifest, after checking every file it lists (size always, sha256 once per process)."""
+    """The export's manifest, after checking every file it lists (size, and sha256 memoised by size and mtime)."""
     cmd = reexport_command(model_dir or "MODEL_DIR", quant)
     man_path = out / MANIFEST
     try:
@@ -88,12 +107,9 @@ def check_export(out: Path, model_dir: str | Path | None = None, quant: str | No
         path = out / name
         if not path.is_file():
             raise MnnExportError(f"MNN export missing: {path} does not exist; re-export with: {cmd}")
-        st = path.stat()
-        key = (str(path), st.st_mtime, st.st_size)
-        if st.st_size != facts["size"] or (key not in _VERIFIED and _sha256(path) != facts["sha256"]):
+        if path.stat().st_size != facts["size"] or _memo_sha256(path) != facts["sha256"]:
             raise MnnExportError(f"MNN export corrupt: {path} does not match its manifest (size/sha256); "
                                  f"re-export with: {cmd}")
-        _VERIFIED.add(key)
     return manifest
 
 

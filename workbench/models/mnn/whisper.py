@@ -102,10 +102,16 @@ def load_mnn_whisper(model_dir: str | Path, settings: MnnSettings | None = None,
 class MnnDecoderState:
     """Cross KV for one request plus the decoder self-attention KV on a token prefix (MNN ``Var`` s)."""
 
-    def __init__(self, bundle: MnnWhisperBundle, features: np.ndarray):
+    def __init__(self, bundle: MnnWhisperBundle, features: np.ndarray | None = None, cross: tuple | None = None):
+        """``cross``: the cross KV of another state on the same audio (it is read-only), instead of
+        running the encoder on ``features`` again."""
         self.bundle = bundle
         cfg = bundle.config
-        self.cross_k, self.cross_v = bundle.encoder.forward([const(np.asarray(features, dtype=np.float32))])
+        if (features is None) == (cross is None):
+            raise ValueError("pass exactly one of features or cross")
+        if cross is None:
+            cross = bundle.encoder.forward([const(np.asarray(features, dtype=np.float32))])
+        self.cross_k, self.cross_v = cross
         heads = cfg.decoder_attention_heads
         empty = np.zeros((cfg.decoder_layers, 1, heads, 0, cfg.d_model // heads), dtype=np.float32)
         self.past_k, self.past_v = const(empty), const(empty)
@@ -116,6 +122,10 @@ class MnnDecoderState:
         self._begin = torch.zeros(cfg.vocab_size, dtype=torch.float32)
         if bundle.protocol.begin_suppress_ids:
             self._begin[torch.tensor(bundle.protocol.begin_suppress_ids)] = float("-inf")
+
+    def fork(self) -> MnnDecoderState:
+        """A fresh (empty-KV) state on the same request, sharing this one's cross KV."""
+        return MnnDecoderState(self.bundle, cross=(self.cross_k, self.cross_v))
 
     def raw(self, ids: Sequence[int]) -> np.ndarray:
         """ONE decoder forward over ``ids`` on top of the KV; unmasked fp32 logits ``[K, V]`` (a copy)."""
