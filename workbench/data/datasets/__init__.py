@@ -44,6 +44,17 @@ def load_utterances(ds: Mapping[str, Any]) -> list[Utterance]:
     return mod.load(root, ds)
 
 
+def check_dataset(ds: Mapping[str, Any]) -> None:
+    """Cheap check before a run starts: the root exists and holds the layout's key files (or an HF
+    copy). Raises :class:`DatasetLayoutError` (a ``ConfigError``: one line). No-op for other datasets."""
+    if not ds.get("loader"):
+        return
+    mod = loader(str(ds["loader"]))
+    root = require_dir(mod.NAME, ds.get("root"), mod.LAYOUT)
+    if not is_hf_dir(root):
+        mod.probe(root, ds)
+
+
 def dataset_windows(ds: Mapping[str, Any], model: Mapping[str, Any] | None = None) -> list[DatasetWindow]:
     """Complete-audio windows of the dataset under the model's audio limit (D.1.2)."""
     name = str(ds.get("loader") or ds.get("name"))
@@ -57,5 +68,5 @@ def dataset_windows(ds: Mapping[str, Any], model: Mapping[str, Any] | None = Non
                          min_seconds=float(win.get("min_seconds", 0.0)), contiguous=name in CONTIGUOUS and spans)
 
 
-__all__ = ["LOADERS", "DatasetLayoutError", "DatasetWindow", "Segment", "Utterance", "build_windows",
+__all__ = ["LOADERS", "DatasetLayoutError", "check_dataset", "DatasetWindow", "Segment", "Utterance", "build_windows",
            "dataset_windows", "effective_max_seconds", "load_utterances", "loader", "model_max_seconds"]

@@ -79,6 +79,14 @@ def _meeting_segments(ann: Path, meeting: str, wav: Path) -> list[tuple[float, f
     return sorted(rows)
 
 
+def probe(root: Path, opts: Mapping[str, Any]) -> None:
+    _annotation_dir(root)
+    audio_root = root / "amicorpus" if (root / "amicorpus").is_dir() else root
+    channel = str(opts.get("channel", "Array1-01"))
+    if next(audio_root.glob(f"*/audio/*.{channel}.wav"), None) is None:
+        raise DatasetLayoutError(NAME, root, f"no */audio/*.{channel}.wav under {audio_root}", LAYOUT)
+
+
 def load(root: Path, opts: Mapping[str, Any]) -> list[Utterance]:
     ann = _annotation_dir(root)
     audio_root = root / "amicorpus" if (root / "amicorpus").is_dir() else root

@@ -16,13 +16,17 @@ from typing import Any
 import numpy as np
 
 from workbench.data.audio import load_audio, validate_audio
+from workbench.jobs.base import ConfigError
 
 
-class DatasetLayoutError(ValueError):
-    """``dataset.root`` is missing or does not hold the expected layout; one line says which layout."""
+class DatasetLayoutError(ConfigError):
+    """``dataset.root`` is missing or does not hold the expected layout; one line says which layout.
+
+    A ``ConfigError``: the entry point prints it as one line (the fix is ``dataset.root``)."""
 
     def __init__(self, name: str, root: Any, problem: str, layout: str) -> None:
-        super().__init__(f"dataset.root={root}: {problem}; {name} expects {layout}")
+        ValueError.__init__(self, f"dataset.root={root}: {problem}; {name} expects {layout}")
+        self.key = "dataset.root"
         self.dataset = name
 
 

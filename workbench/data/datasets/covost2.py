@@ -44,6 +44,13 @@ def _table(root: Path, src: str, tgt: str, split: str) -> tuple[Path, bool]:
     raise DatasetLayoutError(NAME, root, f"no covost_v2.{src}_{tgt}[.{split}].tsv in {root / src} or {root}", LAYOUT)
 
 
+def probe(root: Path, opts: Mapping[str, Any]) -> None:
+    src, tgt = direction(opts)
+    _table(root, src, tgt, str(opts.get("source_split", "test")))
+    if not (root / src / "clips").is_dir():
+        raise DatasetLayoutError(NAME, root, f"{root / src / 'clips'} is missing", LAYOUT)
+
+
 def load(root: Path, opts: Mapping[str, Any]) -> list[Utterance]:
     src, tgt = direction(opts)
     split = str(opts.get("source_split", "test"))

@@ -30,6 +30,14 @@ def _base(root: Path) -> Path:
     return root / "data" if (root / "data").is_dir() and not any(root.glob("*/*.tsv")) else root
 
 
+def probe(root: Path, opts: Mapping[str, Any]) -> None:
+    base, split = _base(root), str(opts.get("source_split", "test"))
+    langs = list(opts.get("languages") or [])
+    missing = [str(base / lang / f"{split}.tsv") for lang in langs if not (base / lang / f"{split}.tsv").is_file()]
+    if missing or not any(base.glob(f"*/{split}.tsv")):
+        raise DatasetLayoutError(NAME, root, f"missing {missing[:3] or f'<lang>/{split}.tsv'}", LAYOUT)
+
+
 def load(root: Path, opts: Mapping[str, Any]) -> list[Utterance]:
     base, split = _base(root), str(opts.get("source_split", "test"))
     langs = list(opts.get("languages") or sorted(p.parent.name for p in base.glob(f"*/{split}.tsv")))

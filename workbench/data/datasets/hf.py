@@ -16,12 +16,19 @@ from typing import Any
 
 from .base import Segment, bytes_seconds, file_seconds
 
+PARQUET_GLOBS = ("*.parquet", "*/*.parquet", "*/*/*.parquet")  # hub exports nest at most <config>/<split>/
+
+
+def _parquet(root: Path) -> list[Path]:
+    # bounded depth: a native layout can hold a million audio files, never walk all of them
+    return sorted({p for g in PARQUET_GLOBS for p in root.glob(g)})
+
 
 def is_hf_dir(root: Path) -> bool:
     """True when ``root`` looks like a ``save_to_disk`` folder or holds parquet files."""
     if (root / "dataset_dict.json").is_file() or (root / "state.json").is_file():
         return True
-    return next(root.rglob("*.parquet"), None) is not None
+    return any(next(root.glob(g), None) is not None for g in PARQUET_GLOBS)
 
 
 def _split_dirs(root: Path, split: str | None) -> list[Path]:
@@ -36,7 +43,7 @@ def _split_dirs(root: Path, split: str | None) -> list[Path]:
 
 
 def _parquet_files(root: Path, split: str | None) -> list[Path]:
-    files = sorted(root.rglob("*.parquet"))
+    files = _parquet(root)
     if split is None:
         return files
     picked = [f for f in files if split in f.relative_to(root).parts[:-1]

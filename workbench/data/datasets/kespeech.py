@@ -31,6 +31,13 @@ def _kaldi_map(path: Path) -> dict[str, str]:
     return out
 
 
+def probe(root: Path, opts: Mapping[str, Any]) -> None:
+    base = root / "KeSpeech" if (root / "KeSpeech" / "Tasks").is_dir() else root
+    scp = base / "Tasks" / "ASR" / str(opts.get("source_split", "test")) / "wav.scp"
+    if not scp.is_file():
+        raise DatasetLayoutError(NAME, root, f"{scp} is missing", LAYOUT)
+
+
 def load(root: Path, opts: Mapping[str, Any]) -> list[Utterance]:
     base = root / "KeSpeech" if (root / "KeSpeech" / "Tasks").is_dir() else root
     task = base / "Tasks" / "ASR" / str(opts.get("source_split", "test"))

@@ -32,6 +32,10 @@ def _subset_dir(root: Path, subset: str | None) -> Path:
                              LAYOUT)
 
 
+def probe(root: Path, opts: Mapping[str, Any]) -> None:
+    _subset_dir(root, opts.get("subset"))
+
+
 def load(root: Path, opts: Mapping[str, Any]) -> list[Utterance]:
     base = _subset_dir(root, opts.get("subset"))
     out: list[Utterance] = []

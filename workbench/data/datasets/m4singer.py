@@ -26,6 +26,11 @@ def _song_and_index(item: str) -> tuple[str, str]:
     return song, idx
 
 
+def probe(root: Path, opts: Mapping[str, Any]) -> None:
+    if not (root / "m4singer" / "meta.json").is_file() and not (root / "meta.json").is_file():
+        raise DatasetLayoutError(NAME, root, "meta.json is missing", LAYOUT)
+
+
 def load(root: Path, opts: Mapping[str, Any]) -> list[Utterance]:
     base = root / "m4singer" if (root / "m4singer" / "meta.json").is_file() else root
     meta = base / "meta.json"

@@ -28,6 +28,13 @@ def _answers(value: Any) -> list[str]:
     return [str(a["text"]) if isinstance(a, dict) else str(a) for a in value or []]
 
 
+def probe(root: Path, opts: Mapping[str, Any]) -> None:
+    doc = root / str(opts.get("json", "spoken_test-v1.1.json"))
+    audio = root / str(opts.get("audio_dir", "dev_wav"))
+    if not doc.is_file() or not audio.is_dir():
+        raise DatasetLayoutError(NAME, root, f"{doc.name} or {audio.name}/ is missing", LAYOUT)
+
+
 def load(root: Path, opts: Mapping[str, Any]) -> list[Utterance]:
     doc = root / str(opts.get("json", "spoken_test-v1.1.json"))
     audio = root / str(opts.get("audio_dir", "dev_wav"))
