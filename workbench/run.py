@@ -32,6 +32,9 @@ JOBS = {
     "native_host": "native",
     "calibrate_host": "calibrate",
     "demo": "demo",
+    "phone_info": "phone",  # phone_runner over adb (issue 15)
+    "calibrate_phone": "phone",
+    "native_phone": "phone",
 }
 
 

@@ -1,0 +1,103 @@
+"""Calibration on a phone (paper D.2): the runner's ``measure`` lines -> a device profile YAML.
+
+The verify width sweep (K1-K16 at prefix offsets 0/64/128, idle and with the producer running),
+the target step, the serial drafter's forward, ASP paired-branch / probability-row / KV refresh
+costs and each source's service time are medians over the repetitions, each written as
+``{v, source: "measured on <model> (serial <hash>) <date>, n=<n>, median, IQR <a>-<b> ms"}``.
+What the runner does not measure (loop residual, queue, alignment, publication and startup
+costs, coexistence factors) comes from a base profile under a stated ``derived:`` rule.
+"""
+
+from __future__ import annotations
+
+import datetime
+import statistics
+from collections.abc import Mapping
+from typing import Any
+
+import polars as pl
+import yaml
+
+from workbench.replay.profile import DeviceProfile, parse_profile
+
+
+def calibration_plan(cfg: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    c = dict(cfg or {})
+    return {"widths": list(c.get("widths", range(1, 17))), "offsets": list(c.get("offsets", [0, 64, 128])),
+            "reps": int(c.get("reps", 5)), "warmups": int(c.get("warmups", 1)),
+            "with_producer": list(c.get("with_producer", [False, True])),
+            "draft_forward": bool(c.get("draft_forward", True)), "asp": bool(c.get("asp", True)),
+            "chunk_sources": list(c.get("chunk_sources", []))}
+
+
+def _stat(xs: list[float], where: str) -> dict[str, Any]:
+    q = statistics.quantiles(xs, n=4) if len(xs) >= 2 else [xs[0], xs[0], xs[0]]
+    return {"v": round(statistics.median(xs), 6),
+            "source": f"{where}, n={len(xs)}, median, IQR {q[0]:.4g}-{q[2]:.4g} ms"}
+
+
+def fit_profile(measures: pl.DataFrame, base: DeviceProfile, base_raw: Mapping[str, Any], *, name: str,
+                model: str, serial_hash: str, date: str | None = None) -> dict[str, Any]:
+    """A ``device-profile/1`` mapping from ``measure`` rows; validated before it is returned."""
+    date = date or datetime.date.today().isoformat()
+    where = f"measured on {model} (serial {serial_hash}) {date} by calibrate_phone"
+    rule = "R_BASE"
+    derived = {"derived": rule}
+
+    def ms(op: str, **eq: Any) -> list[float]:
+        f = measures.filter(pl.col("op") == op)
+        for k, v in eq.items():
+            f = f.filter(pl.col(k).is_null() if v is None else pl.col(k) == v)
+        return [float(x) for x in f["ms"]]
+
+    def base_num(path: list[str]) -> dict[str, Any]:
+        node: Any = base_raw
+        for p in path:
+            node = node[p]
+        return {"v": node["v"], **derived}
+
+    widths = sorted({int(k) for k in measures.filter(pl.col("op") == "verify")["width"].to_list()})
+    idle = {k: _stat(ms("verify", width=k, concurrent=False), where + " (offsets pooled)") for k in widths
+            if ms("verify", width=k, concurrent=False)}
+    conc = {k: _stat(ms("verify", width=k, concurrent=True), where + " (producer running)") for k in widths
+            if ms("verify", width=k, concurrent=True)}
+    if not idle:
+        raise ValueError("calibration: the runner reported no idle verify widths; nothing to fit")
+    step = ms("target_step")
+    sources: dict[str, Any] = {}
+    for sname, spec in base_raw["sources"].items():
+        node = {k: {"v": v["v"], **derived} if isinstance(v, dict) and "v" in v else v for k, v in spec.items()}
+        kind = spec["kind"]
+        op, key = ("chunk_service", "chunk_service_ms") if kind == "chunk" else ("producer_forward", "forward_ms")
+        got = ms(op, source=sname)
+        if sname == base.serial_drafter and ms("draft_forward", source=sname):
+            got = ms("draft_forward", source=sname)
+        if got:
+            node[key] = _stat(got, where)
+        sources[sname] = node
+    raw: dict[str, Any] = {
+        "schema": "device-profile/1", "name": name, "device": model,
+        "description": f"source: measured. {where}. Verify widths {widths[0]}-{widths[-1]}; fields marked "
+                       f"derived: {rule} come from base profile {base.name!r}.",
+        "rules": {rule: f"Not measured by calibrate_phone: taken from the base profile {base.name} ({base.file})."},
+        "target_step_ms": _stat(step, where) if step else {"v": idle[1]["v"], "source": idle[1]["source"]},
+        "loop_residual_ms": base_num(["loop_residual_ms"]), "queue_ms": base_num(["queue_ms"]),
+        "alignment_ms": base_num(["alignment_ms"]),
+        "verifier": {"idle_ms": idle,
+                     "concurrent": {"ms": conc, "missing": "median_ratio"} if conc
+                     else {"factor": {"v": 1.0, **derived}, "missing": "median_ratio"}},
+        "sources": sources, "serial_drafter": base.serial_drafter,
+    }
+    paired, rows = ms("asp_paired"), ms("asp_prob_row")
+    if paired and rows:
+        refresh = {int(k): _stat(ms("asp_refresh", width=int(k)), where)
+                   for k in sorted({int(x) for x in measures.filter(pl.col("op") == "asp_refresh")["width"]})}
+        raw["asp"] = {"paired_branch_ms": _stat(paired, where), "prob_row_ms": _stat(rows, where),
+                      "kv_refresh_ms": refresh or {1: {"v": 0.0, **derived}}}
+    parse_profile(raw, file=f"conf/device/{name}.yaml (fitted)")  # refuse to write an invalid profile
+    return raw
+
+
+def profile_yaml(raw: Mapping[str, Any]) -> str:
+    head = "# Device profile measured on a phone by `experiment=calibrate_phone` (phone_runner, paper D.2).\n"
+    return head + yaml.safe_dump(dict(raw), sort_keys=False, width=110)

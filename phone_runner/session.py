@@ -1,0 +1,156 @@
+"""One measured phone run of one configuration: conditions -> run -> resume store -> records -> audits.
+
+``PhoneConfig`` is the ``phone:`` block of the Hydra config. ``run_config`` is what the jobs call
+for each method: it checks and rests the phone (D.2.3-D.2.4), monitors it at 1 Hz while the
+runner streams, keeps every finished window repetition (a rerun resumes the rest), audits the
+merged run exactly like replay, and flags (never drops) windows whose conditions were violated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import adbutils
+import polars as pl
+
+from .conditions import ConditionPolicy, Conditions, flag_windows, write_series
+from .deploy import deploy, device_path
+from .hostrun import RunFailed, WindowStore, run_request
+from .info import hashed_serial
+from .protocol import VERSION, pricing_from_profile, window_payload
+from .records import PhoneRun, audit, frames, read_lines
+
+RUNNER_BINARY = "bin/as2d_runner"
+
+
+@dataclass(frozen=True)
+class PhoneConfig:
+    serial: str | None = None
+    runner: str = "python"  # python: `python3 -m phone_runner.device`; cpp: the pushed C++ runner
+    python: str = "python3"
+    runner_binary: str | None = None  # local build of phone_runner/runner (cpp)
+    engine: Mapping[str, Any] = field(default_factory=lambda: {"kind": "reference", "clock": "virtual"})
+    repetitions: int = 1
+    warmups: int = 0
+    timeout_s: float = 3600.0
+    idle_timeout_s: float = 300.0
+    state_dir: str = "outputs/phone_state"
+    conditions: ConditionPolicy = field(default_factory=ConditionPolicy)
+
+    @classmethod
+    def from_mapping(cls, m: Mapping[str, Any]) -> PhoneConfig:
+        known = set(cls.__dataclass_fields__) - {"conditions"}
+        unknown = set(m) - known - {"conditions", "profile_dir", "max_windows", "calibrate", "name"}
+        if unknown:
+            raise ValueError(f"phone: unknown setting(s) {sorted(unknown)}; known: {sorted(known | {'conditions'})}")
+        kw = {k: v for k, v in m.items() if k in known}
+        return cls(**kw, conditions=ConditionPolicy.from_config(m.get("conditions") or {}))
+
+    def argv(self) -> list[str]:
+        if self.runner == "python":
+            return [self.python, "-m", "phone_runner.device"]
+        if self.runner == "cpp":
+            return [device_path(RUNNER_BINARY)]
+        raise ValueError(f"phone.runner: {self.runner!r}; choose python or cpp")
+
+    def deploy_runner(self, dev: adbutils.AdbDevice, progress: bool = True) -> dict[str, str]:
+        if self.runner != "cpp":
+            return {}
+        if not self.runner_binary or not Path(self.runner_binary).is_file():
+            raise FileNotFoundError(f"phone.runner_binary: {self.runner_binary!r} is not a file; build "
+                                    "phone_runner/runner first (see its README)")
+        return deploy(dev, {RUNNER_BINARY: Path(self.runner_binary)}, progress=progress)
+
+
+def build_request(run_id: str, cfg: Any, windows: Sequence[Any], profile: Any, pc: PhoneConfig, *,
+                  mode: str = "run", calibrate: Mapping[str, Any] | None = None, max_output: int = 1024,
+                  models: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """A protocol-v1 request for one replay configuration ``cfg`` (a ``ReplayConfig``)."""
+    batch = None
+    if cfg.source and cfg.source in profile.sources:
+        batch = profile.source(cfg.source).batch_tokens
+    return {"v": VERSION, "run_id": run_id, "mode": mode,
+            "scheme": {"name": cfg.scheme, "source": cfg.source, "config": cfg.label, "settings": cfg.settings},
+            "engine": dict(pc.engine), "models": dict(models or {}), "producer": {"batch_tokens": batch or 8},
+            "windows": [window_payload(w) for w in windows], "repetitions": pc.repetitions, "warmups": pc.warmups,
+            "max_output": max_output, "pricing": pricing_from_profile(profile), "calibrate": calibrate,
+            "output": "out.jsonl"}
+
+
+def state_key(request: Mapping[str, Any], serial: str) -> str:
+    """Same phone, same configuration -> same resume folder (windows and run ids excluded)."""
+    stable = {k: v for k, v in request.items() if k not in ("windows", "run_id", "output")}
+    return hashlib.sha256((serial + json.dumps(stable, sort_keys=True)).encode()).hexdigest()[:16]
+
+
+@dataclass
+class ConfigRun:
+    run: PhoneRun
+    frames: dict[str, pl.DataFrame]
+    monitor: pl.DataFrame
+    flagged: dict[tuple[str, int], str]
+    pre_run: list[str]
+    resumed: int  # window repetitions taken from an earlier, interrupted run
+
+
+def run_config(dev: adbutils.AdbDevice, pc: PhoneConfig, request: dict[str, Any], windows: Mapping[str, Any],
+               profile: Any, out_dir: Path, *, serial_hash: str | None = None, rest: bool = True) -> ConfigRun:
+    """``serial_hash``: the phone's own identity (``ro.serialno``), stable across reconnects."""
+    serial = serial_hash or hashed_serial(dev.serial)
+    store = WindowStore(Path(pc.state_dir) / serial / state_key(request, serial))
+    reps = int(request["repetitions"])
+    todo = [w for w in request["windows"] if not all(store.done((w["window_id"], r)) for r in range(reps))]
+    resumed = sum(1 for w in request["windows"] for r in range(reps) if store.done((w["window_id"], r)))
+    cond = Conditions(dev, pc.conditions)
+    pre = cond.prepare() if rest else cond_violations(cond)
+    label = request["scheme"]["config"].replace("/", "_")
+    series = pl.DataFrame()
+    spans: dict[tuple[str, int], tuple] = {}
+    header_file = store.dir / "header.json"
+    if todo:
+        run_rel = f"runs/{request['run_id']}"
+        mon = cond.monitor()
+        try:
+            with mon:
+                run, spans = run_request(dev, {**request, "windows": todo}, runner=pc.argv(), run_rel=run_rel,
+                                         store=store, local_out=out_dir / "phone" / f"{label}.jsonl",
+                                         timeout_s=pc.timeout_s, idle_timeout_s=pc.idle_timeout_s)
+        finally:
+            series = mon.stop()
+            write_series(series, out_dir / "phone" / f"{label}.monitor.parquet")
+        from workbench.io import atomic_write_text
+
+        atomic_write_text(header_file, json.dumps(run.header))
+    if not header_file.exists():
+        raise RunFailed(f"resume store {store.dir} has finished windows but no header; delete it and rerun")
+    merged = read_lines([header_file.read_text(), *store.lines()], f"phone run {label}")
+    keys = {(w["window_id"], r) for w in request["windows"] for r in range(reps)}
+    merged.lines = {k: [x for x in v if (x.get("window_id"), x.get("repetition")) in keys]
+                    for k, v in merged.lines.items()}
+    audit(merged, windows, profile)
+    flagged = flag_windows(series, spans) if series.height else {}
+    if pre:
+        for key in spans:
+            flagged.setdefault(key, "before the run: " + "; ".join(pre))
+    fr = frames(merged, {"device": serial})
+    if fr["windows"].height:
+        fr["windows"] = fr["windows"].with_columns(pl.Series(
+            "condition_flag", [flagged.get((w, r), "") for w, r in zip(fr["windows"]["window_id"],
+                                                                        fr["windows"]["repetition"], strict=True)]))
+    return ConfigRun(merged, fr, series, flagged, pre, resumed)
+
+
+def cond_violations(cond: Conditions) -> list[str]:
+    from .conditions import violations
+
+    return violations(cond.sample(), cond.cores, cond.policy)
+
+
+def new_run_id() -> str:
+    return uuid.uuid4().hex[:12]

@@ -1,0 +1,181 @@
+"""Jobs on Android phones over adb (issue 15): ``phone_info``, ``calibrate_phone``, ``native_phone``.
+
+* ``phone_info`` -- every attached phone (or ``phone.serial``): getprop + sysfs -> Table 6 rows.
+* ``calibrate_phone`` -- the runner's calibrate mode (D.2) -> ``<phone.profile_dir>/<phone.name>.yaml``
+  in the profile schema with measured provenance.
+* ``native_phone`` -- the methods on test windows on the phone under the device-condition protocol,
+  audited like replay, plus replay-vs-phone agreement under ``device`` (D.3).
+
+Device problems (no phone, several phones, unauthorized, full disk) are one ``PhoneError`` line.
+"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+from omegaconf import DictConfig, OmegaConf
+
+from .base import ConfigError, JobResult
+
+
+def _phone_cfg(cfg: DictConfig) -> Any:
+    from phone_runner.session import PhoneConfig
+
+    block = cfg.get("phone")
+    if block is None:
+        raise ConfigError("phone", "missing: use an experiment that sets it (experiment=native_phone | "
+                                   "calibrate_phone | phone_info)")
+    try:
+        pc = PhoneConfig.from_mapping(OmegaConf.to_container(block, resolve=True))
+        pc.argv()
+    except ValueError as err:
+        raise ConfigError("phone", str(err)) from None
+    return pc
+
+
+def validate(cfg: DictConfig) -> None:
+    pc = _phone_cfg(cfg)
+    if cfg.job == "calibrate_phone" and not cfg.phone.get("name"):
+        raise ConfigError("phone.name", "name the profile to write, e.g. phone.name=my_phone")
+    if cfg.job == "native_phone":
+        from .config import budget, device_profile, methods
+
+        budget(cfg)
+        methods(cfg)
+        device_profile(cfg.device)
+        if pc.repetitions < 1:
+            raise ConfigError("phone.repetitions", "need at least 1")
+
+
+def run(cfg: DictConfig, out: Path) -> JobResult:
+    return {"phone_info": phone_info, "calibrate_phone": calibrate_phone, "native_phone": native_phone}[cfg.job](
+        cfg, out)
+
+
+def phone_info(cfg: DictConfig, out: Path) -> JobResult:
+    from phone_runner.adb import PhoneError, client, select_device
+    from phone_runner.info import device_info, table6_row
+
+    pc = _phone_cfg(cfg)
+    c = client()
+    if pc.serial is not None:
+        devs = [select_device(pc.serial, c)]
+    else:
+        ready = [i.serial for i in c.list() if i.state == "device"]
+        if not ready:
+            select_device(None, c)  # raises the right one-line error (none / unauthorized / offline)
+            raise PhoneError("no usable device")
+        devs = [c.device(s) for s in ready]
+    infos = [device_info(d) for d in devs]
+    table6 = pl.DataFrame([table6_row(i) for i in infos])
+    cores = pl.DataFrame([{**pc_row, "serial_hash": i["serial_hash"]} for i in infos for pc_row in i["per_core"]])
+    thermal = pl.DataFrame([{**z, "serial_hash": i["serial_hash"]} for i in infos for z in i["thermal"]],
+                           schema_overrides={"temp_c": pl.Float64})
+    battery = pl.DataFrame([{**i["battery"], "serial_hash": i["serial_hash"]} for i in infos])
+    return JobResult({"devices": float(len(infos))},
+                     {"table6": table6, "cores": cores, "thermal": thermal, "battery": battery}, {}, table6,
+                     {"serial_hashes": ",".join(i["serial_hash"] for i in infos)})
+
+
+def calibrate_phone(cfg: DictConfig, out: Path) -> JobResult:
+    from phone_runner.adb import select_device
+    from phone_runner.calibration import calibration_plan, fit_profile, profile_yaml
+    from phone_runner.hostrun import WindowStore, run_request
+    from phone_runner.info import device_info
+    from phone_runner.records import frames
+    from phone_runner.session import build_request, new_run_id
+    from workbench.io import atomic_write_text
+    from workbench.replay.result import ReplayConfig
+
+    from .config import device_profile
+
+    pc = _phone_cfg(cfg)
+    dev = select_device(pc.serial)
+    info = device_info(dev)
+    pc.deploy_runner(dev)
+    base = device_profile(cfg.device)
+    base_raw = OmegaConf.to_container(cfg.device, resolve=True)
+    plan = calibration_plan(OmegaConf.to_container(cfg.phone.get("calibrate") or {}, resolve=True))
+    run_id = new_run_id()
+    req = build_request(run_id, ReplayConfig("target_only"), [], base, pc, mode="calibrate", calibrate=plan)
+    run, _ = run_request(dev, req, runner=pc.argv(), run_rel=f"runs/{run_id}", store=WindowStore(out / "phone_state"),
+                         local_out=out / "phone" / "calibrate.jsonl", timeout_s=pc.timeout_s,
+                         idle_timeout_s=pc.idle_timeout_s)
+    measures = frames(run)["measures"]
+    name = str(cfg.phone.name)
+    raw = fit_profile(measures, base, base_raw, name=name, model=info["model"], serial_hash=info["serial_hash"])
+    target = Path(cfg.phone.get("profile_dir") or "conf/device") / f"{name}.yaml"
+    atomic_write_text(target, profile_yaml(raw))
+    atomic_write_text(out / "phone" / f"{name}.yaml", profile_yaml(raw))
+    idle = {int(k): v["v"] for k, v in raw["verifier"]["idle_ms"].items()}
+    metrics = {f"verify_idle_ms.K{k}": v for k, v in idle.items()}
+    metrics["measures"] = float(measures.height)
+    summary = pl.DataFrame({"width": list(idle), "idle_ms": list(idle.values())})
+    return JobResult(metrics, {"measures": measures}, {}, summary,
+                     {"profile": str(target), "serial_hash": info["serial_hash"], "device_model": info["model"]})
+
+
+def native_phone(cfg: DictConfig, out: Path) -> JobResult:
+    from tqdm.auto import tqdm
+
+    from phone_runner.adb import select_device
+    from phone_runner.info import device_info, table6_row
+    from phone_runner.session import build_request, new_run_id, run_config
+    from workbench import metrics as M
+    from workbench.replay.engine import replay
+    from workbench.replay.sources import priced_as, profile_source
+
+    from .config import device_profile, methods, replay_configs, source_roles
+    from .windows import load_windows
+
+    pc = _phone_cfg(cfg)
+    profile = device_profile(cfg.device)
+    roles = source_roles(cfg)
+    windows = priced_as(load_windows(cfg), profile, roles)
+    limit = cfg.phone.get("max_windows")
+    windows = windows[: int(limit)] if limit else windows
+    by_id = {w.window_id: w for w in windows}
+    source = profile_source(profile, cfg.get("source") or next(iter(windows[0].sources), None), roles)
+    dev = select_device(pc.serial)
+    info = device_info(dev)
+    pc.deploy_runner(dev)
+    rows, tables, flagged, resumed = [], {}, 0, 0
+    configs = [rc for name in methods(cfg) for rc in replay_configs(cfg, name, source, profile)]
+    for rc in tqdm(configs, desc="phone configs"):
+        req = build_request(new_run_id(), rc, windows, profile, pc, max_output=max(w.max_output for w in windows))
+        res = run_config(dev, pc, req, by_id, profile, out, serial_hash=info["serial_hash"])
+        fr = res.frames
+        n_flag = sum(1 for v in fr["windows"]["condition_flag"] if v)
+        flagged += n_flag
+        resumed += res.resumed
+        for k in ("windows", "rounds", "stages", "publications"):
+            if fr[k].height:
+                tables.setdefault(k, []).append(fr[k].with_columns(pl.lit(rc.label).alias("config")))
+        if res.monitor.height:
+            tables.setdefault("monitor", []).append(res.monitor.with_columns(pl.lit(rc.label).alias("config")))
+        errs = []
+        for w in windows:  # replay under the device profile vs the phone (D.3), median repetition
+            times = sorted(fr["windows"].filter(pl.col("window_id") == w.window_id)["time"].to_list())
+            phone_tps = w.n_tokens / times[len(times) // 2]
+            errs.append(100 * (replay(w, rc, profile).tps / phone_tps - 1))
+        rows.append({"device": info["model"], "method": rc.label, "clock": pc.engine.get("clock", "real"),
+                     "tps": M.tps_pooled(fr["windows"]), "acceptance": M.acceptance(fr["rounds"]),
+                     "coverage": M.coverage(fr["rounds"]), "readiness": M.readiness(fr["rounds"]),
+                     "agreement_mae_pct": statistics.fmean(abs(e) for e in errs),
+                     "agreement_signed_pct": statistics.fmean(errs), "flagged": n_flag})
+    summary = pl.DataFrame(rows)
+    metrics: dict[str, float] = {"exactness_mismatches": 0.0, "flagged_windows": float(flagged),
+                                 "resumed_windows": float(resumed), "windows": float(len(windows))}
+    for r in rows:
+        for k in ("tps", "acceptance", "coverage", "readiness", "agreement_mae_pct"):
+            if isinstance(r[k], float):
+                metrics[f"phone.{r['method']}.{k}"] = r[k]
+    out_tables = {k: pl.concat(v, how="diagonal_relaxed") for k, v in tables.items()}
+    out_tables["table6"] = pl.DataFrame([table6_row(info)])
+    return JobResult(metrics, {**out_tables, "summary": summary}, {}, summary,
+                     {"serial_hash": info["serial_hash"], "device_model": info["model"],
+                      "flagged_windows": str(flagged), "runner": pc.runner,
+                      "engine": str(pc.engine.get("kind"))})
