@@ -50,8 +50,11 @@ def check(name: str, w: Window, mine: dict, step_cost: float) -> None:
     audit_exact(res.output, w.reference, name)
     # Every round makes progress and respects its budget and the output limit.
     assert sum(len(r.committed) for r in res.records) == len(w.reference) - 1
-    chain_limit = {"width": mine.get("width", 0) - 1, "budget": mine.get("budget"), "cap": mine.get("cap")}
-    limit = 1 + (chain_limit[scheme_spec(name).chain_setting] if scheme_spec(name).chain_setting else 0)
+    # Physical width K: SD verifies exactly ``width``; a budget or cap b allows K <= b + 1.
+    spec = scheme_spec(name)
+    full = spec.settings(**mine)
+    limit = {None: 1, "width": full.get("width"), "budget": full.get("budget", 0) + 1,
+             "cap": full.get("cap", 0) + 1}.get(spec.chain_setting) or spec.widest_width(**mine)
     assert all(1 <= r.width <= limit for r in res.records)
     assert all(len(r.chain) <= w.max_output - 1 for r in res.records)
     if scheme.uses_buffer:
@@ -109,12 +112,14 @@ def share(seen: list[tuple[str, set[str]]], what: str) -> float:
 def test_the_generated_population_exercises_acceptance_rejection_reanchor_and_drain():
     seen = population(STREAMS, 1000)
     shares = {k: share(seen, k) for k in ("accepted", "rejection", "re-anchor", "drain")}
-    # Measured (derandomized, 1,000 windows, 2026-11-30): accepted 0.51, rejection 0.49, re-anchor 0.45,
-    # drain 0.15 -- the original population accepted in about 0.27. Bounds leave room for cursor changes.
+    # Measured (derandomized, 1,000 windows, 2026-11-30): accepted 0.52, rejection 0.49, re-anchor 0.58,
+    # drain 0.12 -- the original population: 0.27, 0.39, 0.42, 0.10. Bounds leave room for cursor changes.
+    # "re-anchor": a chain anchored away from the slot where the cursor expected the root;
+    # "drain": a plain step because the finished source had nothing left after the cursor.
     assert shares["accepted"] >= 0.45, shares
     assert shares["rejection"] >= 0.40, shares
     assert shares["re-anchor"] >= 0.35, shares
-    assert shares["drain"] >= 0.10, shares
+    assert shares["drain"] >= 0.08, shares
     # The proposing kind keeps its promise: (almost) every such window accepts a candidate.
     early = [x for x in seen if x[0] == "early"]
     assert len(early) >= 150 and share(early, "accepted") >= 0.93, share(early, "accepted")
