@@ -64,11 +64,11 @@ class MnnWhisperBundle:
 
 
 def load_mnn_export(out: str | Path, settings: MnnSettings | None = None, name: str | None = None,
-                    source: str | Path | None = None) -> MnnWhisperBundle:
+                    source: str | Path | None = None, quant: str | None = None) -> MnnWhisperBundle:
     """Load an export dir (validated first: a bad file is one error naming it and the re-export command)."""
     out = Path(out)
     settings = settings or MnnSettings()
-    manifest = check_export(out, source, None)
+    manifest = check_export(out, source, quant)
     src = source or manifest.get("source")
     cmd = reexport_command(src or "MODEL_DIR", manifest.get("quant"))
     try:
@@ -96,7 +96,27 @@ def load_mnn_whisper(model_dir: str | Path, settings: MnnSettings | None = None,
                      name: str | None = None, progress: bool = True) -> MnnWhisperBundle:
     """Export (cached per weights hash) and load a transformers Whisper dir on MNN."""
     out = export_whisper(model_dir, quant=quant, progress=progress)
-    return load_mnn_export(out, settings, name, source=model_dir)
+    return load_mnn_export(out, settings, name, source=model_dir, quant=quant)
+
+
+def load_mnn_spec(spec: Any, settings: MnnSettings | None = None, progress: bool = True) -> MnnWhisperBundle:
+    """A registry ``ModelSpec`` on MNN: same weights resolution as torch, then export + load.
+
+    ``quantize: dynamic_int8`` maps to MNN's int8 weights with ``memory=low``, under which MNN
+    computes in dynamic int8 (its counterpart of torch's dynamic quantization)."""
+    from dataclasses import replace
+
+    from workbench.models.registry import resolve_weights
+
+    if spec.family != "whisper":
+        raise ValueError(f"{spec.name} is a {spec.family} model; the MNN engine runs whisper only")
+    settings = settings or MnnSettings()
+    quant = None
+    if spec.quantize == "dynamic_int8":
+        quant, settings = "int8", replace(settings, memory="low")
+    elif spec.quantize:
+        raise ValueError(f"{spec.name}: unknown quantize {spec.quantize!r}")
+    return load_mnn_whisper(resolve_weights(spec), settings, quant=quant, name=spec.name, progress=progress)
 
 
 class MnnDecoderState:
