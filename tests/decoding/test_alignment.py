@@ -6,10 +6,10 @@ A, B, C, D, E, F, X, Y, R, EOS, Z = range(1, 12)
 VOCAB = 16
 
 
-def run(reference, stream, budget=8, span=8, times=None):
+def run(reference, stream, budget=8, span=8, times=None, anchor_order="next_token"):
     times = times or [0.0] * len(stream)
     buf = PublicationBuffer.from_stream(stream, times, vocab_size=VOCAB)
-    scheme = As2d(buf, budget, max_output=64, eos_id=EOS, span=span)
+    scheme = As2d(buf, budget, max_output=64, eos_id=EOS, span=span, anchor_order=anchor_order)
     res = decode(scheme, ReferenceTarget(reference, EOS, VOCAB))
     assert res.output == tuple(reference)
     return [(r.root, r.chain, r.accepted, r.committed, r.cursor_after) for r in res.records]
@@ -20,8 +20,9 @@ def test_figure4_accept_AB_correct_C_to_X_then_D_reanchors_and_EF_verified():
     rounds = run([R, A, B, X, D, E, F, EOS], [R, A, B, C, D, E, F], budget=4)
     # (b) the target checks A B C D, agrees on A B, predicts X: commits A B X.
     assert rounds[0] == (R, (A, B, C, D), 2, (A, B, X), 3)
-    # X is nowhere near: a plain step yields D.
-    assert rounds[1] == (X, (), 0, (D,), 4)
+    # The correction X is processed in a plain step, which yields D; the read cursor stays at
+    # the mismatch slot 3 until something past it matches.
+    assert rounds[1] == (X, (), 0, (D,), 3)
     # (c) D matches the buffer and is the root for verifying ready E F.
     assert rounds[2][:4] == (D, (E, F), 2, (E, F, EOS))
 
@@ -36,7 +37,7 @@ def test_insertion_keeps_the_mismatch_position():
     # Target inserts X before C; the next target token C equals the candidate at the mismatch.
     rounds = run([R, A, B, X, C, D, E, EOS], [R, A, B, C, D, E, EOS])
     assert rounds[0][2:4] == (2, (A, B, X))
-    assert rounds[1] == (X, (), 0, (C,), 4)  # plain step
+    assert rounds[1] == (X, (), 0, (C,), 3)  # plain step; slot 3 stays eligible
     assert rounds[2][:3] == (C, (D, E, EOS), 3)  # anchored at the old mismatch slot 3
 
 
@@ -47,9 +48,16 @@ def test_substitution_anchors_after_the_mismatch():
     assert rounds[2][:3] == (C, (D, EOS), 2)
 
 
-def test_deletion_reanchors_on_the_correction_without_a_plain_step():
+def test_deletion_reanchors_on_the_next_target_token_after_processing_the_correction():
     # The producer has an extra B; the target's correction C is the next published token.
     rounds = run([R, A, C, D, E, EOS], [R, A, B, C, D, E, EOS])
+    assert rounds[0][3] == (A, C)
+    assert rounds[1][:4] == (C, (), 0, (D,))  # paper order (C.3, Fig. 4c): the correction is processed first
+    assert rounds[2][:3] == (D, (E, EOS), 2)  # then the next target token D is found ahead
+
+
+def test_correction_first_order_reanchors_on_the_correction_without_a_plain_step():
+    rounds = run([R, A, C, D, E, EOS], [R, A, B, C, D, E, EOS], anchor_order="correction_first")
     assert rounds[0][3] == (A, C)
     assert rounds[1][:3] == (C, (D, E, EOS), 3)
 
@@ -94,8 +102,16 @@ def test_read_cursor_is_monotone():
     cur = ReadCursor()
     for anchor, acc in [(0, 3), (None, 0), (None, 0), (7, 0), (None, 0)]:
         nxt = cur.after_call(anchor, acc)
-        assert nxt.cursor > cur.cursor and nxt.floor >= cur.floor
+        assert nxt.expected > cur.expected and nxt.cursor >= cur.cursor
         cur = nxt
+
+
+def test_the_read_cursor_never_moves_back_when_a_passed_position_anchors():
+    # Issue 11's repro: buffer A B, reference X Y Z W B. B is found behind the expected slot (4),
+    # at position 1, which was never retired: the read cursor goes 0 -> 2, never 4 -> 2.
+    rounds = run([X, Y, Z, D, B, EOS], [A, B])
+    cursors = [0] + [r[4] for r in rounds]
+    assert cursors == sorted(cursors) and cursors[-1] == 2
 
 
 def test_multi_token_target_insertion_is_recovered_within_the_lookback():

@@ -5,27 +5,30 @@ never hears about it: only the cursor moves, and published tokens never change.
 
 State (``ReadCursor``):
 
-* ``cursor`` -- the buffer position where the current **known root** is expected.
-* ``floor`` -- positions below it are **retired** and never proposed again.
+* ``cursor`` -- the **read cursor**: the first eligible buffer position. Positions below it are
+  **retired** and never proposed again. It only moves forward (C.1, C.3).
+* ``expected`` -- the buffer position where the current **known root** is expected if the
+  producer and the target advanced together since the last match (``expected >= cursor``).
 
 At each round the **alignment anchor** is the known root. We look for it among the eligible
-published positions ``[floor, cursor + span)``, nearest the expected slot first (see
-``find_anchor``). A match at ``j`` makes ``buffer[j+1:]`` the candidate chain. The cases of C.3
-fall out of that one rule:
+published positions, nearest the expected slot first (see ``find_anchor``). A match at ``j``
+makes ``buffer[j+1:]`` the candidate chain. The cases of C.3 fall out of that rule:
 
-* full acceptance -- the bonus is expected right after the last candidate (``cursor`` moves
-  there, ``floor`` with it);
-* rejection at position ``m`` -- the correction is expected at ``m`` (``cursor = floor = m``).
-  If the correction itself appears just ahead, the producer had an extra token (**deletion**)
-  and its continuation is usable at once. Otherwise the target takes a plain step and the next
-  target token becomes the anchor, with ``cursor = m + 1``: it may equal the candidate at the
-  mismatch (``m``: the target **inserted** a token, so that position stays eligible), the one
-  after it (**substitution**), or one further ahead;
-* no match -- a plain step; the expected position advances with the target. Unmatched positions
-  stay eligible for ``lookback`` steps, so a producer that lacks several target tokens (the
-  target says "Seven of clubs" where the producer wrote "7 of clubs") is found again once the
-  target catches up; older positions retire, so the search stays bounded and the cursor only
-  moves forward.
+* full acceptance -- the bonus is expected right after the last candidate (the cursor moves
+  there);
+* rejection at position ``m`` -- the correction is expected at ``m`` (``cursor = m``). By the
+  paper's order (``ANCHOR_NEXT_TOKEN``, Fig. 4c) the correction is processed first in a plain
+  step, and the next target token is the first anchor: if it equals the candidate at ``m`` the
+  target **inserted** a token and that position stays eligible; otherwise a bounded local search
+  looks for it ahead (**substitution**, or a **deletion** when the producer had extra tokens),
+  then for the correction token, whose continuation after the substituted slot is proposed. Our
+  variant ``ANCHOR_CORRECTION_FIRST`` searches the correction itself first, which saves the plain
+  step when the producer had an extra token;
+* no match -- a plain step; the expected slot advances with the target but the read cursor stays
+  put, so a producer that lacks several target tokens (the target says "Seven of clubs" where the
+  producer wrote "7 of clubs") is found again once the target catches up. An unmatched position
+  retires once the target is ``lookback`` plain steps past its expected slot, so the search stays
+  bounded (C.3: a bounded local search; unmatched positions retire).
 
 A repeated token can anchor at an unhelpful position; that costs verification work, never
 exactness, because every reused token is verified again (C.4, condition 3).
@@ -34,32 +37,38 @@ exactness, because every reused token is verified again (C.4, condition 3).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from .buffer import Snapshot
 
 DEFAULT_ALIGN_SPAN = 8  # alignment search span (C.3): slots searched ahead of the expected one
+ANCHOR_NEXT_TOKEN = "next_token"  # the paper's order after a rejection (C.3, Fig. 4c); the default
+ANCHOR_CORRECTION_FIRST = "correction_first"  # ours: search the correction token before processing it
+AnchorOrder = Literal["next_token", "correction_first"]
+ANCHOR_ORDERS: tuple[str, ...] = (ANCHOR_NEXT_TOKEN, ANCHOR_CORRECTION_FIRST)
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class ReadCursor:
     cursor: int = 0
-    floor: int = 0
+    expected: int = 0
 
     def find_anchor(self, snap: Snapshot, root: int, span: int) -> int | None:
         """Eligible published position holding ``root``, nearest the expected one, or ``None``.
 
         Order: the slot just before the expected one (a target insertion keeps the mismatch
-        slot, C.3), the expected slot, then forward up to ``span`` slots, then back to the
-        floor (positions the target passed without a match, e.g. after a multi-token insertion).
+        slot, C.3), the expected slot, then forward up to ``span`` slots, then back to the read
+        cursor (positions not yet retired, e.g. after a multi-token insertion). Every candidate
+        is at or after the read cursor, so an anchor never moves it backwards.
         """
-        c, floor = self.cursor, self.floor
-        j = snap.find(root, max(floor, c - 1), c + span)
-        return j if j is not None else snap.rfind(root, floor, c - 1)
+        c, e = self.cursor, self.expected
+        j = snap.find(root, max(c, e - 1), e + span)
+        return j if j is not None else snap.rfind(root, c, e - 1)
 
     def after_call(self, anchor: int | None, accepted: int, lookback: int = 1) -> ReadCursor:
         """Move the cursor after a target call that used ``accepted`` chain candidates."""
         if anchor is not None:
             nxt = anchor + 1 + accepted  # bonus slot on full acceptance, else the mismatch slot
             return ReadCursor(nxt, nxt)
-        nxt = self.cursor + 1  # the target advanced alone
-        return ReadCursor(nxt, max(self.floor, nxt - lookback))
+        nxt = self.expected + 1  # the target advanced alone
+        return ReadCursor(max(self.cursor, nxt - lookback), nxt)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from ..alignment import DEFAULT_ALIGN_SPAN, ReadCursor
+from ..alignment import ANCHOR_NEXT_TOKEN, ANCHOR_ORDERS, DEFAULT_ALIGN_SPAN, AnchorOrder, ReadCursor
 from ..buffer import Snapshot
 from ..records import Call, K1Reason
 from ..verification import Verdict
@@ -40,6 +40,7 @@ class As2d(Scheme):
         threshold: float | None = None,
         lookback: int | None = None,
         confidence_required: bool = True,
+        anchor_order: AnchorOrder = ANCHOR_NEXT_TOKEN,
     ) -> None:
         super().__init__(max_output, eos_id)
         self.source = source
@@ -51,17 +52,33 @@ class As2d(Scheme):
         self.confidence_required = confidence_required
         # How many plain steps an unmatched buffer position stays eligible (target insertions).
         self.lookback = self.span if lookback is None else check_budget("lookback", lookback, low=1, high=10_000)
+        if anchor_order not in ANCHOR_ORDERS:
+            raise ValueError(f"anchor_order must be one of {', '.join(ANCHOR_ORDERS)}, got {anchor_order!r}")
+        self.anchor_order = anchor_order
 
     def _reset(self) -> None:
         self.cursor = ReadCursor()
+        # Paper order (C.3): after a rejection the correction is processed in a plain step, and the
+        # correction token stays on record for the next round's fallback search.
+        self._correction: tuple[int, int] | None = None  # (mismatch slot, correction token)
+        self._processing = False  # this round's root is a correction still to be processed
 
     def plan(self, now: float) -> Call:
         n = self.chain_limit(self.budget)
         before = self.cursor.cursor
         if n == 0:
             return Call(root=self.root, k1_reason="output_cap", cursor_before=before)
+        if self._processing:
+            return Call(root=self.root, k1_reason="correction", cursor_before=before)
         snap = self.source.snapshot(now)
         anchor = self.cursor.find_anchor(snap, self.root, self.span)
+        if anchor is None and self._correction is not None:
+            # Fallback (C.3): the correction token, then its continuation after the slot the
+            # next target token (the root) substituted.
+            m, x = self._correction
+            j = snap.find(x, m, m + self.span)
+            if j is not None and j + 1 < len(snap):
+                anchor = j + 1
         if anchor is None:
             return Call(root=self.root, k1_reason=self._why_unaligned(snap), cursor_before=before)
         start = anchor + 1
@@ -88,12 +105,18 @@ class As2d(Scheme):
         )
 
     def _why_unaligned(self, snap: Snapshot) -> K1Reason:
-        if snap.complete and self.cursor.floor >= len(snap):
+        if snap.complete and self.cursor.cursor >= len(snap):
             return "exhausted"
-        if self.cursor.cursor >= len(snap):
+        if self.cursor.expected >= len(snap):
             return "not_ready"
         return "no_match"
 
     def _after(self, call: Call, verdict: Verdict) -> int | None:
         self.cursor = self.cursor.after_call(call.anchor, verdict.accepted, self.lookback)
+        rejected = verdict.outcome == "correction" and verdict.accepted < len(call.chain)
+        self._processing = rejected and self.anchor_order == ANCHOR_NEXT_TOKEN
+        if self._processing:
+            self._correction = (self.cursor.cursor, verdict.next_root)
+        elif call.k1_reason != "correction":
+            self._correction = None  # the fallback serves only the round after the correction step
         return self.cursor.cursor

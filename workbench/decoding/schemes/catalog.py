@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from ..alignment import DEFAULT_ALIGN_SPAN
+from ..alignment import ANCHOR_NEXT_TOKEN, DEFAULT_ALIGN_SPAN
 from ..protocols import Drafter
 from .as2d import As2d, CandidateSource
 from .asp import ASP_CAP, ASP_THRESHOLD, SpecASR
@@ -109,8 +109,9 @@ def _asp(*, max_output: int, eos_id: int | None, drafter: Drafter, threshold: fl
 
 
 def _as2d(*, max_output: int, eos_id: int | None, source: CandidateSource, budget: int, threshold: float | None,
-          span: int, lookback: int | None, **_: Any) -> Scheme:
-    return As2d(source, budget, max_output, eos_id, span, threshold, lookback, confidence_required=False)
+          span: int, lookback: int | None, anchor_order: str, **_: Any) -> Scheme:
+    return As2d(source, budget, max_output, eos_id, span, threshold, lookback, confidence_required=False,
+                anchor_order=anchor_order)
 
 
 def _as2d_wo_td(*, max_output: int, eos_id: int | None, drafter: Drafter, threshold: float, budget: int,
@@ -121,8 +122,8 @@ def _as2d_wo_td(*, max_output: int, eos_id: int | None, drafter: Drafter, thresh
 
 
 def _as2d_wo_bc(*, max_output: int, eos_id: int | None, source: CandidateSource, threshold: float, cap: int,
-                span: int, lookback: int | None, **_: Any) -> Scheme:
-    s = As2d(source, cap, max_output, eos_id, span, threshold, lookback)
+                span: int, lookback: int | None, anchor_order: str, **_: Any) -> Scheme:
+    s = As2d(source, cap, max_output, eos_id, span, threshold, lookback, anchor_order=anchor_order)
     s.name = "as2d_wo_bc"
     return s
 
@@ -132,7 +133,9 @@ def _spec(name: str, label: str, factory: Callable[..., Scheme], *, decoupled: b
     return SchemeSpec(name, label, decoupled, needs_drafter, MappingProxyType(defaults), chain, tag, factory)
 
 
-_ALIGN = {"span": DEFAULT_ALIGN_SPAN, "lookback": None}
+# Alignment (C.3): search span, how long unmatched positions stay eligible (None: the span), and the
+# anchor order after a rejection (the paper's "next_token", or our "correction_first").
+_ALIGN = {"span": DEFAULT_ALIGN_SPAN, "lookback": None, "anchor_order": ANCHOR_NEXT_TOKEN}
 
 CATALOG: Mapping[str, SchemeSpec] = MappingProxyType({s.name: s for s in (
     _spec("target_only", "Target only", _target_only),
