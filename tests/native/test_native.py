@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 
@@ -127,18 +128,31 @@ def test_producer_crash_mid_run_gives_one_error_keeps_timings_and_leaves_no_orph
         pid = h.producer_pid
         bundle = load_whisper(tiny_dir)
         target = WhisperTarget(bundle, audio)
-        orig_verify = target.verify
+        orig_prefill, orig_verify = target.prefill, target.verify
+        # Synchronised, not timed: holding the buffer's publication lock from before the producer
+        # starts (prefill) holds it at its first publish, so it is certainly mid-window -- it can
+        # neither finish nor report Done -- when the first target call kills it.
+        lock = h.shared.n_batches.get_lock()
+        killed = []
+
+        def prefill_holding_the_buffer():
+            lock.acquire()
+            return orig_prefill()
 
         def verify_then_kill(root, chain):  # the phone-side failure: the producer dies mid-window
-            if h.producer_pid and h.shared.n_batches.value >= 1 and h._proc.is_alive():
+            if not killed:
+                assert math.isnan(h.shared.finish_time.value)  # the premise: it has not finished
                 os.kill(h.producer_pid, 9)
                 h._proc.join(5)
+                killed.append(h.shared.n_batches.value)
+                lock.release()
             return orig_verify(root, chain)
 
-        target.verify = verify_then_kill
+        target.prefill, target.verify = prefill_holding_the_buffer, verify_then_kill
         with pytest.raises(ProducerError, match="producer") as err:
             h.run("crash", "as2d", target, audio=audio, max_output=CAP, drain_timeout=2)
         partial = err.value.partial
+        assert killed == [0]  # killed mid-window, before its first publication
         assert partial is not None and partial.records and partial.time > 0
     time.sleep(0.1)
     with pytest.raises(ProcessLookupError):
