@@ -46,7 +46,7 @@ class PhoneConfig:
     @classmethod
     def from_mapping(cls, m: Mapping[str, Any]) -> PhoneConfig:
         known = set(cls.__dataclass_fields__) - {"conditions"}
-        unknown = set(m) - known - {"conditions", "profile_dir", "max_windows", "calibrate", "name"}
+        unknown = set(m) - known - {"conditions", "profile_dir", "max_windows", "calibrate", "name", "min_free_mb"}
         if unknown:
             raise ValueError(f"phone: unknown setting(s) {sorted(unknown)}; known: {sorted(known | {'conditions'})}")
         kw = {k: v for k, v in m.items() if k in known}

@@ -37,7 +37,9 @@ def _phone_cfg(cfg: DictConfig) -> Any:
 
 
 def validate(cfg: DictConfig) -> None:
+    """Config and phone problems fail here, as one line, before an MLflow run exists."""
     pc = _phone_cfg(cfg)
+    _check_phone(cfg, pc)
     if cfg.job == "calibrate_phone" and not cfg.phone.get("name"):
         raise ConfigError("phone.name", "name the profile to write, e.g. phone.name=my_phone")
     if cfg.job == "native_phone":
@@ -48,6 +50,25 @@ def validate(cfg: DictConfig) -> None:
         device_profile(cfg.device)
         if pc.repetitions < 1:
             raise ConfigError("phone.repetitions", "need at least 1")
+
+
+def _check_phone(cfg: DictConfig, pc: Any) -> None:
+    """No phone, several phones without a serial, an unauthorized or offline phone, a full disk."""
+    from phone_runner.adb import PhoneError, client, select_device
+    from phone_runner.deploy import free_kb
+
+    try:
+        c = client()
+        if cfg.job == "phone_info" and pc.serial is None and any(i.state == "device" for i in c.list()):
+            return  # phone_info reads every usable phone
+        dev = select_device(pc.serial, c)
+        have = free_kb(dev) if cfg.job != "phone_info" else None
+        need = int(cfg.phone.get("min_free_mb", 64)) * 1024
+    except PhoneError as err:
+        raise ConfigError("phone.serial", str(err)) from None
+    if cfg.job != "phone_info" and have is not None and have < need:
+        raise ConfigError("phone.min_free_mb", f"device {dev.serial} is full: {have // 1024} MB free under "
+                          f"/data/local/tmp, {need // 1024} MB needed; free space on the phone, then rerun")
 
 
 def run(cfg: DictConfig, out: Path) -> JobResult:
