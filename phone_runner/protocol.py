@@ -20,7 +20,8 @@ SCHEME_NAMES = ("target_only", "sd", "asp", "as2d", "as2d_wo_td", "as2d_wo_bc")
 ENGINES = ("reference", "torch", "mnn")
 ERROR_CODES = ("bad_request", "missing_file", "unsupported_backend", "width_not_priced", "exactness",
                "internal")
-K1_REASONS = ("target_only", "not_ready", "no_match", "exhausted", "output_cap", "confidence", "drafter")
+K1_REASONS = ("target_only", "not_ready", "no_match", "exhausted", "output_cap", "confidence", "drafter",
+              "correction")
 OUTCOMES = ("correction", "bonus", "eos", "cap")
 MEASURE_OPS = ("verify", "target_step", "draft_forward", "asp_paired", "asp_prob_row", "asp_refresh",
                "chunk_service", "producer_forward")
