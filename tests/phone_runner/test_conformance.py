@@ -156,8 +156,17 @@ def make_config(rng: np.random.Generator, widest: int) -> tuple[ReplayConfig, st
     source = "parakeet" if scheme == "as2d" and rng.random() < 0.3 else "qwen"  # w/o BC needs confidences
     if scheme == "as2d":
         gate = {"threshold": None if rng.random() < 0.3 else threshold} if "threshold" in AS2D_SETTINGS else {}
-        return ReplayConfig(scheme, source=source, budget=budget, span=span, lookback=lookback, **gate), drain
-    return ReplayConfig(scheme, source=source, threshold=threshold, cap=budget, span=span, lookback=lookback), drain
+        return ReplayConfig(scheme, source=source, budget=budget, span=span, lookback=lookback, **gate,
+                            **_anchor(rng)), drain
+    return ReplayConfig(scheme, source=source, threshold=threshold, cap=budget, span=span, lookback=lookback,
+                        **_anchor(rng)), drain
+
+
+def _anchor(rng: np.random.Generator) -> dict[str, str]:
+    """The anchor order after a rejection, where the catalog has the setting (issue 11, item 3)."""
+    if "anchor_order" not in AS2D_SETTINGS:
+        return {}
+    return {"anchor_order": "correction_first" if rng.random() < 0.35 else "next_token"}
 
 
 AS2D_SETTINGS = scheme_spec("as2d").defaults  # As²d gained a confidence threshold (issue 11, item 6)

@@ -12,6 +12,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -135,3 +136,31 @@ def test_real_clock_runs_pass_the_hosts_exactness_and_readiness_audits(windows: 
         assert pubs and [p["offset"] for p in pubs] == sorted(p["offset"] for p in pubs)
         used = [pos for r in rounds for pos in r["provenance"] if pos >= 0]
         assert used, "the producer thread published nothing the verifier used"
+
+
+def test_calibrate_mode_measures_what_the_python_device_runner_measures(windows: list[Any], tmp_path: Path) -> None:
+    plan = {"widths": [1, 2, 8], "offsets": [0, 64], "reps": 2, "warmups": 1, "with_producer": [False, True],
+            "draft_forward": True, "asp": True, "chunk_sources": []}
+    req = make_request([], AS2D, mode="calibrate", calibrate=plan)
+    rc, lines, _ = run(tmp_path, req)
+    assert rc == 0, lines[-1]
+    ours = [ln for ln in lines if ln["type"] == "measure"]
+    path = tmp_path / "py" / "request.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(req))
+    subprocess.run([sys.executable, "-m", "phone_runner.device", "--request", str(path)], check=True,
+                   capture_output=True, timeout=120)
+    theirs = read_jsonl(path.parent / "out.jsonl").of("measure")
+    assert len(ours) == len(theirs) > 2 * 3 * 2 * 2  # the verify sweep and the per-operation costs
+    for a, b in zip(ours, theirs, strict=True):
+        assert {k: v for k, v in a.items() if k != "ms"} == {k: v for k, v in b.items() if k != "ms"}
+        assert a["ms"] == pytest.approx(b["ms"], rel=1e-12)
+    widths = {m["width"] for m in ours if m["op"] == "verify" and m["concurrent"]}
+    assert widths == {1, 2, 8}
+
+
+def test_calibrating_a_width_the_profile_lacks_is_one_error_line(windows: list[Any], tmp_path: Path) -> None:
+    plan = {"widths": [1, 30], "offsets": [0], "reps": 1, "with_producer": [False]}
+    rc, lines, _ = run(tmp_path, make_request([], AS2D, mode="calibrate", calibrate=plan))
+    assert rc == 2 and lines[-1]["type"] == "error" and lines[-1]["code"] == "width_not_priced"
+    assert "K=30" in lines[-1]["message"]

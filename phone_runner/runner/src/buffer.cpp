@@ -28,6 +28,20 @@ Tokens Snapshot::tokens(int start, int stop) const {
     return Tokens(buf_->tokens_.begin() + start, buf_->tokens_.begin() + stop);
 }
 
+std::optional<int> Snapshot::find(int token, int start, int stop) const {
+    std::lock_guard<std::mutex> lock(buf_->mu_);
+    for (int j = std::max(0, start); j < std::min(stop, n_); ++j)
+        if (buf_->tokens_[j] == token) return j;
+    return std::nullopt;
+}
+
+std::optional<int> Snapshot::rfind(int token, int start, int stop) const {
+    std::lock_guard<std::mutex> lock(buf_->mu_);
+    for (int j = std::min(stop, n_) - 1; j >= std::max(0, start); --j)
+        if (buf_->tokens_[j] == token) return j;
+    return std::nullopt;
+}
+
 std::optional<double> Snapshot::confidence(int i) const {
     at(i);  // bounds check
     std::lock_guard<std::mutex> lock(buf_->mu_);

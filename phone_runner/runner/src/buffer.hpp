@@ -39,6 +39,9 @@ public:
     bool complete() const { return complete_; }
     int at(int i) const;                               // token at a published position
     Tokens tokens(int start, int stop) const;          // [start, min(stop, size))
+    // First / last position in [start, stop) (clipped to this snapshot) holding ``token``.
+    std::optional<int> find(int token, int start, int stop) const;
+    std::optional<int> rfind(int token, int start, int stop) const;
     std::optional<double> confidence(int i) const;     // none when the source has no confidences
     const std::string& source_id() const;
 

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "calibrate.hpp"
 #include "models/reference_model.hpp"
 #include "protocol.hpp"
 #include "real_clock.hpp"
@@ -44,15 +45,17 @@ int widest_width(const Request& r) {
 }
 
 void check_request(const Request& r) {
-    if (r.mode == "calibrate")
-        throw ProtocolFailure("unsupported_backend",
-                              "mode 'calibrate': the C++ runner does not calibrate yet; use python -m phone_runner.device");
+    if (r.mode == "calibrate") parse_plan(r.raw.get("calibrate"));  // a bad plan is a bad request
     if (r.engine_kind == "torch")
         throw ProtocolFailure("unsupported_backend", "engine.kind 'torch': the C++ runner has reference and mnn engines");
     if (r.engine_kind == "mnn") {
         // Check the request fully first (files, backends), then whether this build can run it.
         std::vector<std::string> roles{"target"};
-        if (r.scheme != "target_only") roles.push_back(is_decoupled(r.scheme) ? "producer" : "drafter");
+        if (r.mode == "calibrate") {
+            if (r.models.count("drafter")) roles.push_back("drafter");
+        } else if (r.scheme != "target_only") {
+            roles.push_back(is_decoupled(r.scheme) ? "producer" : "drafter");
+        }
         for (const std::string& role : roles) {
             auto it = r.models.find(role);
             if (it == r.models.end()) throw ProtocolFailure("bad_request", "request field 'models." + role + "': missing");
@@ -71,6 +74,15 @@ void check_request(const Request& r) {
 #endif
     } else if (r.engine_kind != "reference") {
         throw ProtocolFailure("bad_request", "request field 'engine.kind': '" + r.engine_kind + "'; expected reference or mnn");
+    }
+    try {  // the scheme's own checks (ranges, anchor order), before any model is loaded
+        Trajectory dummy;
+        dummy.reference = {0};
+        ReferenceModel drafter(dummy, "");
+        PublicationBuffer buffer("check", "check", std::nullopt);
+        make_scheme(r.scheme, r.settings, 2, 0, &drafter, &buffer);
+    } catch (const std::invalid_argument& e) {
+        throw ProtocolFailure("bad_request", std::string("request field 'scheme.settings': ") + e.what());
     }
     if (is_decoupled(r.scheme) && r.settings.source.empty())
         throw ProtocolFailure("bad_request", "request field 'scheme.settings.source': scheme '" + r.scheme +
@@ -127,6 +139,30 @@ RunResult run_window(const Request& r, const WindowSpec& w) {
 #endif
 }
 
+void run_calibration(const Request& r, LineWriter& out) {
+    try {
+        if (r.engine_kind == "reference") return calibrate(r, out, nullptr, nullptr);
+#ifdef AS2D_WITH_MNN
+        const Json* prompt_json = r.raw.get("calibrate")->get("prompt");
+        if (!prompt_json) throw ProtocolFailure("bad_request", "request field 'calibrate.prompt': the MNN engine needs prompt ids");
+        Tokens prompt;
+        for (const Json& x : prompt_json->as_array("calibrate.prompt")) prompt.push_back(static_cast<int>(x.as_int("prompt[]")));
+        MnnLlmModel target(r.models.at("target"), r.base_dir, prompt, std::nullopt);
+        target.prefill();
+        std::unique_ptr<MnnLlmModel> drafter;
+        if (r.models.count("drafter")) {
+            drafter = std::make_unique<MnnLlmModel>(r.models.at("drafter"), r.base_dir, prompt, std::nullopt);
+            drafter->prefill();
+        }
+        calibrate(r, out, &target, drafter.get());
+#endif
+    } catch (const WidthNotPriced& e) {
+        throw ProtocolFailure("width_not_priced", e.what());
+    } catch (const JsonError& e) {
+        throw ProtocolFailure("bad_request", e.what());
+    }
+}
+
 void audit_exact(const WindowSpec& w, const RunResult& res) {
     if (res.output != w.traj.reference)
         throw ExactnessError("window '" + w.window_id + "': committed output differs from the greedy reference");
@@ -154,7 +190,9 @@ int run_request(const Request& r, LineWriter& out, bool& started) {
     check_request(r);
     int windows = 0, rounds = 0, tokens = 0;
     double time = 0.0;
-    for (const WindowSpec& w : r.windows) {
+    if (r.mode == "calibrate") run_calibration(r, out);
+    const std::vector<WindowSpec> none;
+    for (const WindowSpec& w : r.mode == "calibrate" ? none : r.windows) {
         try {
             for (int rep = -r.warmups; rep < r.repetitions; ++rep) {
                 RunResult res = run_window(r, w);

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <optional>
+#include <stdexcept>
 #include <string>
 
 #include "records.hpp"
@@ -48,6 +49,14 @@ public:
     // producer role: restart on the window, then one operation per call; false when exhausted
     virtual void producer_start() = 0;
     virtual bool produce(ProducerOp& op) = 0;
+
+    // calibration (real models): seconds of one forward over ``width`` ids on top of ``offset``
+    // ids after the prompt, rolled back afterwards
+    virtual double timed_forward(int offset, int width) {
+        (void)offset;
+        (void)width;
+        throw std::runtime_error(describe() + " has no timed forward (calibrate a real model)");
+    }
 };
 
 }  // namespace as2d

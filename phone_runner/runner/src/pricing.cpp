@@ -51,6 +51,7 @@ Pricing Pricing::from_json(const Json& j) {
         if (sp.kind == "autoregressive" && (!sp.batch_tokens || *sp.batch_tokens < 1))
             throw JsonError(sw + ".batch_tokens: an autoregressive source publishes batches of >= 1 token");
         p.sources[kv.first] = sp;
+        p.source_order.push_back(kv.first);
     }
     const Json* asp = j.get("asp");
     if (asp && !asp->is_null()) {

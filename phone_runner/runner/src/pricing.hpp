@@ -7,6 +7,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "json.hpp"
 #include "records.hpp"
@@ -32,6 +33,7 @@ struct Pricing {
     std::map<int, double> idle_s, conc_s;
     std::string serial_drafter;
     std::map<std::string, SourcePrice> sources;
+    std::vector<std::string> source_order;  // as the request lists them
     bool has_asp = false;
     double paired_s = 0.0, prob_row_s = 0.0;
     std::map<int, double> refresh_s;

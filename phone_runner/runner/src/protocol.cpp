@@ -100,11 +100,11 @@ Trajectory parse_reference(const Json& ref, const std::string& w) {
 SchemeSettings parse_settings(const Json* j, Request& r) {
     SchemeSettings s;
     if (!j || j->is_null()) return s;
-    static const std::set<std::string> known = {"budget", "width", "threshold", "cap", "span", "window", "lookback", "source"};
+    static const std::set<std::string> known = {"budget", "width", "threshold", "cap", "span", "window", "lookback", "source", "anchor_order"};
     for (const auto& kv : j->as_object("scheme.settings")) {
         const std::string f = "scheme.settings." + kv.first;
         const Json& v = kv.second;
-        if (!known.count(kv.first)) bad(f, "unknown setting (known: budget, width, threshold, cap, span, lookback, source)");
+        if (!known.count(kv.first)) bad(f, "unknown setting (known: budget, width, threshold, cap, span, lookback, anchor_order, source)");
         if (kv.first == "budget") s.budget = as_int(v, f, 1);
         else if (kv.first == "width") s.width = as_int(v, f, 1);
         else if (kv.first == "cap") s.cap = as_int(v, f, 1);
@@ -112,6 +112,7 @@ SchemeSettings parse_settings(const Json* j, Request& r) {
         else if (kv.first == "lookback") { if (!v.is_null()) s.lookback = as_int(v, f, 1); }
         else if (kv.first == "threshold") s.threshold = v.is_null() ? std::nullopt : std::optional<double>(v.as_double(f));
         else if (kv.first == "source") { if (!v.is_null()) s.source = v.as_string(f); }
+        else if (kv.first == "anchor_order") s.anchor_order = v.as_string(f);
     }
     (void)r;
     return s;

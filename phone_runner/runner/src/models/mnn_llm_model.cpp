@@ -1,5 +1,6 @@
 #include "mnn_llm_model.hpp"
 
+#include <chrono>
 #include <cmath>
 #include <fstream>
 
@@ -146,6 +147,17 @@ bool MnnLlmModel::produce(ProducerOp& op) {
     ++produced_;
     producer_done_ = (eos_id_ && r.token == *eos_id_) || produced_ >= PRODUCER_CAP;
     return true;
+}
+
+double MnnLlmModel::timed_forward(int offset, int width) {
+    // A prefix of ``offset`` copies of the prompt's greedy token stands in for decoded text.
+    rollback(prompt_.size());
+    if (offset > 0) forward(Tokens(offset, first_.token));
+    auto t0 = std::chrono::steady_clock::now();
+    forward(Tokens(width, first_.token));
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    rollback(prompt_.size());
+    return s;
 }
 
 }  // namespace as2d

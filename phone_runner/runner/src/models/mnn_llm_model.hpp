@@ -28,6 +28,7 @@ public:
     Proposal propose(const Tokens& prefix, int n, std::optional<double> stop_below) override;
     void producer_start() override;
     bool produce(ProducerOp& op) override;
+    double timed_forward(int offset, int width) override;
 
 private:
     struct Row { int token; double prob; };

@@ -5,14 +5,19 @@
 namespace as2d {
 
 As2d::As2d(std::string name, const PublicationBuffer& source, int budget, int max_output, std::optional<int> eos_id,
-           int span, std::optional<double> threshold, std::optional<int> lookback, bool confidence_required)
+           int span, std::optional<double> threshold, std::optional<int> lookback, bool confidence_required,
+           std::string anchor_order)
     : Scheme(std::move(name), max_output, eos_id),
       source_(source),
       budget_(check_budget("budget", budget)),
       span_(check_budget("span", span, 1, 10000)),
       threshold_(check_threshold("threshold", threshold)),
       confidence_required_(confidence_required),
-      lookback_(lookback ? check_budget("lookback", *lookback, 1, 10000) : span_) {}
+      lookback_(lookback ? check_budget("lookback", *lookback, 1, 10000) : span_),
+      anchor_order_(std::move(anchor_order)) {
+    if (anchor_order_ != ANCHOR_NEXT_TOKEN && anchor_order_ != ANCHOR_CORRECTION_FIRST)
+        throw std::invalid_argument("anchor_order must be one of next_token, correction_first, got '" + anchor_order_ + "'");
+}
 
 Call As2d::plan(double now) {
     Call c;
@@ -23,8 +28,19 @@ Call As2d::plan(double now) {
         c.k1_reason = "output_cap";
         return c;
     }
+    if (processing_) {
+        c.k1_reason = "correction";
+        return c;
+    }
     Snapshot snap = source_.snapshot(now);
     std::optional<int> anchor = cursor_.find_anchor(snap, c.root, span_);
+    if (!anchor && correction_) {
+        // Fallback (C.3): the correction token, then its continuation after the slot the next
+        // target token (the root) substituted.
+        auto [m, x] = *correction_;
+        auto j = snap.find(x, m, m + span_);
+        if (j && *j + 1 < snap.size()) anchor = *j + 1;
+    }
     if (!anchor) {
         c.k1_reason = why_unaligned(snap);
         return c;
@@ -50,13 +66,17 @@ Call As2d::plan(double now) {
 }
 
 std::string As2d::why_unaligned(const Snapshot& snap) const {
-    if (snap.complete() && cursor_.floor >= snap.size()) return "exhausted";
-    if (cursor_.cursor >= snap.size()) return "not_ready";
+    if (snap.complete() && cursor_.cursor >= snap.size()) return "exhausted";
+    if (cursor_.expected >= snap.size()) return "not_ready";
     return "no_match";
 }
 
 std::optional<int> As2d::after(const Call& call, const Verdict& verdict) {
     cursor_ = cursor_.after_call(call.anchor, verdict.accepted, lookback_);
+    bool rejected = verdict.outcome == "correction" && verdict.accepted < static_cast<int>(call.chain.size());
+    processing_ = rejected && anchor_order_ == ANCHOR_NEXT_TOKEN;
+    if (processing_) correction_ = std::make_pair(cursor_.cursor, *verdict.next_root);
+    else if (call.k1_reason != "correction") correction_.reset();  // the fallback serves one round only
     return cursor_.cursor;
 }
 

@@ -13,11 +13,16 @@ namespace as2d {
 class As2d : public Scheme {
 public:
     As2d(std::string name, const PublicationBuffer& source, int budget, int max_output, std::optional<int> eos_id,
-         int span, std::optional<double> threshold, std::optional<int> lookback, bool confidence_required);
+         int span, std::optional<double> threshold, std::optional<int> lookback, bool confidence_required,
+         std::string anchor_order = ANCHOR_NEXT_TOKEN);
     Call plan(double now) override;
 
 protected:
-    void reset_state() override { cursor_ = ReadCursor{}; }
+    void reset_state() override {
+        cursor_ = ReadCursor{};
+        correction_.reset();
+        processing_ = false;
+    }
     std::optional<int> after(const Call& call, const Verdict& verdict) override;
 
 private:
@@ -30,7 +35,12 @@ private:
     // chain. The w/o-BC ablation restores ASP's rule, which needs them.
     bool confidence_required_;
     int lookback_;  // how many plain steps an unmatched position stays eligible (target insertions)
+    std::string anchor_order_;
     ReadCursor cursor_;
+    // Paper order: after a rejection the correction is processed in a plain step, and the
+    // correction token stays on record for the next round's fallback search.
+    std::optional<std::pair<int, int>> correction_;  // (mismatch slot, correction token)
+    bool processing_ = false;                         // this round's root is a correction to process
 };
 
 }  // namespace as2d

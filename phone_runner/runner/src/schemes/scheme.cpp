@@ -97,11 +97,11 @@ std::unique_ptr<Scheme> make_scheme(const std::string& name, const SchemeSetting
         return std::make_unique<SpecASR>("as2d_wo_td", need_drafter(), max_output, eos_id, *s.threshold, s.budget);
     if (name == "as2d")
         return std::make_unique<As2d>("as2d", need_source(), s.budget, max_output, eos_id, s.span, s.threshold, s.lookback,
-                                      false);
+                                      false, s.anchor_order);
     // w/o BC: decoupled candidates with ASP's threshold and cap instead of the budget.
     if (name == "as2d_wo_bc")
         return std::make_unique<As2d>("as2d_wo_bc", need_source(), s.cap, max_output, eos_id, s.span, s.threshold,
-                                      s.lookback, true);
+                                      s.lookback, true, s.anchor_order);
     throw std::invalid_argument("scheme: unknown name '" + name +
                                 "'; choose one of target_only, sd, asp, as2d, as2d_wo_td, as2d_wo_bc");
 }

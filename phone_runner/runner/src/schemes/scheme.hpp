@@ -65,6 +65,7 @@ struct SchemeSettings {  // a request's ``scheme.settings``, defaults as make_sc
     int cap = 24;
     int span = 8;  // alignment search span (C.3), DEFAULT_ALIGN_SPAN
     std::optional<int> lookback;
+    std::string anchor_order = "next_token";  // ANCHOR_NEXT_TOKEN (alignment.hpp)
     std::string source;
 };
 
