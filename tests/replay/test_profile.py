@@ -129,3 +129,29 @@ def test_load_from_path_names_file(tmp_path: Path) -> None:
     bad.write_text(yaml.safe_dump(raw))
     with pytest.raises(ProfileError, match=r"broken\.yaml: field 'target_step_ms\.v'"):
         load_profile(bad)
+
+
+def test_per_width_dispersion_is_kept_where_calibration_states_it() -> None:
+    raw = _raw("k70_pro")
+    raw["verifier"]["idle_ms"][1].update(sd=1.25, n=15)
+    raw["verifier"]["idle_ms"][8]["sd"] = 0.5
+    p = parse_profile(raw, "k70_sd.yaml")
+    assert dict(p.verifier.idle_sd_ms) == {1: 1.25, 8: 0.5}  # the other widths state none
+    assert p.verify_ms(1) == load_profile("k70_pro").verify_ms(1)  # replay still prices the median
+    assert dict(load_profile("k70_pro").verifier.idle_sd_ms) == {}
+
+
+@pytest.mark.parametrize(("where", "extra", "field"), [
+    (("verifier", "idle_ms", 2), {"sd": -1.0}, "verifier.idle_ms.2.sd"),
+    (("verifier", "idle_ms", 2), {"sd": 0.3, "n": 1}, "verifier.idle_ms.2.n"),
+    (("verifier", "idle_ms", 2), {"n": 9}, "verifier.idle_ms.2.n"),
+    (("target_step_ms",), {"sd": 0.3}, "target_step_ms.sd"),  # dispersion only where widths are priced
+])
+def test_bad_dispersion_names_the_field(where: tuple, extra: dict, field: str) -> None:
+    raw = _raw("k70_pro")
+    node = raw
+    for key in where:
+        node = node[key]
+    node.update(extra)
+    with pytest.raises(ProfileError, match=rf"'{field}'"):
+        parse_profile(raw, "bad.yaml")

@@ -86,6 +86,9 @@ class VerifierCost:
     low: float | None = None
     high: float | None = None
     fallback_ratio: float | None = None
+    # Per-width dispersion of the idle cost (standard deviation, ms) where calibration states one:
+    # replay prices the median, figures draw error bars from this (Fig. 8).
+    idle_sd_ms: Mapping[int, float] = field(default_factory=lambda: MappingProxyType({}))
 
     def widths(self) -> tuple[int, ...]:
         return tuple(sorted(self.idle_ms))
@@ -212,8 +215,19 @@ class _Reader:
                 raise self.fail(f"{path}.{key}" if path else key, "missing required key")
         return node
 
-    def number(self, node: Any, path: str, integer: bool = False) -> float:
-        self.mapping(node, path, {"v"}, {"source", "derived"})
+    def number(self, node: Any, path: str, integer: bool = False, spread: dict[str, float] | None = None) -> float:
+        """``{v, source|derived}``; with ``spread`` given, also an optional ``sd`` (and sample count ``n``)."""
+        self.mapping(node, path, {"v"}, {"source", "derived"} | ({"sd", "n"} if spread is not None else set()))
+        if spread is not None and "sd" in node:
+            sd = node["sd"]
+            if isinstance(sd, bool) or not isinstance(sd, (int, float)) or not sd >= 0:
+                raise self.fail(f"{path}.sd", f"standard deviation must be a non-negative number, got {sd!r}")
+            n = node.get("n", 2)
+            if isinstance(n, bool) or not isinstance(n, int) or n < 2:
+                raise self.fail(f"{path}.n", f"a dispersion needs a sample count of at least 2, got {n!r}")
+            spread[path] = float(sd)
+        elif spread is not None and "n" in node:
+            raise self.fail(f"{path}.n", "a sample count without 'sd' says nothing; give sd too")
         has_source, has_derived = "source" in node, "derived" in node
         if has_source == has_derived:
             raise self.fail(path, "needs exactly one of 'source:' (paper section) or 'derived:' (rule id)")
@@ -230,14 +244,17 @@ class _Reader:
         self.provenance[path] = note
         return int(value) if integer else float(value)
 
-    def widths(self, node: Any, path: str, need_k1: bool) -> dict[int, float]:
+    def widths(self, node: Any, path: str, need_k1: bool, sd: dict[int, float] | None = None) -> dict[int, float]:
         if not isinstance(node, dict) or not node:
             raise self.fail(path, "expected a non-empty mapping of physical width -> cost")
         out: dict[int, float] = {}
         for key, val in node.items():
             if isinstance(key, bool) or not isinstance(key, int) or key < 1:
                 raise self.fail(f"{path}.{key}", "width keys must be integers >= 1")
-            out[key] = self.number(val, f"{path}.{key}")
+            spread: dict[str, float] | None = None if sd is None else {}
+            out[key] = self.number(val, f"{path}.{key}", spread=spread)
+            if spread:
+                sd[key] = spread[f"{path}.{key}"]
         if need_k1 and 1 not in out:
             raise self.fail(f"{path}.1", "missing K1: every verifier profile must price the K=1 step")
         return dict(sorted(out.items()))
@@ -298,7 +315,8 @@ def parse_profile(raw: Any, file: str = "<memory>") -> DeviceProfile:
 
 def _parse_verifier(r: _Reader, node: Any) -> VerifierCost:
     node = r.mapping(node, "verifier", {"idle_ms", "concurrent"})
-    idle = r.widths(node["idle_ms"], "verifier.idle_ms", need_k1=True)
+    idle_sd: dict[int, float] = {}
+    idle = r.widths(node["idle_ms"], "verifier.idle_ms", need_k1=True, sd=idle_sd)
     path = "verifier.concurrent"
     conc = r.mapping(node["concurrent"], path, {"missing"},
                      {"ms", "ratio", "factor", "clip_at_one", "low", "high"})
@@ -332,6 +350,7 @@ def _parse_verifier(r: _Reader, node: Any) -> VerifierCost:
     return VerifierCost(
         idle_ms=MappingProxyType(idle), concurrent_ms=MappingProxyType(direct), factor=factor,
         missing=missing, clip_at_one=clip, low=low, high=high, fallback_ratio=fallback,
+        idle_sd_ms=MappingProxyType(dict(sorted(idle_sd.items()))),
     )
 
 
