@@ -7,7 +7,8 @@ import pytest
 
 from tests.native.test_native import audio, producer_dir, tiny_dir  # noqa: F401  (fixtures)
 from workbench.native.calibrate import calibrate_host
-from workbench.native.windows import SAMPLE_SCHEMA, AudioWindow
+from workbench.native.episodes import SAMPLE_SCHEMA
+from workbench.native.windows import AudioWindow
 from workbench.replay.profile import load_profile
 
 

@@ -10,12 +10,12 @@ from omegaconf import DictConfig, OmegaConf
 from workbench.figures.paper import replay_error
 
 from .base import ConfigError, JobResult
-from .common import check_models
+from .config import check_models
 
 
 def validate(cfg: DictConfig) -> None:
     check_models(cfg)
-    reps = cfg.calibration.get("reps", 5)
+    reps = cfg.calibration.reps
     if not isinstance(reps, int) or reps < 5:
         raise ConfigError("calibration.reps", f"the protocol needs >= 5 measured repetitions, got {reps!r}")
 
@@ -26,11 +26,11 @@ def run(cfg: DictConfig, out: Path) -> JobResult:
     from workbench.native.windows import demo_windows
     from workbench.replay.profile import DEVICE_DIR
 
-    c = OmegaConf.to_container(cfg.calibration, resolve=True)
+    c = cfg.calibration
     model = OmegaConf.to_container(cfg.model, resolve=True)
-    calib, evals = demo_windows(float(c.get("max_seconds", 25.0)))
-    path = Path(c.get("profile_path") or DEVICE_DIR / "host.yaml")
-    profile, raw = calibrate_host(calib[: c.get("windows", 1)], model, c["reps"], range(1, c.get("max_width", 16) + 1),
+    calib, evals = demo_windows(float(c.max_seconds))
+    path = Path(c.profile_path or DEVICE_DIR / "host.yaml")
+    profile, raw = calibrate_host(calib[: c.windows], model, c.reps, range(1, c.max_width + 1),
                                   out / "calibration", profile_path=path)
     metrics = {"host.target_step_ms": profile.target_step_ms, "host.loop_residual_ms": profile.loop_residual_ms}
     for k in profile.verifier.widths():
@@ -38,9 +38,9 @@ def run(cfg: DictConfig, out: Path) -> JobResult:
     tables = {"host_samples": raw}
     figures = {}
     summary = None
-    if c.get("agreement", True):
-        frame, summ = replay_agreement(calib, evals[: c.get("agreement_windows") or len(evals)], model,
-                                       int(c.get("agreement_reps", 5)), profile=profile)
+    if c.agreement:
+        frame, summ = replay_agreement(calib, evals[: c.agreement_windows or len(evals)], model,
+                                       int(c.agreement_reps), profile=profile)
         tables["agreement"] = frame
         metrics.update({f"agreement.{k}": float(v) for k, v in summ.items() if isinstance(v, int | float)})
         figures["replay_error"] = replay_error(frame)

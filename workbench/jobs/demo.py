@@ -26,15 +26,16 @@ from workbench.figures.paper import (
 )
 
 from .base import ConfigError, JobResult
-from .common import budget, check_models, check_widths, device_profile, evaluate, methods, per_window_method, summarize
-from .demo_traces import Backends, demo_corpus, demo_windows
+from .config import budget, check_models, check_widths, device_profile, methods
+from .demo_traces import demo_corpus, demo_windows, load_model_pair
+from .evaluate import evaluate, per_window_method, summarize
 from .oracle import select_and_oracle
 
 log = logging.getLogger(__name__)
 
 
 def _profiles(cfg: DictConfig) -> list:
-    names = list(cfg.get("devices") or [])
+    names = list(cfg.devices or [])
     profiles = []
     for n in names:
         try:
@@ -52,7 +53,7 @@ def validate(cfg: DictConfig) -> None:
     names = methods(cfg)
     for p in _profiles(cfg):
         check_widths(p, names, cfg)
-    if cfg.dataset.get("synthetic"):
+    if cfg.dataset.synthetic:
         raise ConfigError("dataset", "the demo runs on real speech: use dataset=demo")
     check_models(cfg)
 
@@ -70,11 +71,11 @@ def saving_frame(profiles: list) -> pl.DataFrame:
 
 
 def run(cfg: DictConfig, out: Path) -> JobResult:
-    backends = Backends(cfg.model)
-    windows = demo_windows(cfg, backends)
+    pair = load_model_pair(cfg)
+    windows = demo_windows(cfg, pair)
     profiles = _profiles(cfg)
     names = methods(cfg)
-    frames = evaluate(windows, names, profiles, cfg, cfg.get("source", "producer"))
+    frames = evaluate(windows, names, profiles, cfg, cfg.source)
     summary, metrics = summarize(frames)
     summary = summary.with_columns(pl.lit("replay").alias("clock"))
     tables = {**frames, "per_window": per_window_method(frames["windows"])}
@@ -90,19 +91,18 @@ def run(cfg: DictConfig, out: Path) -> JobResult:
         "batching_saving": batching_saving(saving_frame(profiles)),
         "budget_tradeoff": budget_tradeoff(pl.concat([t for k, t in tables.items() if k.startswith("dev_budgets_")])),
     }
-    if cfg.get("native", {}).get("enabled", True):
+    if cfg.native.enabled:
         from .native_demo import native_runs
 
         host = next((p for p in profiles if p.name == "host"), None)
-        nat = native_runs(cfg, backends, windows, host)
+        nat = native_runs(cfg, pair, windows, host)
         tables.update(nat.tables)
         metrics.update(nat.metrics)
         summary = pl.concat([summary, nat.summary], how="diagonal_relaxed")
         if nat.timeline is not None:
             figures["timeline"] = timeline(*nat.timeline)
         if "agreement" in nat.tables:
-            figures["replay_error"] = replay_error(nat.tables["agreement"].with_columns(
-                pl.format("{}#{}", "window_id", "repeat").alias("window_id")))
+            figures["replay_error"] = replay_error(nat.tables["agreement"])
     dec = summary.filter(pl.col("D").is_not_null()).unpivot(
         index=["device", "method"], on=["D", "V", "O", "H"], variable_name="term", value_name="seconds"
     ).with_columns(pl.format("{}/{}", "device", "method").alias("method"))

@@ -8,7 +8,7 @@ role: ``producer`` (the target-decoupled drafter, Tok_T-converted when cross-voc
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -20,70 +20,40 @@ from workbench.traces.windows import CountedStream, chunk_stream
 
 from .base import ConfigError
 
+if TYPE_CHECKING:
+    from workbench.models.pair import ModelPair
+
 ASP_CAP = 24  # drafts up to ASP's cap cover SD's K-1 and ASP's adaptive chains (D.1.3)
 
 
-class Backends:
-    """The real models of a model pair, loaded once per job."""
+def load_model_pair(cfg: DictConfig) -> ModelPair:
+    """The run's model pair (``workbench.models.pair``); a bad or missing model is one ``ConfigError``."""
+    from workbench.models.pair import SESSION_FAMILIES, PairError, load_pair
+    from workbench.models.registry import MissingWeightsError
 
-    def __init__(self, model: DictConfig) -> None:
-        from workbench.models.registry import MissingWeightsError, ModelSpec, load_whisper_spec, resolve_weights
+    if cfg.model.target.family not in SESSION_FAMILIES:
+        raise ConfigError("model.target.family", f"the offline demo runs {list(SESSION_FAMILIES)} pairs; use "
+                          "replay on collected traces for other families")
+    try:
+        return load_pair(OmegaConf.to_container(cfg.model, resolve=True), engine=str(cfg.model.engine))
+    except MissingWeightsError as err:
+        raise ConfigError("model", str(err)) from err
+    except PairError as err:
+        raise ConfigError(err.key, err.problem) from err
 
-        m = OmegaConf.to_container(model, resolve=True)
-        try:
-            self.target_spec = ModelSpec.from_dict(m["target"])
-            if self.target_spec.family != "whisper":
-                raise ConfigError("model.target.family", "the offline demo runs Whisper pairs; use replay on "
-                                  "collected traces for other families")
-            self.target = load_whisper_spec(self.target_spec)
-            self.target_dir = resolve_weights(self.target_spec)
-            self.producer_cfg = m["drafter"]
-            self.producer = load_whisper_spec(ModelSpec.from_dict(m["drafter"]))
-            serial = m.get("serial_drafter") or (m["drafter"] if m["drafter"].get("vocabulary") == "shared" else None)
-            self.serial_cfg = serial
-            self.serial = load_whisper_spec(ModelSpec.from_dict(serial)) if serial else None
-        except MissingWeightsError as err:
-            raise ConfigError("model", str(err)) from err
-        self.max_new_tokens = int(m.get("max_new_tokens", 224))
-        self.external = list(m.get("external_sources") or [])
 
-    @property
-    def eos_id(self) -> int:
-        return self.target.protocol.eos_id
+def trace_job(pair: ModelPair, clip: Clip, corpus: Corpus) -> WindowJob:
+    """What to collect for one clip: target reference, producer stream(s), serial drafts."""
+    from workbench.models.external import pocketsphinx_chunks
 
-    @property
-    def vocab_size(self) -> int:
-        return self.target.config.vocab_size
+    def audio() -> Any:
+        return corpus.load_audio(clip)
 
-    @property
-    def max_output(self) -> int:
-        cap = self.target.config.max_target_positions - len(self.target.protocol.prompt_ids)
-        return min(self.max_new_tokens, cap)
-
-    def producer_stream(self, audio: Any) -> CountedStream:
-        from workbench.models.vocab import VocabularyConverter, convert_stream
-        from workbench.models.whisper import whisper_producer
-
-        inner = whisper_producer(self.producer, audio, max_new_tokens=self.max_output)
-        stream: Any = inner
-        if self.producer_cfg.get("vocabulary") == "cross":
-            conv = VocabularyConverter(self.producer.codec, self.target.codec, self.producer.protocol.eos_id,
-                                       self.eos_id)
-            stream = convert_stream(inner, conv)
-        return CountedStream(stream, inner)
-
-    def job(self, clip: Clip, corpus: Corpus) -> WindowJob:
-        from workbench.models.external import pocketsphinx_chunks
-        from workbench.models.whisper import WhisperTarget, whisper_drafter
-
-        def audio() -> Any:
-            return corpus.load_audio(clip)
-
-        producers = {"producer": lambda: self.producer_stream(audio())}
-        if "pocketsphinx_en" in self.external:
-            producers["chunk"] = lambda: chunk_stream(pocketsphinx_chunks(audio(), self.target.codec))
-        drafter = (lambda: whisper_drafter(self.serial, audio())) if self.serial is not None else None
-        return WindowJob(clip.window_id, lambda: WhisperTarget(self.target, audio()), producers, drafter)
+    producers = {"producer": lambda: CountedStream(*pair.producer_stream(audio()))}
+    if "pocketsphinx_en" in pair.external:
+        producers["chunk"] = lambda: chunk_stream(pocketsphinx_chunks(audio(), pair.target.codec))
+    drafter = (lambda: pair.new_drafter(audio())) if pair.serial_cfg is not None else None
+    return WindowJob(clip.window_id, lambda: pair.new_target(audio()), producers, drafter)
 
 
 class _CachedOnly:
@@ -95,7 +65,7 @@ class _CachedOnly:
 
         meta = load_whisper_meta(resolve_weights(ModelSpec.from_dict(OmegaConf.to_container(model.target))))
         self.eos_id, self.vocab_size = meta["eos_id"], meta["vocab_size"]
-        self.max_output = min(int(model.get("max_new_tokens", 224)), meta["max_target_positions"] - meta["prompt_len"])
+        self.max_output = min(int(model.max_new_tokens), meta["max_target_positions"] - meta["prompt_len"])
 
 
 def trace_cache(cfg: DictConfig, limits: Any) -> Any:
@@ -110,10 +80,15 @@ def trace_cache(cfg: DictConfig, limits: Any) -> Any:
 
 
 def demo_corpus(cfg: DictConfig) -> Corpus:
-    return corpus_from_config(OmegaConf.to_container(cfg.dataset, resolve=True))
+    ds = OmegaConf.to_container(cfg.dataset, resolve=True)
+    if ds.get("loader"):  # a paper dataset on disk (conf/dataset/<name>.yaml, dataset.root=...): its cohort split
+        from workbench.data.datasets.materialize import corpus_from_dataset
+
+        return corpus_from_dataset(ds, OmegaConf.to_container(cfg.model, resolve=True))
+    return corpus_from_config(ds)
 
 
-def demo_windows(cfg: DictConfig, backends: Backends | None = None) -> list[Window]:
+def demo_windows(cfg: DictConfig, pair: ModelPair | None = None) -> list[Window]:
     """Collect (or reuse valid) traces for the corpus clips and return them as replay windows.
 
     Reuse needs a matching content key and a window that passes validation; anything else is
@@ -122,13 +97,13 @@ def demo_windows(cfg: DictConfig, backends: Backends | None = None) -> list[Wind
     from workbench.traces.windows import trace_to_window
 
     corpus = demo_corpus(cfg)
-    limits = backends or _CachedOnly(cfg.model)  # ids and limits without loading any model
+    limits = pair or _CachedOnly(cfg.model)  # ids and limits without loading any model
     cache = trace_cache(cfg, limits)
     sha = {c.window_id: file_sha256(c.path) for c in corpus.clips}
     todo = [c for c in corpus.clips if not cache.ready(c.window_id, sha[c.window_id], limits.vocab_size)]
     if todo:
-        backends = backends or Backends(cfg.model)
-        jobs = [backends.job(c, corpus) for c in todo]
+        pair = pair or load_model_pair(cfg)
+        jobs = [trace_job(pair, c, corpus) for c in todo]
         for job in jobs:
             job.manifest.update(cache.manifest_fields(sha[job.window_id]))
         collect(jobs, cache.dir, cap=limits.max_output, asp_cap=ASP_CAP)

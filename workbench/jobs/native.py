@@ -11,13 +11,13 @@ from omegaconf import DictConfig, OmegaConf
 from workbench.figures.paper import decomposition
 
 from .base import ConfigError, JobResult
-from .common import budget, check_models
+from .config import budget, check_models
 
 
 def validate(cfg: DictConfig) -> None:
     budget(cfg)
     check_models(cfg)
-    reps = cfg.get("native", {}).get("repeats", 3)
+    reps = cfg.native.repeats
     if not isinstance(reps, int) or reps < 1:
         raise ConfigError("native.repeats", f"need an integer >= 1, got {reps!r}")
 
@@ -27,12 +27,12 @@ def run(cfg: DictConfig, out: Path) -> JobResult:
     from workbench.native.bench import default_methods, run_bench
     from workbench.native.windows import demo_windows
 
-    ncfg = OmegaConf.to_container(cfg.native, resolve=True)
+    n = cfg.native
     model = OmegaConf.to_container(cfg.model, resolve=True)
-    alt = load_model_config(ncfg["same_vocab_model"]) if ncfg.get("same_vocab_model") else None
-    _, evals = demo_windows(float(ncfg.get("max_seconds", 25.0)))
-    evals = evals[: ncfg.get("max_windows") or len(evals)]
-    frames = run_bench(evals, default_methods(model, alt), int(ncfg.get("repeats", 3)), out_dir=out / "bench")
+    alt = load_model_config(n.same_vocab_model) if n.same_vocab_model else None
+    _, evals = demo_windows(float(n.max_seconds))
+    evals = evals[: n.max_windows or len(evals)]
+    frames = run_bench(evals, default_methods(model, alt), int(n.repeats), out_dir=out / "bench")
     summary = frames["summary"]
     metrics: dict[str, float] = {}
     for row in summary.iter_rows(named=True):

@@ -16,15 +16,16 @@ from workbench.figures.paper import budget_tradeoff
 from workbench.replay.catalog import as2d_catalog, run_catalog
 from workbench.replay.profile import DeviceProfile
 from workbench.replay.selection import hindsight_oracle, select_budget, split_windows
+from workbench.replay.sources import priced_as, profile_source
 from workbench.replay.trajectory import Window
 
 from .base import ConfigError, JobResult
-from .common import devices, priced_as, profile_source, source_roles
+from .config import devices, source_roles
 from .windows import load_windows
 
 
 def _budgets(cfg: DictConfig) -> list[int]:
-    budgets = list(cfg.get("budgets") or range(1, 25))
+    budgets = list(cfg.budgets)
     bad = [b for b in budgets if not isinstance(b, int) or not 1 <= b <= 24]
     if bad:
         raise ConfigError("budgets", f"budgets must be integers in [1, 24], got {bad}")
@@ -33,7 +34,7 @@ def _budgets(cfg: DictConfig) -> list[int]:
 
 def validate(cfg: DictConfig) -> None:
     budgets = _budgets(cfg)
-    frac = cfg.dataset.get("dev_fraction", 0.25)
+    frac = cfg.dataset.dev_fraction
     if not 0 < frac < 1:
         raise ConfigError("dataset.dev_fraction", f"must be in (0, 1), got {frac}")
     for p in devices(cfg):
@@ -49,12 +50,12 @@ def select_and_oracle(windows: list[Window], profile: DeviceProfile, cfg: DictCo
     """Budget selection on the dev split, then (optionally) the hindsight oracle on the test split."""
     roles = source_roles(cfg)
     ws = priced_as(windows, profile, roles)
-    sources = [profile_source(profile, s, roles) for s in (cfg.get("sources") or sorted({s for w in windows
+    sources = [profile_source(profile, s, roles) for s in (cfg.sources or sorted({s for w in windows
                                                                                         for s in w.sources}))]
     sources = [s for s in sources if s in profile.sources]
-    n_dev = max(1, round(len(ws) * cfg.dataset.get("dev_fraction", 0.25)))
-    dev, test = split_windows(ws, n_dev, seed=int(cfg.get("seed", 0)))
-    budgets, workers, d = _budgets(cfg), int(cfg.get("workers", 2)), profile.name
+    n_dev = max(1, round(len(ws) * cfg.dataset.dev_fraction))
+    dev, test = split_windows(ws, n_dev, seed=int(cfg.seed))
+    budgets, workers, d = _budgets(cfg), int(cfg.workers), profile.name
     sel = select_budget(dev, profile, sources, budgets, workers=workers)
     tables = {f"dev_budgets_{d}": sel.table.with_columns(pl.lit(d).alias("device"))}
     metrics = {f"{d}.selected_budget": float(sel.budget), f"{d}.dev_tps": sel.dev_tps}
@@ -84,4 +85,4 @@ def run(cfg: DictConfig, out: Path) -> JobResult:
     summary = pl.DataFrame(rows)
     figures = {"budget_tradeoff": budget_tradeoff(budgets_all)}
     return JobResult(metrics, {**tables, "summary": summary}, figures, summary,
-                     {"synthetic": str(bool(cfg.dataset.get("synthetic")))})
+                     {"synthetic": str(bool(cfg.dataset.synthetic))})

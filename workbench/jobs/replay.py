@@ -15,7 +15,8 @@ from omegaconf import DictConfig
 from workbench.figures.paper import decomposition, tps_cdf
 
 from .base import ConfigError, JobResult
-from .common import budget, check_widths, devices, evaluate, methods, per_window_method, summarize
+from .config import budget, check_widths, devices, methods
+from .evaluate import evaluate, per_window_method, summarize
 from .windows import load_windows
 
 
@@ -30,7 +31,7 @@ def validate(cfg: DictConfig) -> None:
 
 def run(cfg: DictConfig, out: Path) -> JobResult:
     windows = load_windows(cfg)
-    source = cfg.get("source") or next(iter(windows[0].sources), None)
+    source = cfg.source or next(iter(windows[0].sources), None)
     frames = evaluate(windows, methods(cfg), devices(cfg), cfg, source)
     summary, flat = summarize(frames)
     flat["exactness_mismatches"] = 0.0  # audited per replay; a mismatch raises before this line
@@ -41,5 +42,5 @@ def run(cfg: DictConfig, out: Path) -> JobResult:
         dec = summary.unpivot(index=["device", "method"], on=["D", "V", "O", "H"], variable_name="term",
                               value_name="seconds").with_columns(pl.format("{}/{}", "device", "method").alias("method"))
         figures["decomposition"] = decomposition(dec)
-    tags = {"synthetic": str(bool(cfg.dataset.get("synthetic"))), "source": str(source)}
+    tags = {"synthetic": str(bool(cfg.dataset.synthetic)), "source": str(source)}
     return JobResult(flat, {**frames, "per_window": per, "summary": summary}, figures, summary, tags)

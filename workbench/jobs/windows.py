@@ -11,18 +11,18 @@ from .base import ConfigError
 
 
 def synthetic_from_cfg(ds: DictConfig) -> list[Window]:
-    n = ds.get("n_windows", 64)
+    n = ds.n_windows
     if not isinstance(n, int) or n < 2:
         raise ConfigError("dataset.n_windows", f"need an integer >= 2 (a dev and a test window), got {n!r}")
-    sources = paper_like_sources() if ds.get("sources", "paper") == "paper" else (SourceSpec("qwen"),)
-    spec = SyntheticSpec(n_windows=n, mean_tokens=float(ds.get("mean_tokens", 137)), seed=int(ds.get("seed", 0)),
+    sources = paper_like_sources() if ds.sources == "paper" else (SourceSpec("qwen"),)
+    spec = SyntheticSpec(n_windows=n, mean_tokens=float(ds.mean_tokens), seed=int(ds.seed),
                          sources=sources)
     return synthetic_windows(spec)
 
 
 def load_windows(cfg: DictConfig) -> list[Window]:
     ds = cfg.dataset
-    if ds.get("synthetic"):
+    if ds.synthetic:
         return synthetic_from_cfg(ds)
     from .demo_traces import demo_windows
 

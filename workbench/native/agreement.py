@@ -16,20 +16,23 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from workbench.metrics import overlap_decomposition
-from workbench.replay.engine import STAGE_SCHEMA, ReplayConfig, replay
+from workbench.replay.engine import replay
 from workbench.replay.profile import DeviceProfile, load_profile
+from workbench.replay.result import STAGE_SCHEMA, ReplayConfig, ReplayResult
+from workbench.replay.sources import profile_source
 from workbench.replay.trajectory import SourceTrack, Window
 
 from .calibrate import calibrate_host
 from .driver import NativeResult
-from .windows import AudioWindow, HostSetup, demo_windows, host_setup, native_episodes
+from .episodes import Episodes, HostSetup, host_setup, native_episodes
+from .windows import AudioWindow, demo_windows
 
 AGREEMENT_COLUMNS = ("window_id", "tokens", "tps_native", "tps_replay", "signed_error_pct", "abs_error_pct",
                      "time_native", "time_replay", "target_only_error_pct", "matched", "rounds_native",
@@ -43,22 +46,51 @@ def _overlap(stages: Iterable[tuple], T: float) -> tuple[float, float, float, fl
 
 
 def replay_native_run(run: NativeResult, reference: Sequence[int], profile: DeviceProfile, *, source: str,
-                      budget: int, eos_id: int | None, vocab_size: int, max_output: int,
-                      window_id: str | None = None) -> tuple[Window, Any]:
-    """Replay one native As²d run's trajectory (reference + published producer stream) under ``profile``."""
+                      settings: Mapping[str, Any], eos_id: int | None, vocab_size: int, max_output: int,
+                      window_id: str | None = None) -> tuple[Window, ReplayResult]:
+    """Replay one native As²d run's trajectory (reference + published producer stream) under ``profile``,
+    with the settings the native run used."""
     tokens = tuple(run.producer_tokens)
     track = SourceTrack(source, tokens, None, (1,) * len(tokens))  # the host prices its producer per target token
     w = Window(window_id or run.window_id, "host", tuple(reference), eos_id, vocab_size, max_output, None,
                {source: track}).validate()
-    return w, replay(w, ReplayConfig("as2d", source=source, budget=budget), profile)
+    return w, replay(w, ReplayConfig("as2d", source=source, **settings), profile)
 
 
-def replay_window(setup: HostSetup, profile: DeviceProfile, window_id: str, reference: Sequence[int],
-                  run: NativeResult) -> tuple[Window, Any]:
-    """``replay_native_run`` with the host setup's source, budget and target protocol."""
-    return replay_native_run(run, reference, profile, source=setup.source, budget=setup.budget,
-                             eos_id=setup.target.protocol.eos_id, vocab_size=setup.target.config.vocab_size,
-                             max_output=setup.max_output, window_id=window_id)
+def window_agreement(setup: HostSetup, profile: DeviceProfile, window_id: str, target_only: Sequence[NativeResult],
+                     as2d: Sequence[NativeResult]) -> dict[str, Any]:
+    """The D.3 rule for one window: replay the median-latency native As²d run's own trajectory with the
+    frozen profile; the target-only reference is the first run's output (all runs are audited against it)."""
+    ref = target_only[0].output
+    runs = sorted(as2d, key=lambda r: r.time)
+    med = runs[len(runs) // 2]  # the median-latency native As²d run (D.3)
+    source = profile_source(profile, "producer", {"producer": [setup.source]}) or setup.source
+    window, res = replay_native_run(med, ref, profile, source=source, settings=setup.params("as2d"),
+                                    eos_id=setup.pair.eos_id, vocab_size=setup.pair.vocab_size,
+                                    max_output=setup.max_output, window_id=window_id)
+    t_to = statistics.median(r.time for r in target_only)
+    to_replay = replay(window, ReplayConfig("target_only"), profile)
+    nat, rep = len(ref) / med.time, res.tps
+    return {
+        "window_id": window_id, "tokens": len(ref), "tps_native": nat, "tps_replay": rep,
+        "signed_error_pct": 100 * (rep / nat - 1), "abs_error_pct": abs(100 * (rep / nat - 1)),
+        "time_native": med.time, "time_replay": res.time,
+        "target_only_error_pct": 100 * (t_to / to_replay.time - 1),
+        "matched": all(r.output == ref for r in [*target_only, *as2d]),
+        "rounds_native": len(med.records), "rounds_replay": len(res.untimed),
+        **dict(zip(("D_native", "V_native", "O_native", "H_native"), _overlap(med.stages, med.time), strict=True)),
+        **dict(zip(("D_replay", "V_replay", "O_replay", "H_replay"), _overlap(res.stages, res.time), strict=True)),
+    }
+
+
+def agreement_frame(ep: Episodes, setup: HostSetup, profile: DeviceProfile) -> pl.DataFrame:
+    """``window_agreement`` for every window of ``ep`` that ran both target-only and As²d."""
+    rows = []
+    for wid in dict.fromkeys(w for w, _, _, _ in ep.results):
+        to, a2 = ep.runs(wid, "target_only"), ep.runs(wid, "as2d")
+        if to and a2:
+            rows.append(window_agreement(setup, profile, wid, to, a2))
+    return pl.DataFrame(rows, schema=list(AGREEMENT_COLUMNS) if not rows else None).select(AGREEMENT_COLUMNS)
 
 
 def replay_agreement(
@@ -83,28 +115,9 @@ def replay_agreement(
     setup = setup or host_setup(model_cfg)
     if profile is None:
         profile, _ = calibrate_host(calib, model_cfg, calib_reps, widths, out_dir, setup=setup, progress=progress)
-    rows = []
-    for w in tqdm(evals, desc="replay vs native", disable=not progress):
-        ep = native_episodes(setup, [w], ["target_only", "as2d"], reps, warmup)
-        to = [r for _, s, _, r in ep.results if s == "target_only"]
-        a2 = sorted((r for _, s, _, r in ep.results if s == "as2d"), key=lambda r: r.time)
-        ref = to[0].output
-        matched = all(r.output == ref for r in to + a2)
-        med = a2[len(a2) // 2]  # the median-latency native As²d run (D.3)
-        window, res = replay_window(setup, profile, w.window_id, ref, med)
-        t_to = statistics.median(r.time for r in to)
-        to_replay = replay(window, ReplayConfig("target_only"), profile)
-        nat, rep = len(ref) / med.time, res.tps
-        rows.append({
-            "window_id": w.window_id, "tokens": len(ref), "tps_native": nat, "tps_replay": rep,
-            "signed_error_pct": 100 * (rep / nat - 1), "abs_error_pct": abs(100 * (rep / nat - 1)),
-            "time_native": med.time, "time_replay": res.time,
-            "target_only_error_pct": 100 * (t_to / to_replay.time - 1), "matched": matched,
-            "rounds_native": len(med.records), "rounds_replay": len(res.untimed),
-            **dict(zip(("D_native", "V_native", "O_native", "H_native"), _overlap(med.stages, med.time), strict=True)),
-            **dict(zip(("D_replay", "V_replay", "O_replay", "H_replay"), _overlap(res.stages, res.time), strict=True)),
-        })
-    frame = pl.DataFrame(rows).select(AGREEMENT_COLUMNS)
+    frames = [agreement_frame(native_episodes(setup, [w], ["target_only", "as2d"], reps, warmup), setup, profile)
+              for w in tqdm(evals, desc="replay vs native", disable=not progress)]
+    frame = pl.concat(frames)
     summary = summarize(frame, profile)
     if out_dir is not None:
         out = Path(out_dir)
@@ -147,4 +160,5 @@ def main(argv: Sequence[str] | None = None) -> None:
 if __name__ == "__main__":
     main()
 
-__all__ = ["AGREEMENT_COLUMNS", "replay_agreement", "replay_window", "summarize"]
+__all__ = ["AGREEMENT_COLUMNS", "agreement_frame", "replay_agreement", "replay_native_run", "summarize",
+           "window_agreement"]

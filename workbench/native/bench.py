@@ -29,11 +29,12 @@ import polars as pl
 import torch
 
 from workbench import metrics
-from workbench.replay.engine import STAGE_SCHEMA
+from workbench.replay.result import STAGE_SCHEMA
 
 from .driver import NativeHost
+from .episodes import HostSetup, host_setup, run_scheme
 from .producer import Placement
-from .windows import AudioWindow, HostSetup, demo_windows, host_setup, run_scheme
+from .windows import AudioWindow, demo_windows
 
 SUMMARY_COLUMNS = ("method", "tps", "ratio_target_only", "ratio_hf", "slower_share", "matched_share",
                    "acceptance", "coverage", "readiness", "D", "V", "O", "H", "T", "bound", "T_over_bound")
@@ -49,29 +50,27 @@ class Method:
 def default_methods(model_cfg: dict[str, Any], same_vocab_cfg: dict[str, Any] | None) -> list[Method]:
     """target-only (1 and 2 threads), HF assisted (same-vocab int8 base; cross-tokenizer tiny.en),
     SD and ASP with the serial drafter, As²d with each producer."""
-    from workbench.models.registry import ModelSpec, load_whisper_spec, resolve_weights
-
     main = host_setup(model_cfg)
+    pair = main.pair
     ms = [Method("target_only@1t", "native", main, 1, "target_only"),
           Method("target_only@2t", "native", main, 2, "target_only"),
           Method(f"hf_assisted/{main.serial_source}", "hf", main, 1, assistant=main.serial)]
     if main.source != main.serial_source:
-        pspec = ModelSpec.from_dict(model_cfg["drafter"])
         tok = None
-        if model_cfg["drafter"].get("vocabulary") == "cross":  # universal assisted generation
+        if pair.cross_vocabulary:  # universal assisted generation
             from transformers import AutoTokenizer
 
-            tok = (AutoTokenizer.from_pretrained(resolve_weights(ModelSpec.from_dict(model_cfg["target"]))),
-                   AutoTokenizer.from_pretrained(resolve_weights(pspec)))
-        ms.append(Method(f"hf_assisted/{main.source}", "hf", main, 1, assistant=load_whisper_spec(pspec),
-                         tokenizers=tok))
+            from workbench.models.registry import ModelSpec, resolve_weights
+
+            tok = (AutoTokenizer.from_pretrained(pair.target_dir),
+                   AutoTokenizer.from_pretrained(resolve_weights(ModelSpec.from_dict(pair.producer_cfg))))
+        ms.append(Method(f"hf_assisted/{main.source}", "hf", main, 1, assistant=pair.producer, tokenizers=tok))
     ms += [Method("sd", "native", main, 1, "sd"), Method("asp", "native", main, 1, "asp"),
            Method(f"as2d/{main.source}", "native", main, 1, "as2d")]
     if same_vocab_cfg is not None:
-        alt = dict(same_vocab_cfg)
-        alt["drafter"] = {**alt["drafter"], "batch_tokens": model_cfg["drafter"].get("batch_tokens", 8)}
-        setup2 = host_setup({**model_cfg, "drafter": alt["drafter"]})
-        setup2.target = main.target  # one target model in memory
+        # the second producer publishes batches of the main pair's size; one target model in memory
+        alt = {**same_vocab_cfg["drafter"], "batch_tokens": pair.batch_tokens}
+        setup2 = host_setup(pair.with_producer(alt), verifier=main.verifier, producer=main.producer.placement)
         if setup2.source != main.source:
             ms.append(Method(f"as2d/{setup2.source}", "native", setup2, 1, "as2d"))
     return ms

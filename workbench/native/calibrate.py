@@ -18,7 +18,6 @@ Raw samples are written as parquet next to the profile. Run ``python -m workbenc
 from __future__ import annotations
 
 import argparse
-import copy
 import datetime as dt
 import multiprocessing as mp
 import statistics
@@ -33,50 +32,45 @@ import yaml
 
 from workbench.replay.profile import DEVICE_DIR, SCHEMA, DeviceProfile, parse_profile
 
-from .producer import ProducerSpec, _build_stream, _load
+from .episodes import SAMPLE_SCHEMA, HostSetup, host_setup, native_episodes, sample
+from .messages import Failed, Loaded, Passes, Quit, RunPasses
+from .producer import ProducerModel, ProducerSpec, report_failure
 from .shared import SharedBuffer
-from .windows import SAMPLE_SCHEMA, AudioWindow, HostSetup, demo_windows, host_setup, native_episodes, sample
+from .windows import AudioWindow, demo_windows
 
 OFFSETS = (0, 32, 64)  # decoder context positions of the width sweep (cf. D.2.2's 0/64/128)
 
 
 # ------------------------------------------------------------------------ producer under load
 def _producer_load_main(conn: Any, spec: ProducerSpec, audio: Any, cap: int, stop: Any) -> None:
-    """Generate the producer stream back to back: ``n`` passes, or until ``stop`` (load mode)."""
+    """Generate the producer stream back to back: ``RunPasses(n)`` passes, or until ``stop`` (load mode)."""
     try:
-        conn.send(("loaded", spec.placement.apply()))
-        bundle = _load(spec)
-        from workbench.models.whisper import WhisperDecoderState
-
-        encoded = WhisperDecoderState(bundle, bundle.features(audio))  # once: passes measure decoding only
+        conn.send(Loaded(spec.placement.apply()))
+        model = ProducerModel(spec)
+        encoded = model.encode(audio)  # once: passes measure decoding only
         while True:
             msg = conn.recv()
-            if msg[0] == "quit":
+            if isinstance(msg, Quit):
                 return
-            n_pass, passes, has_conf = msg[1], [], True
-            while (n_pass is None and not stop.is_set()) or (n_pass is not None and len(passes) < n_pass):
-                stream = _build_stream(spec, bundle, audio, cap, _fresh(encoded))
+            if not isinstance(msg, RunPasses):
+                raise TypeError(f"calibration producer: unexpected message {msg!r}")
+            passes, has_conf = [], True
+            while (msg.n is None and not stop.is_set()) or (msg.n is not None and len(passes) < msg.n):
+                stream = model.stream(audio, cap, encoded)
                 first = next(stream, None)  # the producer's prompt prefill, outside its clock (A.3)
                 has_conf = has_conf and first is not None and first.confidence is not None
                 t0, n = time.perf_counter(), 0
                 for _ in stream:
                     n += 1
-                    if n_pass is None and stop.is_set():
+                    if msg.n is None and stop.is_set():
                         break
                 passes.append((n, time.perf_counter() - t0))
-            conn.send(("passes", passes, has_conf))
+            conn.send(Passes(passes, has_conf))
     except (EOFError, KeyboardInterrupt):
         return
-
-
-def _fresh(encoded: Any) -> Any:
-    """The same encoder output with an empty decoder cache (what a new window's producer sees)."""
-    from transformers import DynamicCache, EncoderDecoderCache
-
-    state = copy.copy(encoded)
-    state.cache = EncoderDecoderCache(DynamicCache(), DynamicCache())
-    state.length = 0
-    return state
+    except BaseException as err:
+        report_failure(conn, err)
+        raise SystemExit(1) from err
 
 
 class ProducerLoad:
@@ -89,28 +83,34 @@ class ProducerLoad:
         self.proc = ctx.Process(target=_producer_load_main, args=(child, spec, audio, cap, self.stop),
                                 name="as2d-calib-producer", daemon=True)
 
+    def _recv(self, kind: type, timeout: float | None = None) -> Any:
+        if timeout is not None and not self.conn.poll(timeout):
+            raise RuntimeError("calibration producer did not answer")
+        msg = self.conn.recv()
+        if not isinstance(msg, kind):
+            raise RuntimeError(f"calibration producer: {msg.error if isinstance(msg, Failed) else msg!r}")
+        return msg
+
     def __enter__(self) -> ProducerLoad:
         self.proc.start()
-        if not self.conn.poll(600):
-            raise RuntimeError("calibration producer did not load")
-        self.conn.recv()
+        self._recv(Loaded, 600)
         return self
 
     def passes(self, n: int | None) -> tuple[list[tuple[int, float]], bool]:
         self.stop.clear()
-        self.conn.send(("run", n))
+        self.conn.send(RunPasses(n))
         if n is None:
             return [], False
-        msg = self.conn.recv()
-        return msg[1], msg[2]
+        msg = self._recv(Passes)
+        return msg.passes, msg.has_confidence
 
     def end_load(self) -> list[tuple[int, float]]:
         self.stop.set()
-        return self.conn.recv()[1]
+        return self._recv(Passes).passes
 
     def __exit__(self, *exc: object) -> None:
         try:
-            self.conn.send(("quit",))
+            self.conn.send(Quit())
         except (BrokenPipeError, OSError):
             pass
         self.proc.join(5)

@@ -15,15 +15,16 @@ import multiprocessing as mp
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-from workbench.decoding import Drafter, RoundRecord, Scheme, Target, make_scheme
+from workbench.decoding import Drafter, RoundRecord, Scheme, Target, make_scheme, scheme_spec
 
+from .messages import Done, Failed, Loaded, Message, PrepareWindow, Quit, Ready
 from .producer import Placement, ProducerSpec, producer_main
 from .shared import NativeSource, SharedBuffer
 
-DECOUPLED = frozenset({"as2d", "as2d_wo_bc"})
 Stage = tuple[str, str, float, float, int]
+M = TypeVar("M", bound=Message)
 
 
 class ProducerError(RuntimeError):
@@ -105,21 +106,23 @@ class NativeHost:
         self._proc = ctx.Process(target=producer_main, name="as2d-producer", daemon=True,
                                  args=(child, self.shared, self.start_evt, self.stop_evt, self.spec))
         self._proc.start()
-        msg = self._recv(self.ready_timeout, "loading its model")
-        self.placement["producer"] = msg[1]
+        self.placement["producer"] = self._recv(Loaded, self.ready_timeout, "loading its model").placement
 
-    def _recv(self, timeout: float, doing: str) -> tuple:
+    def _recv(self, kind: type[M], timeout: float, doing: str) -> M:
+        """The next message, which must be a ``kind``; anything else is one clear ``ProducerError``."""
+        msg: Message
         if self._conn.poll(timeout):
             try:
                 msg = self._conn.recv()
             except EOFError:
-                msg = ("error", "the producer process exited", "")
+                msg = Failed("the producer process exited")
         elif self._proc is not None and not self._proc.is_alive():
-            msg = ("error", f"the producer process died (exit code {self._proc.exitcode})", "")
+            msg = Failed(f"the producer process died (exit code {self._proc.exitcode})")
         else:
-            msg = ("error", f"no answer within {timeout:.0f} s", "")
-        if msg[0] == "error":
-            raise ProducerError(f"producer failed while {doing}: {msg[1]}")
+            msg = Failed(f"no answer within {timeout:.0f} s")
+        if not isinstance(msg, kind):
+            problem = msg.error if isinstance(msg, Failed) else f"expected {kind.__name__}, got {msg!r}"
+            raise ProducerError(f"producer failed while {doing}: {problem}")
         return msg
 
     def close(self) -> None:
@@ -127,7 +130,7 @@ class NativeHost:
             return
         try:
             if self._proc.is_alive():
-                self._conn.send(("quit",))
+                self._conn.send(Quit())
                 self._proc.join(5)
         except (BrokenPipeError, OSError):
             pass
@@ -157,15 +160,15 @@ class NativeHost:
         """Run one window with one scheme; ``target`` is freshly built for this window."""
         clock = time.perf_counter
         params = dict(params or {})
-        decoupled = scheme_name in DECOUPLED
+        decoupled = scheme_spec(scheme_name).decoupled
         if decoupled and self._proc is None:
             raise ValueError(f"scheme {scheme_name!r} needs a producer process; this NativeHost has none")
         if decoupled:
             self.start_evt.clear()
             self.stop_evt.clear()
             cap = max_output if producer_cap is None else producer_cap
-            self._conn.send(("window", window_id, audio, cap))
-            self._recv(self.ready_timeout, f"preparing window {window_id}")
+            self._conn.send(PrepareWindow(window_id, audio, cap))
+            self._recv(Ready, self.ready_timeout, f"preparing window {window_id}")
         root = target.prefill()
         source = None
         t0 = clock()
@@ -188,8 +191,7 @@ class NativeHost:
         if not decoupled:
             return result
         try:
-            msg = self._recv(drain_timeout, f"draining window {window_id}")
-            result.producer_forwards = int(msg[1])
+            result.producer_forwards = self._recv(Done, drain_timeout, f"draining window {window_id}").forwards
         except ProducerError as err:
             fault = str(err)
         finish = self.shared.finish_time.value - t0

@@ -1,15 +1,18 @@
 """The producer process: a target-decoupled drafter that publishes into the shared buffer.
 
-It is long-lived (the model loads once) and serves one window at a time:
+It is long-lived (the model loads once) and serves one window at a time; the messages are the
+typed ones of ``messages.py``:
 
-    parent                          producer process
-    ("window", id, audio, cap) -->  audio prefill (encoder), own prompt ready
-                               <--  ("ready",)
+    parent                                  producer process
+                                       <--  Loaded(placement)
+    PrepareWindow(id, audio, cap)      -->  audio prefill (encoder) and its own prompt prefill
+                                       <--  Ready(id)
     target prefill; t0; start.set
-                                    generate greedily on its own history, convert (Tok_T),
-                                    publish 8-token batches, record one span per forward
-    target EOS: stop.set       -->  stops at the next forward boundary (drain)
-                               <--  ("done", tokens, forwards)
+                                            generate greedily on its own history, convert (Tok_T),
+                                            publish ``batch_tokens``-token batches, one span per forward
+    target EOS: stop.set                    stops at the next forward boundary (drain)
+                                       <--  Done(forwards)
+    Quit()                             -->  exit (any exception: Failed(error, traceback), exit 1)
 
 It reads only the request audio, the instruction (prompt) and its own history -- never target
 text or target KV (Appendix C.1).
@@ -25,6 +28,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from .messages import Done, Failed, Loaded, PrepareWindow, Quit, Ready
 from .shared import SharedBuffer
 
 
@@ -56,37 +60,66 @@ class ProducerSpec:
     placement: Placement = field(default_factory=Placement)
 
 
-def _build_stream(spec: ProducerSpec, bundle: Any, audio: Any, cap: int, state: Any = None) -> Iterator[Any]:
-    """Prepare the audio state now (before the clock) and return the token iterator.
+class ProducerModel:
+    """The producer's model inside its process: loaded once, one fresh token stream per window."""
 
-    ``state``: a fresh decoder state on already-encoded audio (calibration reuses one encoding)."""
-    from workbench.models.drafting import AutoregressiveProducer
-    from workbench.models.whisper import WhisperDecoderState
+    def __init__(self, spec: ProducerSpec) -> None:
+        from workbench.models.registry import ModelSpec, load_whisper_spec
 
-    proto = bundle.protocol
-    if state is None:
-        state = WhisperDecoderState(bundle, bundle.features(audio))  # audio prefill, outside the clock
-    n = min(cap, bundle.config.max_target_positions - len(proto.prompt_ids))
-    stream: Iterator[Any] = iter(AutoregressiveProducer(lambda: state, proto.prompt_ids, proto.eos_id, n))
-    if spec.drafter.get("vocabulary") == "cross":
-        from workbench.models.tokenizer import TextCodec
-        from workbench.models.vocab import VocabularyConverter, convert_stream
+        ms = ModelSpec.from_dict(spec.drafter)
+        if ms.family != "whisper":
+            raise ValueError(f"producer {ms.name}: native producers support the whisper family so far, "
+                             f"not {ms.family}")
+        self.spec = spec
+        self.bundle = load_whisper_spec(ms)
 
-        if spec.target_tokenizer is None or bundle.codec is None:
-            raise ValueError(f"producer {spec.drafter.get('name')}: cross-vocabulary needs both tokenizers")
-        conv = VocabularyConverter(bundle.codec, TextCodec.from_file(spec.target_tokenizer), proto.eos_id,
-                                   spec.target_eos)
-        stream = convert_stream(stream, conv)
-    return stream
+    def encode(self, audio: Any) -> Any:
+        """The audio prefill (features + encoder): a decoder state ready for the prompt."""
+        from workbench.models.whisper import WhisperDecoderState
+
+        return WhisperDecoderState(self.bundle, self.bundle.features(audio))
+
+    def stream(self, audio: Any, cap: int, encoded: Any = None) -> Iterator[Any]:
+        """Prepare the audio state now (before the clock) and return the token iterator.
+
+        ``encoded``: an ``encode`` result to start from with an empty decoder cache (calibration
+        reuses one encoding across passes)."""
+        from workbench.models.drafting import AutoregressiveProducer
+
+        bundle, spec = self.bundle, self.spec
+        proto = bundle.protocol
+        state = self.encode(audio) if encoded is None else _fresh(encoded)  # audio prefill, outside the clock
+        n = min(cap, bundle.config.max_target_positions - len(proto.prompt_ids))
+        stream: Iterator[Any] = iter(AutoregressiveProducer(lambda: state, proto.prompt_ids, proto.eos_id, n))
+        if spec.drafter.get("vocabulary") == "cross":
+            from workbench.models.tokenizer import TextCodec
+            from workbench.models.vocab import VocabularyConverter, convert_stream
+
+            if spec.target_tokenizer is None or bundle.codec is None:
+                raise ValueError(f"producer {spec.drafter.get('name')}: cross-vocabulary needs both tokenizers")
+            conv = VocabularyConverter(bundle.codec, TextCodec.from_file(spec.target_tokenizer), proto.eos_id,
+                                       spec.target_eos)
+            stream = convert_stream(stream, conv)
+        return stream
 
 
-def _load(spec: ProducerSpec) -> Any:
-    from workbench.models.registry import ModelSpec, load_whisper_spec
+def _fresh(encoded: Any) -> Any:
+    """The same encoder output with an empty decoder cache (what a new window's producer sees)."""
+    import copy
 
-    ms = ModelSpec.from_dict(spec.drafter)
-    if ms.family != "whisper":
-        raise ValueError(f"producer {ms.name}: native producers support the whisper family so far, not {ms.family}")
-    return load_whisper_spec(ms)
+    from transformers import DynamicCache, EncoderDecoderCache
+
+    state = copy.copy(encoded)
+    state.cache = EncoderDecoderCache(DynamicCache(), DynamicCache())
+    state.length = 0
+    return state
+
+
+def prefilled(stream: Iterator[Any]) -> tuple[Any, Iterator[Any]]:
+    """Take the first token now: the producer's own prompt prefill yields it, like the target's
+    prefill yields the first root; both happen before the decode clock starts (A.3, D.5.1)."""
+    first = next(stream, None)
+    return first, itertools.chain([] if first is None else [first], stream)
 
 
 def _produce(stream: Iterator[Any], shared: SharedBuffer, stop: Any, batch_tokens: int, t_begin: float) -> int:
@@ -114,30 +147,31 @@ def producer_main(conn: Any, shared: SharedBuffer, start: Any, stop: Any, spec: 
     """Entry point of the producer process."""
     try:
         placement = spec.placement.apply()
-        bundle = _load(spec)
-        conn.send(("loaded", placement))
+        model = ProducerModel(spec)
+        conn.send(Loaded(placement))
         while True:
             msg = conn.recv()
-            if msg[0] == "quit":
+            if isinstance(msg, Quit):
                 return
-            _, window_id, audio, cap = msg
+            if not isinstance(msg, PrepareWindow):
+                raise TypeError(f"producer: unexpected message {msg!r}")
             shared.reset()
-            stream = _build_stream(spec, bundle, audio, cap)
-            # The producer's own prompt prefill yields its first token, like the target's prefill
-            # yields the first root: both happen before the decode clock starts (A.3, D.5.1).
-            first = next(stream, None)
-            stream = itertools.chain([] if first is None else [first], stream)
-            conn.send(("ready", window_id))
+            _, stream = prefilled(model.stream(msg.audio, msg.cap))
+            conn.send(Ready(msg.window_id))
             start.wait()
             t_begin = time.perf_counter()
             n = _produce(stream, shared, stop, spec.batch_tokens, t_begin)
             shared.finish(time.perf_counter())
-            conn.send(("done", n))
+            conn.send(Done(n))
     except (EOFError, KeyboardInterrupt):
         return
     except BaseException as err:  # report, then exit non-zero: the parent turns it into one clear error
-        try:
-            conn.send(("error", f"{type(err).__name__}: {err}", traceback.format_exc()))
-        except Exception:
-            pass
+        report_failure(conn, err)
         raise SystemExit(1) from err
+
+
+def report_failure(conn: Any, err: BaseException) -> None:
+    try:
+        conn.send(Failed(f"{type(err).__name__}: {err}", traceback.format_exc()))
+    except Exception:
+        pass

@@ -107,7 +107,8 @@ class NativeSource:
             self.buffer.publish(toks, t - self.t0, conf if has_conf else None)
         self._pulled = n
         if not math.isnan(finish) and self.buffer.finish_time is None:
-            self.buffer.finish(max(finish - self.t0, self.buffer._times[-1] if self.buffer._times else 0.0))
+            last = self.buffer.publish_time_of(len(self.buffer) - 1) if len(self.buffer) else 0.0
+            self.buffer.finish(max(finish - self.t0, last))
 
     def snapshot(self, t: float = float("inf")) -> Snapshot:
         self._pull()

@@ -1,0 +1,131 @@
+"""Config access and validation for the Hydra jobs: methods and their settings, budget, devices, models.
+
+Jobs read keys as attributes (``cfg.native.repeats``): every default lives in ``conf/`` (the base
+``config.yaml``, the groups) and, for scheme settings, in the decoding core's scheme catalog.
+A bad value is one ``ConfigError`` naming the key, raised before any work starts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from workbench.decoding import scheme_spec
+from workbench.decoding.schemes import MAX_BUDGET
+from workbench.replay.profile import DeviceProfile, MissingWidthError, load_profile, parse_profile
+from workbench.replay.result import ReplayConfig
+
+from .base import ConfigError
+
+CONF = Path(__file__).resolve().parents[2] / "conf"
+JOB_KEYS = ("name", "widths")  # method-file keys that are not scheme settings (SD's widths: the D.1.3 row)
+
+
+def method_file(cfg: DictConfig, name: str) -> dict[str, Any]:
+    """The ``conf/method`` mapping of ``name``: the composed ``method`` group if it is that one, else its file."""
+    if cfg.method.name == name:
+        return OmegaConf.to_container(cfg.method, resolve=True)
+    path = CONF / "method" / f"{name}.yaml"
+    if not path.is_file():
+        known = sorted(p.stem for p in (CONF / "method").glob("*.yaml"))
+        raise ConfigError("methods", f"unknown method {name!r}; choose from {known}")
+    return OmegaConf.to_container(OmegaConf.load(path), resolve=True)
+
+
+def method_settings(cfg: DictConfig, name: str) -> dict[str, Any]:
+    """Every scheme setting of method ``name``: catalog defaults, its ``conf/method`` values, ``model.budget``."""
+    m = {k: v for k, v in method_file(cfg, name).items() if k not in JOB_KEYS}
+    spec = scheme_spec(name)
+    if "budget" in spec.defaults:
+        m["budget"] = budget(cfg)  # the proposal budget belongs to the model pair (selected on dev, D.2.6)
+    try:
+        return spec.settings(**m)
+    except ValueError as err:
+        raise ConfigError(f"method.{name}" if cfg.method.name != name else "method", str(err)) from err
+
+
+def methods(cfg: DictConfig) -> list[str]:
+    names = list(cfg.methods) if cfg.methods else [cfg.method.name]
+    for n in names:
+        method_settings(cfg, n)
+    return names
+
+
+def budget(cfg: DictConfig) -> int:
+    b = cfg.model.budget
+    if isinstance(b, bool) or not isinstance(b, int) or not 1 <= b <= MAX_BUDGET:
+        raise ConfigError("model.budget", f"must be an integer proposal budget in [1, {MAX_BUDGET}], got {b!r}")
+    return b
+
+
+def replay_configs(cfg: DictConfig, name: str, source: str | None,
+                   profile: DeviceProfile | None = None) -> list[ReplayConfig]:
+    """The replay configurations behind one method; standard SD averages its widths (D.1.3).
+
+    ASP's cap is per device, as in the paper (24 on K70, 14 where K16+ was never measured,
+    D.2.3): a cap beyond the profile's widest priced width is lowered to fit, and the config
+    label (``asp/cap14``) says so.
+    """
+    s = method_settings(cfg, name)
+    if profile is not None and "cap" in s:
+        s["cap"] = min(int(s["cap"]), max(profile.verifier.widths()) - 1)
+    if name == "sd":
+        widths = method_file(cfg, name).get("widths") or [s["width"]]  # optional key of sd.yaml only
+        return [ReplayConfig("sd", **{**s, "width": int(k)}) for k in widths]
+    return [ReplayConfig(name, source=source if scheme_spec(name).decoupled else None, **s)]
+
+
+def check_models(cfg: DictConfig, roles: Sequence[str] = ("target", "drafter", "serial_drafter")) -> None:
+    """Fail before any work if a model's weights cannot be found (one error, three remedies)."""
+    from workbench.models.registry import MissingWeightsError, ModelSpec, resolve_weights
+
+    for role in roles:
+        if role not in cfg.model:  # serial_drafter is optional: a shared-vocabulary producer serves SD/ASP
+            continue
+        try:
+            resolve_weights(ModelSpec.from_dict(OmegaConf.to_container(cfg.model[role], resolve=True)))
+        except MissingWeightsError as err:
+            raise ConfigError(f"model.{role}", str(err)) from err
+
+
+def device_profile(name_or_cfg: str | DictConfig) -> DeviceProfile:
+    if isinstance(name_or_cfg, str):
+        try:
+            return load_profile(name_or_cfg)
+        except FileNotFoundError as err:
+            raise ConfigError("device", str(err)) from err
+    raw = OmegaConf.to_container(name_or_cfg, resolve=True)
+    return parse_profile(raw, file=f"conf/device/{raw['name']}.yaml")
+
+
+def devices(cfg: DictConfig) -> list[DeviceProfile]:
+    """``devices: [..]`` for multi-device jobs, else the composed ``device`` group."""
+    if cfg.devices:
+        return [device_profile(str(d)) for d in cfg.devices]
+    return [device_profile(cfg.device)]
+
+
+def check_widths(profile: DeviceProfile, names: Sequence[str], cfg: DictConfig) -> None:
+    """Fail before any work if a method needs a physical width the profile does not price."""
+    for name in names:
+        for rc in replay_configs(cfg, name, None, profile):
+            try:
+                profile.verify_ms(rc.widest_width)
+            except MissingWidthError as err:
+                raise ConfigError("model.budget" if "as2d" in name else "method",
+                                  f"{name} needs physical width K={rc.widest_width}, but device {profile.name!r} "
+                                  f"does not price it ({err})") from err
+
+
+def source_roles(cfg: DictConfig) -> dict[str, list[str]]:
+    """Role -> profile source names to try: the pair's own producer model, then ``source_roles``."""
+    roles = {k: [v] for k, v in OmegaConf.to_container(cfg.source_roles, resolve=True).items()}
+    roles.setdefault("producer", []).insert(0, str(cfg.model.drafter.name))  # e.g. the host's measured tiny.en
+    return roles
+
+
+__all__ = ["CONF", "budget", "check_models", "check_widths", "device_profile", "devices", "method_file",
+           "method_settings", "methods", "replay_configs", "source_roles"]

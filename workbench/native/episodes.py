@@ -1,0 +1,171 @@
+"""Native episodes on the host: placements, the host setup, one scheme on one window, repeated runs.
+
+The one native pipeline behind the demo job, calibration (D.2), replay agreement (D.3) and the
+benchmark. A ``HostSetup`` is a loaded model pair (``workbench.models.pair``), the producer
+process's spec and placement, and every scheme's settings, checked by the scheme catalog.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from workbench.decoding import SCHEMES, scheme_spec
+from workbench.models.pair import ModelPair, load_pair
+
+from .driver import NativeHost, NativeResult
+from .producer import Placement, ProducerSpec
+from .windows import AudioWindow
+
+# Settings of the host protocol (bench, calibration, agreement): SD verifies at As²d's widest width
+# b+1, and ASP's cap 15 keeps physical K <= 16, the widths calibration measures (D.2.3 uses 14).
+ASP_HOST_CAP = 15
+
+
+def host_overrides(budget: int) -> dict[str, dict[str, Any]]:
+    return {"sd": {"width": budget + 1}, "asp": {"cap": ASP_HOST_CAP}}
+
+
+def default_placements() -> tuple[Placement, Placement]:
+    """(verifier, producer): the first allowed CPU and the second, one thread each; else the OS decides."""
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    if len(cpus) >= 2:
+        return Placement(1, (cpus[0],)), Placement(1, (cpus[1],))
+    return Placement(1), Placement(1)
+
+
+def scheme_settings(scheme: str, budget: int, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Every setting of ``scheme``: catalog defaults, ``overrides``, and the pair's budget where it has one."""
+    spec = scheme_spec(scheme)
+    over = dict(overrides or {})
+    if "budget" in spec.defaults:
+        over["budget"] = budget  # the proposal budget is the pair's (conf/model), fixed before testing
+    return spec.settings(**over)
+
+
+@dataclass
+class HostSetup:
+    """The real pair on this host: models, the producer process's spec, placements, scheme settings."""
+
+    pair: ModelPair
+    producer: ProducerSpec
+    verifier: Placement
+    settings: dict[str, dict[str, Any]]  # scheme -> complete make_scheme settings
+
+    @property
+    def target(self) -> Any:
+        return self.pair.target
+
+    @property
+    def serial(self) -> Any:
+        return self.pair.serial
+
+    @property
+    def source(self) -> str:  # the producer's source name in the host profile
+        return self.pair.producer_name
+
+    @property
+    def serial_source(self) -> str | None:
+        return self.pair.serial_name
+
+    @property
+    def budget(self) -> int:
+        return self.pair.budget
+
+    @property
+    def max_output(self) -> int:
+        return self.pair.max_output
+
+    @property
+    def batch_tokens(self) -> int:
+        return self.producer.batch_tokens
+
+    def params(self, scheme: str) -> dict[str, Any]:
+        return dict(self.settings[scheme])
+
+
+def host_setup(model: Mapping[str, Any] | ModelPair, *, overrides: Mapping[str, Mapping[str, Any]] | None = None,
+               verifier: Placement | None = None, producer: Placement | None = None) -> HostSetup:
+    """The host setup of a ``conf/model`` mapping (or an already loaded pair).
+
+    ``overrides``: scheme -> settings (a job's ``conf/method`` values); default: ``host_overrides``."""
+    pair = model if isinstance(model, ModelPair) else load_pair(model)
+    vdef, pdef = default_placements()
+    over = host_overrides(pair.budget) if overrides is None else overrides
+    settings = {s: scheme_settings(s, pair.budget, over.get(s)) for s in SCHEMES}
+    spec = ProducerSpec(drafter=pair.producer_cfg, target_tokenizer=pair.target_tokenizer, target_eos=pair.eos_id,
+                        batch_tokens=pair.batch_tokens, placement=producer or pdef)
+    return HostSetup(pair, spec, verifier or vdef, settings)
+
+
+def run_scheme(host: NativeHost, setup: HostSetup, window: AudioWindow, scheme: str) -> NativeResult:
+    """One native run of ``scheme`` on ``window``; the serial drafter's audio prefill is off the clock."""
+    drafter = setup.pair.new_drafter(window.audio) if scheme_spec(scheme).needs_drafter else None
+    return host.run(window.window_id, scheme, setup.pair.new_target(window.audio), audio=window.audio,
+                    max_output=setup.max_output, drafter=drafter, params=setup.params(scheme))
+
+
+# ------------------------------------------------------------------------ repeated episodes
+SAMPLE_SCHEMA = {"window_id": pl.Utf8, "kind": pl.Utf8, "scheme": pl.Utf8, "width": pl.Int64,
+                 "concurrent": pl.Boolean, "offset": pl.Int64, "rep": pl.Int64, "ms": pl.Float64,
+                 "tokens": pl.Int64, "rounds": pl.Int64}
+
+
+def sample(kind: str, window_id: str | None, **values: Any) -> dict[str, Any]:
+    """One raw calibration sample row (columns: ``SAMPLE_SCHEMA``; absent fields are null)."""
+    row = dict.fromkeys(SAMPLE_SCHEMA)
+    row.update(kind=kind, window_id=window_id, **values)
+    return row
+
+
+@dataclass
+class Episodes:
+    rows: list[dict[str, Any]] = field(default_factory=list)  # one "episode" row per measured run
+    results: list[tuple[str, str, int, NativeResult]] = field(default_factory=list)  # (window, scheme, rep, run)
+    placement: dict[str, Any] = field(default_factory=dict)  # the host's processes as placed
+
+    def runs(self, window_id: str, scheme: str) -> list[NativeResult]:
+        return [r for w, s, _, r in self.results if w == window_id and s == scheme]
+
+    def rounds(self) -> pl.DataFrame:
+        out = []
+        for wid, scheme, rep, r in self.results:
+            for rec in r.records:
+                out.append({**rec.as_row(), "window_id": wid, "config": scheme, "rep": rep, "T": r.time})
+        return pl.DataFrame(out, schema_overrides={"chain": pl.List(pl.Int64), "provenance": pl.List(pl.Int64),
+                                                   "committed": pl.List(pl.Int64), "k1_reason": pl.Utf8,
+                                                   "cursor_before": pl.Int64, "cursor_after": pl.Int64,
+                                                   "next_root": pl.Int64}, infer_schema_length=None)
+
+
+def native_episodes(setup: HostSetup, windows: Sequence[AudioWindow], schemes: Sequence[str], reps: int,
+                    warmup: int = 1, host: NativeHost | None = None, progress: bool = False) -> Episodes:
+    """Warm-up then ``reps`` measured runs per scheme and window, order alternating per repetition (D.3)."""
+    if host is None:
+        with NativeHost(setup.producer, setup.verifier) as h:
+            return native_episodes(setup, windows, schemes, reps, warmup, h, progress)
+    from tqdm.auto import tqdm
+
+    ep = Episodes(placement=host.placement)
+    for w in tqdm(windows, desc="native host", unit="window", disable=not progress):
+        for rep in range(-warmup, reps):
+            for scheme in (schemes if rep % 2 == 0 else list(reversed(schemes))):
+                r = run_scheme(host, setup, w, scheme)
+                if rep < 0:
+                    continue
+                ep.results.append((w.window_id, scheme, rep, r))
+                ep.rows.append(sample("episode", w.window_id, scheme=scheme, rep=rep, ms=1000 * r.time,
+                                      tokens=len(r.output), rounds=len(r.records)))
+                spans = [s for s in r.stages if s[0] == "producer" and s[4] == -1]
+                if spans:  # producer startup: from the clock's zero to its first forward (process wake-up)
+                    ep.rows.append(sample("producer_startup", w.window_id, scheme=scheme, rep=rep,
+                                          ms=1000 * min(s[2] for s in spans)))
+    return ep
+
+
+__all__ = ["HostSetup", "Episodes", "SAMPLE_SCHEMA", "default_placements", "host_setup", "native_episodes",
+           "run_scheme", "sample", "scheme_settings"]
