@@ -1,16 +1,26 @@
 """MLflow tracking: one run per Hydra job, a parent run per multirun sweep.
 
-* Store: ``sqlite:///mlruns/mlflow.db`` with artifacts under ``mlruns/``, unless
-  ``MLFLOW_TRACKING_URI`` (or ``tracking.uri`` in the config) says otherwise.
-* A run logs the flattened composed config as params, the job's metrics, the job's
-  ``.hydra/*.yaml`` and any files it writes (parquet records, PNG/SVG figures).
-* Failure -- an exception, Ctrl-C or SIGTERM -- ends the run FAILED with the error attached.
-  Nothing is left RUNNING.
+* Store: ``sqlite:///mlruns/mlflow.db`` with artifacts under ``mlruns/artifacts``, unless
+  ``MLFLOW_TRACKING_URI`` (or ``tracking.uri`` in the config) says otherwise. A fresh sqlite
+  store is created under a file lock (``<db>.lock``), so jobs started together do not race in
+  MLflow's schema migration. A remote tracking server keeps its own artifact root.
+* A run logs the flattened composed config as params, the job's metrics and the files the
+  entry point hands it (``workbench.run``). Each run is tagged with its owner (``as2d.pid``,
+  ``as2d.host``, ``as2d.pid_started``).
+* An exception, Ctrl-C or SIGTERM inside ``tracked_run`` ends the run FAILED with the error
+  attached; a second signal during that cleanup is deferred until the run is marked.
+* In a sweep's parent process, SIGINT/SIGTERM stop the launcher's local worker processes, then
+  mark every still-RUNNING child run and the parent run FAILED.
+* What no handler can catch -- SIGKILL, the OOM killer -- leaves a run RUNNING until the next
+  job (or sweep) starts, or ``python -m workbench.runs reap`` runs: both mark runs whose owning
+  process on this host is gone FAILED, tagged ``as2d.reaped`` (see ``workbench.runs``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import logging
 import math
 import os
 import signal
@@ -24,6 +34,7 @@ from hydra.experimental.callback import Callback
 from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig, OmegaConf
 
+log = logging.getLogger(__name__)
 DEFAULT_STORE = "mlruns"
 SWEEP_FILE = "mlflow_parent_run.txt"
 
@@ -46,14 +57,35 @@ def artifact_root(uri: str, root: str | Path = ".") -> Path:
     return (Path(root) / DEFAULT_STORE / "artifacts").resolve()
 
 
+def artifact_location(uri: str, root: str | Path = ".") -> str | None:
+    """Where a new experiment's artifacts go: beside a local store; a remote server's own root.
+
+    ``None`` lets a tracking server (``http(s)://``, ``databricks``...) use the artifact root it
+    serves to every client; a local ``file:`` path would be valid on this machine only.
+    """
+    local = uri.startswith(("sqlite:", "file:", "/", ".")) or "://" not in uri
+    if not local:
+        return None
+    artifacts = artifact_root(uri, root)
+    artifacts.mkdir(parents=True, exist_ok=True)
+    return artifacts.as_uri()
+
+
 def ensure_experiment(name: str, root: str | Path = ".") -> str:
-    """Experiment id for ``name``, creating it with artifacts beside the store."""
+    """Experiment id for ``name``, creating it under the store lock.
+
+    A local store keeps artifacts beside it; a remote tracking server (``http(s)://``,
+    ``databricks``...) chooses its own artifact root, which every client can reach.
+    """
+    uri = mlflow.get_tracking_uri()
     exp = mlflow.get_experiment_by_name(name)
     if exp is not None:
         return exp.experiment_id
-    artifacts = artifact_root(mlflow.get_tracking_uri(), root)
-    artifacts.mkdir(parents=True, exist_ok=True)
-    return mlflow.create_experiment(name, artifact_location=artifacts.as_uri())
+    with store_lock(uri):
+        exp = mlflow.get_experiment_by_name(name)  # another job may have created it while we waited
+        if exp is not None:
+            return exp.experiment_id
+        return mlflow.create_experiment(name, artifact_location=artifact_location(uri, root))
 
 
 def flatten(cfg: Mapping[str, Any] | DictConfig, prefix: str = "") -> dict[str, str]:
@@ -89,20 +121,106 @@ class _Terminated(BaseException):
     """SIGTERM turned into an exception so the run can still be marked FAILED."""
 
 
-@contextlib.contextmanager
-def _sigterm_as_exception() -> Iterator[None]:
-    def handler(signum: int, frame: Any) -> None:
+class _Signals:
+    """SIGTERM -> ``_Terminated``, SIGINT -> ``KeyboardInterrupt`` until cleanup starts; then deferred.
+
+    Once ``ending`` is set (the run is being marked), a further signal is recorded, not raised:
+    a second Ctrl-C or SIGTERM during cleanup must not leave the run RUNNING.
+    """
+
+    def __init__(self) -> None:
+        self.ending = False
+        self.deferred: list[int] = []
+        self._old: dict[int, Any] = {}
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        if self.ending:
+            self.deferred.append(signum)
+            return
+        self.ending = True  # the exception below starts cleanup; a second signal must not interrupt it
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
         raise _Terminated(f"terminated by signal {signum}")
 
-    try:
-        old = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread (e.g. a launcher worker thread): nothing to install
+    def __enter__(self) -> _Signals:
+        try:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                self._old[sig] = signal.signal(sig, self._handler)
+        except ValueError:  # not the main thread (e.g. a launcher worker thread): nothing to install
+            self._old.clear()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+
+
+@contextlib.contextmanager
+def _sigterm_as_exception() -> Iterator[None]:
+    with _Signals():
+        yield
+
+
+_prepared: set[str] = set()
+
+
+@contextlib.contextmanager
+def store_lock(uri: str) -> Iterator[None]:
+    """An exclusive file lock beside a sqlite store (no-op for other stores).
+
+    MLflow creates and migrates a fresh sqlite schema on first use; two jobs doing that at once
+    crash one of them, so schema creation (and experiment creation) happens under this lock.
+    """
+    if not uri.startswith("sqlite:///"):
         yield
         return
+    db = Path(uri[len("sqlite:///"):])
+    db.parent.mkdir(parents=True, exist_ok=True)
+    with open(db.with_name(db.name + ".lock"), "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def prepare_store(uri: str) -> None:
+    """Make ``uri`` the tracking store, creating its schema under the store lock (once per process)."""
+    mlflow.set_tracking_uri(uri)
+    if uri in _prepared:
+        return
+    with store_lock(uri):
+        MlflowClient(uri).search_experiments(max_results=1)  # instantiating the store creates/migrates it
+    _prepared.add(uri)
+
+
+def reap_on_start(uri: str) -> None:
+    """Mark runs whose process is gone FAILED (``workbench.runs``); never blocks a job from starting."""
+    from workbench.runs import reap
+
     try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, old)
+        reaped = [s for s in reap(uri) if s.verdict == "reaped"]
+    except Exception as err:  # a reaper problem must not stop real work
+        log.warning("reaper skipped: %s: %s", type(err).__name__, err)
+        return
+    for s in reaped:
+        log.warning("run %s (%s, %s) was left RUNNING by a process that is gone; marked it FAILED",
+                    s.run_id, s.name, s.owner)
+
+
+def _end_run(run_id: str, status: str, err: BaseException | None, parent_run_id: str | None) -> None:
+    """Mark the run (and on failure the sweep parent) -- the status first, details after."""
+    client = MlflowClient()
+    if err is not None:
+        with contextlib.suppress(Exception):
+            client.set_tag(run_id, "error", f"{type(err).__name__}: {err}"[:5000])
+    mlflow.end_run(status)
+    if err is not None:
+        with contextlib.suppress(Exception):
+            client.log_text(run_id, "".join(traceback.format_exception(err)), "error.txt")
+        if parent_run_id:  # a sweep that lost a job has failed; Hydra may not reach on_multirun_end
+            with contextlib.suppress(Exception):
+                client.set_terminated(parent_run_id, "FAILED")
 
 
 @contextlib.contextmanager
@@ -115,33 +233,38 @@ def tracked_run(
     root: str | Path = ".",
     uri: str | None = None,
 ) -> Iterator[mlflow.ActiveRun]:
-    """A run that always ends FINISHED or FAILED, never RUNNING."""
-    mlflow.set_tracking_uri(tracking_uri(root, uri))
+    """A run that ends FINISHED or FAILED, whatever the job raises (Ctrl-C and SIGTERM included)."""
+    from workbench.runs import owner_tags
+
+    store = tracking_uri(root, uri)
+    prepare_store(store)
+    reap_on_start(store)
     exp_id = ensure_experiment(experiment, root)
-    all_tags = dict(tags or {})
+    all_tags = {**dict(tags or {}), **owner_tags()}
     if parent_run_id:
         all_tags["mlflow.parentRunId"] = parent_run_id
         all_tags["sweep_parent"] = parent_run_id
-    run = mlflow.start_run(experiment_id=exp_id, run_name=run_name, tags=all_tags)
-    try:
-        if cfg is not None:
-            params = flatten(cfg)
-            items = list(params.items())
-            for i in range(0, len(items), 100):
-                mlflow.log_params(dict(items[i : i + 100]))
-        with _sigterm_as_exception():
-            yield run
-    except BaseException as err:  # KeyboardInterrupt and SIGTERM too: the run must not stay RUNNING
-        with contextlib.suppress(Exception):
-            mlflow.set_tag("error", f"{type(err).__name__}: {err}"[:5000])
-            mlflow.log_text("".join(traceback.format_exception(err)), "error.txt")
-        mlflow.end_run("FAILED")
-        if parent_run_id:  # a sweep that lost a job has failed; Hydra may not reach on_multirun_end
-            with contextlib.suppress(Exception):
-                MlflowClient().set_terminated(parent_run_id, "FAILED")
-        raise
-    else:
-        mlflow.end_run("FINISHED")
+    with _Signals() as signals:
+        run = mlflow.start_run(experiment_id=exp_id, run_name=run_name, tags=all_tags)
+        failure: BaseException | None = None
+        try:
+            try:
+                if cfg is not None:
+                    items = list(flatten(cfg).items())
+                    for i in range(0, len(items), 100):
+                        mlflow.log_params(dict(items[i : i + 100]))
+                yield run
+            finally:
+                signals.ending = True  # from here on a signal is deferred, never raised
+        except BaseException as err:  # KeyboardInterrupt and SIGTERM too: the run must not stay RUNNING
+            failure = err
+        _end_run(run.info.run_id, "FAILED" if failure else "FINISHED", failure, parent_run_id)
+    if failure is not None:
+        raise failure
+    if signals.deferred:  # a signal arrived while the run was being marked: honour it now
+        if signals.deferred[0] == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise _Terminated(f"terminated by signal {signals.deferred[0]}")
 
 
 def log_param_if_tracking(name: str, value: str) -> bool:
@@ -161,23 +284,115 @@ def log_dir_artifacts(path: str | Path, artifact_path: str | None = None) -> Non
         mlflow.log_artifacts(str(path), artifact_path)
 
 
+CHILD_GRACE_S = 20.0  # how long sweep workers get to mark their own runs after SIGTERM
+_TRACKERS = ("resource_tracker", "semaphore_tracker")  # they unlink /dev/shm objects once we exit
+
+
+def _stop_children(grace_s: float = CHILD_GRACE_S) -> list[int]:
+    """SIGTERM this process's descendants (the launcher's workers), SIGKILL any that outlive ``grace_s``.
+
+    The multiprocessing/loky resource trackers are left to exit on their own when this process
+    ends: they are the ones that remove the workers' semaphores from ``/dev/shm``.
+    """
+    import psutil
+
+    procs = []
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if not any(t in " ".join(p.cmdline()) for t in _TRACKERS):
+                procs.append(p)
+        except psutil.Error:
+            pass
+    for p in procs:
+        with contextlib.suppress(psutil.Error):
+            p.terminate()
+    _, alive = psutil.wait_procs(procs, timeout=grace_s)
+    for p in alive:
+        with contextlib.suppress(psutil.Error):
+            p.kill()
+    psutil.wait_procs(alive, timeout=5)
+    return [p.pid for p in procs]
+
+
+def end_sweep(parent: str, status: str, reason: str) -> None:
+    """Mark every still-RUNNING child of sweep ``parent`` and the parent itself ``status``."""
+    client = MlflowClient()
+    exp_id = client.get_run(parent).info.experiment_id
+    for child in client.search_runs([exp_id], f"tags.sweep_parent = '{parent}' and attributes.status = 'RUNNING'"):
+        with contextlib.suppress(Exception):
+            client.set_tag(child.info.run_id, "error", reason)
+        client.set_terminated(child.info.run_id, status)
+    if client.get_run(parent).info.status == "RUNNING":
+        with contextlib.suppress(Exception):
+            client.set_tag(parent, "error", reason)
+        client.set_terminated(parent, status)
+
+
+class _SweepSignals:
+    """SIGINT/SIGTERM in the sweep's parent process: stop the workers, then end every open run."""
+
+    def __init__(self, parent: str) -> None:
+        self.parent = parent
+        self.ending = False
+        self._old: dict[int, Any] = {}
+
+    def install(self) -> None:
+        try:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                self._old[sig] = signal.signal(sig, self._handler)
+        except ValueError:  # not the main thread: the launcher owns signals
+            self._old.clear()
+
+    def uninstall(self) -> None:
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+        self._old.clear()
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        if self.ending:  # a second signal during cleanup: cleanup goes on, the runs still get marked
+            return
+        self.ending = True
+        name = signal.Signals(signum).name
+        stopped = _stop_children()
+        log.warning("sweep interrupted by %s: stopped %d worker process(es)", name, len(stopped))
+        end_sweep(self.parent, "FAILED", f"sweep interrupted by {name} in its parent process (pid {os.getpid()})")
+        self.uninstall()
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise _Terminated(f"sweep terminated by {name}")
+
+
 class SweepCallback(Callback):
     """Hydra callback: a parent MLflow run around each multirun sweep.
 
     The parent run id is written into the sweep directory so every job -- in this process or a
-    joblib/Ray/SLURM worker -- can attach its run as a child.
+    joblib/Ray/SLURM worker -- can attach its run as a child. While the sweep runs, SIGINT and
+    SIGTERM in the parent stop the local worker processes and mark every open run FAILED.
     """
 
+    def __init__(self) -> None:
+        self._signals: _SweepSignals | None = None
+
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        from workbench.io import atomic_write_text
+        from workbench.runs import owner_tags
+
         sweep_dir = Path(config.hydra.sweep.dir)
         sweep_dir.mkdir(parents=True, exist_ok=True)
-        mlflow.set_tracking_uri(tracking_uri(".", config.get("tracking", {}).get("uri")))
+        uri = tracking_uri(".", config.get("tracking", {}).get("uri"))
+        prepare_store(uri)
+        reap_on_start(uri)
         exp_id = ensure_experiment(experiment_name(config))
         client = MlflowClient()
-        run = client.create_run(exp_id, run_name=f"sweep:{sweep_dir.name}", tags={"sweep_dir": str(sweep_dir)})
-        (sweep_dir / SWEEP_FILE).write_text(run.info.run_id)
+        run = client.create_run(exp_id, run_name=f"sweep:{sweep_dir.name}",
+                                tags={"sweep_dir": str(sweep_dir), **owner_tags()})
+        atomic_write_text(sweep_dir / SWEEP_FILE, run.info.run_id)
+        self._signals = _SweepSignals(run.info.run_id)
+        self._signals.install()
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        if self._signals is not None:
+            self._signals.uninstall()
         marker = Path(config.hydra.sweep.dir) / SWEEP_FILE
         if not marker.exists():
             return

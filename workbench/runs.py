@@ -1,0 +1,129 @@
+"""Runs whose process is gone: find them and mark them FAILED (``python -m workbench.runs reap``).
+
+A SIGKILL, the OOM killer or a power cut gives a job no chance to end its MLflow run, so the run
+would stay RUNNING forever. Every run the workbench starts therefore carries its owner's identity
+as tags -- ``as2d.pid``, ``as2d.host`` and ``as2d.pid_started`` (the process start time, so a
+reused PID is not mistaken for the owner). ``reap`` marks a RUNNING run FAILED, with the tag
+``as2d.reaped`` saying why, when its owner on this host no longer exists. Runs owned by another
+host, or without owner tags (started by other tools), are left alone and reported.
+
+The workbench reaps on every job start (``tracking.tracked_run``) and on every sweep start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import sys
+from dataclasses import dataclass
+
+PID_TAG, HOST_TAG, STARTED_TAG, REAPED_TAG = "as2d.pid", "as2d.host", "as2d.pid_started", "as2d.reaped"
+_START_SLACK_S = 1.0  # create_time is rounded differently by platforms; a reused PID starts much later
+
+
+def host() -> str:
+    return socket.gethostname()
+
+
+def process_started(pid: int) -> float | None:
+    """Start time of process ``pid`` (seconds since the epoch), or ``None`` if it does not exist."""
+    import psutil
+
+    try:
+        p = psutil.Process(pid)
+        if p.status() == psutil.STATUS_ZOMBIE:  # exited, not yet waited for: its run will never end
+            return None
+        return p.create_time()
+    except (psutil.NoSuchProcess, psutil.AccessDenied, ProcessLookupError):
+        return None
+
+
+def owner_tags(pid: int | None = None) -> dict[str, str]:
+    """The tags that name this process as a run's owner."""
+    pid = os.getpid() if pid is None else pid
+    started = process_started(pid)
+    return {PID_TAG: str(pid), HOST_TAG: host(), STARTED_TAG: f"{started:.3f}" if started else ""}
+
+
+def owner_alive(tags: dict[str, str]) -> bool | None:
+    """True/False if the owner can be checked from here; ``None`` for unknown or remote owners."""
+    if PID_TAG not in tags or tags.get(HOST_TAG) != host():
+        return None
+    try:
+        pid = int(tags[PID_TAG])
+    except ValueError:
+        return None
+    started = process_started(pid)
+    if started is None:
+        return False
+    recorded = tags.get(STARTED_TAG)
+    if recorded:
+        return abs(started - float(recorded)) < _START_SLACK_S
+    return True
+
+
+@dataclass(frozen=True)
+class RunState:
+    run_id: str
+    name: str
+    experiment_id: str
+    owner: str
+    verdict: str  # reaped | alive | remote | unowned
+
+
+def _running(client) -> list:
+    exps = [e.experiment_id for e in client.search_experiments()]
+    out, token = [], None
+    while exps:
+        page = client.search_runs(exps, "attributes.status = 'RUNNING'", max_results=1000, page_token=token)
+        out.extend(page)
+        token = page.token
+        if not token:
+            break
+    return out
+
+
+def reap(uri: str | None = None, dry_run: bool = False) -> list[RunState]:
+    """Mark RUNNING runs whose owning process is gone FAILED; return what was seen."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(uri) if uri else MlflowClient()
+    states = []
+    for run in _running(client):
+        tags = run.data.tags
+        alive = owner_alive(tags)
+        owner = f"pid {tags.get(PID_TAG, '?')} on {tags.get(HOST_TAG, '?')}"
+        verdict = {True: "alive", False: "reaped", None: "remote" if PID_TAG in tags else "unowned"}[alive]
+        if verdict == "reaped" and not dry_run:
+            client.set_tag(run.info.run_id, REAPED_TAG,
+                           f"owning process {owner} is gone (SIGKILL, out of memory or a crash); "
+                           "marked FAILED by the reaper")
+            client.set_terminated(run.info.run_id, "FAILED")
+        states.append(RunState(run.info.run_id, run.info.run_name or "", run.info.experiment_id, owner, verdict))
+    return states
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m workbench.runs", description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    rp = sub.add_parser("reap", help="mark runs whose process is gone FAILED")
+    rp.add_argument("--uri", help="tracking store (default: MLFLOW_TRACKING_URI, else sqlite:///mlruns/mlflow.db)")
+    rp.add_argument("--dry-run", action="store_true", help="report, change nothing")
+    args = ap.parse_args(argv)
+    from workbench.tracking import prepare_store, tracking_uri
+
+    uri = tracking_uri(".", args.uri)
+    prepare_store(uri)
+    states = reap(uri, dry_run=args.dry_run)
+    for s in states:
+        what = {"reaped": "would mark FAILED" if args.dry_run else "marked FAILED", "alive": "still running",
+                "remote": "owner on another host: left alone", "unowned": "no owner tags: left alone"}[s.verdict]
+        print(f"{s.run_id}  {s.name:<24} {s.owner:<28} {what}")
+    n = sum(s.verdict == "reaped" for s in states)
+    print(f"{n} run(s) {'to reap' if args.dry_run else 'reaped'}; {len(states)} RUNNING run(s) seen in {uri}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
