@@ -37,7 +37,6 @@ from workbench.models.mnn.runtime import MnnSettings  # noqa: E402
 from workbench.models.mnn.whisper import (  # noqa: E402
     MnnWhisperTarget,
     load_mnn_export,
-    load_mnn_whisper,
     mnn_producer,
 )
 
@@ -53,13 +52,15 @@ def _clips() -> list[tuple[Path, str]]:
 
 @pytest.fixture(scope="session")
 def mnn_pair():
+    """The offline default pair on MNN as conf/model/whisper_base.yaml names it (int8 tiny.en producer)."""
+    from workbench.models.mnn.whisper import load_mnn_spec
     from workbench.models.registry import ModelSpec, load_model_config, resolve_weights
 
     cfg = load_model_config("whisper_base")
-    dirs = {role: resolve_weights(ModelSpec.from_dict(cfg[role])) for role in ("target", "drafter")}
-    s = MnnSettings(threads=1)
-    return {"base": load_mnn_whisper(dirs["target"], s, name="whisper-base"),
-            "tiny.en": load_mnn_whisper(dirs["drafter"], s, name="whisper-tiny.en"), "dirs": dirs}
+    s = MnnSettings.from_dict(cfg["mnn"])
+    specs = {role: ModelSpec.from_dict(cfg[role]) for role in ("target", "drafter")}
+    return {"base": load_mnn_spec(specs["target"], s), "tiny.en": load_mnn_spec(specs["drafter"], s),
+            "dirs": {role: resolve_weights(spec) for role, spec in specs.items()}}
 
 
 @pytest.fixture(scope="session")
@@ -147,7 +148,7 @@ def test_as2d_equals_mnn_target_only_on_real_clips(mnn_pair, clips, references):
         buf.finish(0.0)
         t = MnnWhisperTarget(base, audio=audio)
         res = decode(As2d(buf, 3, 224, eos), t)
-        audit_exact(res.output, reference, "As²d on MNN, tiny.en producer on MNN")
+        audit_exact(res.output, reference, "As²d on MNN, int8 tiny.en producer on MNN")
         accepted += sum(r.accepted for r in res.records)
     assert accepted > 0  # the producer really drafted
 

@@ -1,0 +1,135 @@
+"""The MNN benchmark: ``python -m workbench.native.bench --engine mnn`` (or ``python -m workbench.models.mnn.bench``).
+
+One interleaved run on the demo windows through the native driver (producer in its own process):
+
+* MNN target-only (the exactness reference of every MNN run: ``matched`` is judged against it),
+* torch target-only (its ``matched`` says whether torch greedy equals MNN greedy on that window),
+* MNN As²d with the pair's producer on MNN, MNN serial SD and ASP;
+
+then the per-width forward costs of both engines (step K=1 and verify K) and F.6: per window,
+whether MNN greedy equals torch greedy and where they first differ. Timings on a loaded machine
+are noisy; the command prints the load average beside them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+MNN_REF = "target_only@1t"  # the bench's reference name; here it is MNN's target-only (renamed on print)
+
+
+def mnn_methods(model_cfg: dict[str, Any]) -> tuple[list[Any], Any, Any]:
+    """(methods, MNN setup, torch setup) for ``run_bench``."""
+    from workbench.models.pair import load_pair
+    from workbench.native.bench import Method
+    from workbench.native.episodes import host_setup
+
+    from .runtime import check_engine
+
+    cfg = {**model_cfg, "engine": "mnn"}
+    check_engine(cfg)  # one line for a family MNN cannot run, before any model loads
+    mnn = host_setup(load_pair(cfg, engine="mnn"))
+    torch_setup = host_setup(load_pair({**model_cfg, "engine": "torch"}, engine="torch"), verifier=mnn.verifier)
+    torch_setup = replace(torch_setup, producer=None)  # target-only needs no producer process
+    methods = [Method(MNN_REF, "native", mnn, 1, "target_only"),
+               Method("torch/target_only", "native", torch_setup, 1, "target_only"),
+               Method(f"mnn/as2d/{mnn.source}", "native", mnn, 1, "as2d")]
+    if mnn.serial_source is not None:
+        methods += [Method("mnn/sd", "native", mnn, 1, "sd"), Method("mnn/asp", "native", mnn, 1, "asp")]
+    return methods, mnn, torch_setup
+
+
+def engine_costs(mnn: Any, torch_setup: Any, audio: Any, reps: int = 10, widths: Sequence[int] = (1, 4, 8),
+                 prefix_tokens: int = 24) -> pl.DataFrame:
+    """Per-width forward ms of target and producer on both engines (``compare.side_by_side`` rows).
+
+    Every forward sits on the prompt plus ``prefix_tokens`` real tokens (the MNN model's own greedy
+    output on ``audio``), a typical KV length mid-window."""
+    import itertools
+
+    from workbench.models.whisper import WhisperDecoderState
+
+    from .compare import cost_table, side_by_side
+    from .whisper import mnn_producer
+
+    tp, mp = torch_setup.pair, mnn.pair
+    sessions, prefix = {}, {}
+    for role, m_b, t_b in (("target", mp.target, tp.target), ("producer", mp.producer, tp.producer)):
+        own = [p.token for p in itertools.islice(mnn_producer(m_b, audio), prefix_tokens)]
+        prefix[role] = list(m_b.protocol.prompt_ids) + own[:-1]
+        encoded = m_b.decoder_state(m_b.features(audio))
+        feats = t_b.features(audio)
+        sessions[("mnn", role)] = encoded.fork
+        sessions[("torch", role)] = lambda b=t_b, f=feats: WhisperDecoderState(b, f)
+    costs = cost_table(sessions, prefix, widths, reps)
+    names = {"target": mp.config["target"]["name"], "producer": mp.producer_name}
+    return side_by_side(costs).with_columns(pl.col("model").replace(names).alias("model"))
+
+
+def f6_agreement(mnn: Any, torch_setup: Any, windows: Sequence[Any]) -> pl.DataFrame:
+    """F.6 per window: torch greedy against MNN greedy (both target-only, off any clock)."""
+    from workbench.decoding.driver import decode
+    from workbench.decoding.schemes.target_only import TargetOnly
+
+    from .compare import greedy_agreement
+
+    outs = {}
+    for w in windows:
+        pair = []
+        for setup in (torch_setup, mnn):
+            t = setup.pair.new_target(w.audio)
+            pair.append(list(decode(TargetOnly(setup.max_output, t.eos_id), t).output))
+        outs[w.window_id] = (pair[0], pair[1])
+    return greedy_agreement(outs)
+
+
+def run(model: str = "whisper_base", repeats: int = 2, n_windows: int | None = None, max_seconds: float = 25.0,
+        out_dir: str | Path = "outputs/native/bench_mnn", cost_reps: int = 10) -> dict[str, pl.DataFrame]:
+    from workbench.models.registry import load_model_config
+    from workbench.native.bench import run_bench
+    from workbench.native.windows import demo_windows
+
+    _, evals = demo_windows(max_seconds)
+    evals = evals[:n_windows]
+    methods, mnn, torch_setup = mnn_methods(load_model_config(model))
+    frames = run_bench(evals, methods, repeats, out_dir=out_dir)
+    frames["summary"] = frames["summary"].with_columns(
+        pl.col("method").replace({MNN_REF: "mnn/target_only"}))
+    frames["costs"] = engine_costs(mnn, torch_setup, evals[0].audio, cost_reps)
+    frames["f6"] = f6_agreement(mnn, torch_setup, evals)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for name in ("costs", "f6"):
+        frames[name].write_parquet(out / f"bench_{name}.parquet")
+    return frames
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description="MNN vs torch on the demo windows (issue 14).")
+    ap.add_argument("--model", default="whisper_base")
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--windows", type=int, default=None)
+    ap.add_argument("--max-seconds", type=float, default=25.0)
+    ap.add_argument("--cost-reps", type=int, default=10)
+    ap.add_argument("--out-dir", default="outputs/native/bench_mnn")
+    args = ap.parse_args(argv)
+    frames = run(args.model, args.repeats, args.windows, args.max_seconds, args.out_dir, args.cost_reps)
+    with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=250, float_precision=3):
+        print("As²d on MNN (matched: equal to MNN target-only; torch/target_only: equal to MNN greedy)")
+        print(frames["summary"])
+        print("Forward cost per width (ms, median; step = width 1, verify = width K)")
+        print(frames["costs"])
+        print("F.6: MNN greedy vs torch greedy per window")
+        print(frames["f6"])
+    print(f"load: {os.getloadavg()} (noisy when other jobs share the CPU)")
+
+
+if __name__ == "__main__":
+    main()
