@@ -102,3 +102,43 @@ def test_overlap_on_replays_serial_has_no_overlap() -> None:
     table = metrics.overlap_table(pl.concat([sd.stages_frame(), a.stages_frame()]))
     assert table.height == 2
     assert metrics.tps_pooled(results_frame([a])) == pytest.approx(a.tps)
+
+
+def test_regime_changes_give_median_and_iqr_of_per_window_change() -> None:
+    rows = [("d", "a", f"a{i}", "target_only", 10.0) for i in range(3)] + \
+           [("d", "b", f"b{i}", "target_only", 10.0) for i in range(2)] + \
+           [("d", "a", "a0", "sd", 11.0), ("d", "a", "a1", "sd", 12.0), ("d", "a", "a2", "sd", 15.0),
+            ("d", "b", "b0", "sd", 5.0), ("d", "b", "b1", "sd", 10.0)]
+    per = pl.DataFrame(rows, schema=["device", "dataset", "window_id", "method", "tps"], orient="row")
+    t = metrics.regime_changes(per)
+    a = t.filter(pl.col("dataset") == "a").row(0, named=True)
+    b = t.filter(pl.col("dataset") == "b").row(0, named=True)
+    # changes +10, +20, +50 and -50, 0 (%); quartiles interpolate linearly between windows
+    assert (a["median_pct"], a["q1_pct"], a["q3_pct"], a["windows"]) == pytest.approx((20.0, 15.0, 35.0, 3))
+    assert (b["median_pct"], b["q1_pct"], b["q3_pct"]) == pytest.approx((-25.0, -37.5, -12.5))
+    with pytest.raises(ValueError, match="target_only"):
+        metrics.regime_changes(per.filter(pl.col("window_id") != "b1").vstack(
+            pl.DataFrame([("d", "b", "b9", "sd", 1.0)], schema=per.columns, orient="row")))
+
+
+def test_work_by_config_accounts_every_second_of_sd_at_two_widths() -> None:
+    prof = load_profile("k70_pro")
+    ws = synthetic_windows(SyntheticSpec(n_windows=4, sources=paper_like_sources(), seed=7))
+    results = [replay(w, ReplayConfig("sd", width=k), prof) for k in (8, 12) for w in ws]
+    windows = results_frame(results)
+    rounds = pl.concat([r.rounds_frame() for r in results])
+    t = metrics.work_by_config(windows, rounds)
+    assert set(t["dataset"]) == {*(w.dataset for w in ws), "all"}
+    for label in ("sd/K8", "sd/K12"):
+        allrow = t.filter((pl.col("config") == label) & (pl.col("dataset") == "all")).row(0, named=True)
+        mine = [r for r in results if r.config.label == label]
+        assert allrow["rounds"] == sum(len(r.untimed) for r in mine)
+        assert allrow["tps"] == pytest.approx(metrics.tps_pooled(results_frame(mine)))
+        # serial SD: the charged clock is drafting + verification + the per-round loop residual
+        loop = sum(len(r.untimed) for r in mine) * prof.loop_residual_ms / 1000
+        assert allrow["draft_s"] + allrow["verify_s"] + loop == pytest.approx(allrow["time"])
+        parts = t.filter((pl.col("config") == label) & (pl.col("dataset") != "all"))
+        assert parts["draft_forwards"].sum() == allrow["draft_forwards"] > 0
+    k8, k12 = (t.filter((pl.col("config") == c) & (pl.col("dataset") == "all")).row(0, named=True)
+               for c in ("sd/K8", "sd/K12"))
+    assert k12["rounds"] < k8["rounds"]  # wider calls, fewer of them (the paper's Table 10 pattern)

@@ -90,6 +90,53 @@ def slowdown_share(windows: pl.DataFrame, baseline: pl.DataFrame) -> float:
     return float(joined.select((pl.col("tps") < pl.col("tps_base")).mean()).item())
 
 
+def work_by_config(windows: pl.DataFrame, rounds: pl.DataFrame) -> pl.DataFrame:
+    """Table 10 (D.4.2): pooled TPS with the work behind it, per configuration and dataset.
+
+    Verification rounds, drafter forwards, verifier seconds (target calls) and serial drafting
+    seconds (before calls that drafted), per (device, config) and dataset, plus ``dataset ==
+    "all"``. ``windows`` gives tokens/time/dataset per run; ``rounds`` the timed round records.
+    """
+    keys = [k for k in ("device", "config") if k in windows.columns and k in rounds.columns]
+    drafted = (pl.col("work_forwards") + pl.col("work_paired_forwards")) > 0
+    work = rounds.group_by([*keys, "window_id"]).agg(
+        pl.len().alias("rounds"),
+        (pl.col("work_forwards") + pl.col("work_paired_forwards")).sum().alias("draft_forwards"),
+        (pl.col("t_end") - pl.col("t_start")).sum().alias("verify_s"),
+        (pl.col("t_start") - pl.col("t_decide")).filter(drafted).sum().alias("draft_s"),
+    )
+    runs = windows.select(*keys, "window_id", "dataset", "tokens", "time").join(
+        work, on=[*keys, "window_id"], how="left").fill_null(0)
+    sums = [pl.col(c).sum() for c in ("tokens", "time", "rounds", "draft_forwards", "verify_s", "draft_s")]
+    per = runs.group_by([*keys, "dataset"]).agg(*sums)
+    total = runs.group_by(keys).agg(*sums).with_columns(pl.lit("all").alias("dataset"))
+    out = pl.concat([per, total.select(per.columns)])
+    return out.with_columns((pl.col("tokens") / pl.col("time")).alias("tps")).sort([*keys, "dataset"])
+
+
+def regime_changes(per_window: pl.DataFrame, regime: Sequence[str] = ("device", "dataset"),
+                   baseline: str = "target_only") -> pl.DataFrame:
+    """Table 11 (D.4.5): per-window TPS change (%) over ``baseline``, median and IQR per regime.
+
+    ``per_window`` has one TPS per (method, window) and the regime columns (SD's widths already
+    averaged within each window). Every window is kept; the quartiles describe variation across
+    windows, not confidence intervals. Negative values are slowdowns.
+    """
+    on = [*[k for k in regime if k != "dataset"], "window_id"]
+    base = per_window.filter(pl.col("method") == baseline).select(*on, pl.col("tps").alias("tps_base"))
+    mine = per_window.filter(pl.col("method") != baseline)
+    joined = mine.join(base, on=on, how="inner")
+    if joined.height != mine.height:
+        raise ValueError(f"per_window: {mine.height - joined.height} rows have no {baseline!r} TPS for their window")
+    change = 100.0 * (pl.col("tps") / pl.col("tps_base") - 1.0)
+    return joined.group_by([*regime, "method"]).agg(
+        change.median().alias("median_pct"),
+        change.quantile(0.25, "linear").alias("q1_pct"),
+        change.quantile(0.75, "linear").alias("q3_pct"),
+        pl.len().alias("windows"),
+    ).sort([*regime, "method"])
+
+
 def oracle_gap(tps_selected: float, tps_oracle: float) -> float:
     """100 * (1 - TPS_selected / TPS_oracle), D.4.3."""
     return 100.0 * (1.0 - tps_selected / tps_oracle)
