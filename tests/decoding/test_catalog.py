@@ -36,7 +36,7 @@ def test_a_setting_of_another_scheme_is_rejected_and_the_allowed_ones_listed():
 def test_decoupled_and_serial_partition_the_catalog():
     assert DECOUPLED | SERIAL == set(CATALOG) and not DECOUPLED & SERIAL
     assert {n for n, s in CATALOG.items() if s.needs_drafter} <= SERIAL
-    assert DECOUPLED == {"as2d", "as2d_wo_bc"}  # the two schemes that read the publication buffer
+    assert DECOUPLED == {"as2d", "as2d_wo_bc", "as2d_online"}  # the schemes that read the publication buffer
 
 
 @pytest.mark.parametrize("name", sorted(CATALOG))
@@ -46,8 +46,9 @@ def test_no_round_is_wider_than_the_catalog_says(name):
     settings = {k: v for k, v in settings.items() if k in spec.defaults}
     drafts = {c: ([*REF[c:], EOS, EOS], [0.9] * (len(REF) - c + 2)) for c in range(1, len(REF))}
     buf = PublicationBuffer.from_stream(REF, [0.0] * len(REF), [0.9] * len(REF))
+    flat = {k: 1.0 for k in range(1, 26)} if spec.needs_costs else None  # wide verifies as cheap as a step
     res = decode(make_scheme(name, max_output=64, eos_id=EOS, drafter=TrajectoryDrafter(REF, drafts), source=buf,
-                             **settings), ReferenceTarget(REF, EOS, V))
+                             costs=flat, **settings), ReferenceTarget(REF, EOS, V))
     assert res.output == tuple(REF)
     widest = max(r.width for r in res.records)
     # exact candidates: every scheme but target-only reaches its widest width, and never beyond

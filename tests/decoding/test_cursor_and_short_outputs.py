@@ -73,7 +73,8 @@ def test_a_one_token_output_needs_no_round_in_any_scheme_or_clock(name, eos_firs
     reference, cap = ((EOS,), 64) if eos_first else ((first,), 1)
     buf = PublicationBuffer.from_stream(stream, [0.0] * len(stream), [0.9] * len(stream), vocab_size=VOCAB)
     drafter = TrajectoryDrafter(reference, {})
-    res = decode(make_scheme(name, max_output=cap, eos_id=EOS, drafter=drafter, source=buf),
+    costs = {1: 1.0, 2: 1.1} if scheme_spec(name).needs_costs else None
+    res = decode(make_scheme(name, max_output=cap, eos_id=EOS, drafter=drafter, source=buf, costs=costs),
                  ReferenceTarget(reference, EOS, VOCAB))
     assert res.output == reference and res.records == () and res.time == 0.0
     # the same window under the phone-profile replay clock: audited, one token, nothing charged

@@ -37,7 +37,10 @@ def knobs(name: str) -> st.SearchStrategy[dict]:
 
 
 def run(name: str, w: Window, mine: dict, step_cost: float = 1.0):
-    scheme = make_scheme(name, max_output=w.max_output, eos_id=EOS, drafter=w.drafter, source=w.buffer, **mine)
+    # Schemes that choose their width from costs see the same costs the clock charges.
+    costs = {k: step_cost * (1 + 0.1 * k) for k in range(1, 26)} if scheme_spec(name).needs_costs else None
+    scheme = make_scheme(name, max_output=w.max_output, eos_id=EOS, drafter=w.drafter, source=w.buffer,
+                         costs=costs, **mine)
     target = ReferenceTarget(w.reference, EOS, VOCAB)
     res = decode(
         scheme, target, verify_cost=lambda k: step_cost * (1 + 0.1 * k), draft_cost=lambda wk: 0.3 * wk.forwards

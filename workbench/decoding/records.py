@@ -13,7 +13,7 @@ from typing import Any, Literal
 # Why a round is a plain step (K = 1). ``None`` for K > 1.
 # ``correction``: As²d processes a correction in a plain step before realigning (C.3, Fig. 4c).
 K1Reason = Literal["target_only", "not_ready", "no_match", "exhausted", "output_cap", "confidence", "drafter",
-                   "correction"]
+                   "correction", "cost"]
 Outcome = Literal["correction", "bonus", "eos", "cap"]
 
 FRESH = -1  # provenance of a token a prefix-conditioned drafter proposed this round

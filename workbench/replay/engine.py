@@ -79,14 +79,18 @@ class _Greedy:
         self.pos += 1 + accepted
 
 
-def _scheme(window: Window, cfg: ReplayConfig, buffer: object | None) -> Scheme:
+def _scheme(window: Window, cfg: ReplayConfig, buffer: object | None, price: Pricing) -> Scheme:
     drafter = None
     if cfg.spec.needs_drafter:
         if window.drafts is None:
             raise ValueError(f"window {window.window_id!r}: scheme {cfg.scheme!r} needs saved drafts")
         drafter = TrajectoryDrafter(window.reference, window.drafts)
+    costs = None
+    if cfg.spec.needs_costs:  # what a round costs while the producer runs, plus the round's fixed overhead
+        costs = {k: c + price.loop_s + price.align_s for k, c in price.conc_s.items()}
+        costs.setdefault(1, price.step_s + price.loop_s + price.align_s)
     return make_scheme(cfg.scheme, max_output=window.max_output, eos_id=window.eos_id, drafter=drafter,
-                       source=buffer, **cfg.settings)
+                       source=buffer, costs=costs, **cfg.settings)
 
 
 def replay(
@@ -128,11 +132,11 @@ class _SerialClock:
 
     __slots__ = ("t", "price", "step_s", "after_s")
 
-    def __init__(self, price: Pricing, target_only: bool) -> None:
+    def __init__(self, price: Pricing, speculative: bool) -> None:
         self.t = 0.0
         self.price = price
-        self.step_s = price.step_s if target_only else None  # target-only pays the plain step cost
-        self.after_s = 0.0 if target_only else price.loop_s
+        self.step_s = None if speculative else price.step_s  # target-only pays the plain step cost
+        self.after_s = price.loop_s if speculative else 0.0
 
     def decide(self) -> float:
         return self.t
@@ -203,16 +207,16 @@ def _result(window: Window, cfg: ReplayConfig, price: Pricing, scheme: Scheme, t
 
 
 def _run_serial(window: Window, cfg: ReplayConfig, price: Pricing, target: ReferenceTarget) -> ReplayResult:
-    scheme = _scheme(window, cfg, None)
+    scheme = _scheme(window, cfg, None, price)
     scheme.start(target.prefill())
-    clock = _SerialClock(price, cfg.scheme == "target_only")
+    clock = _SerialClock(price, cfg.spec.speculative)
     times = run_rounds(scheme, target, clock)
     return _result(window, cfg, price, scheme, times, clock.t, clock.after_s, "loop")
 
 
 def _run_decoupled(window: Window, cfg: ReplayConfig, price: Pricing, producer: Producer,
                    drain: Drain) -> ReplayResult:
-    scheme = _scheme(window, cfg, producer.buffer)
+    scheme = _scheme(window, cfg, producer.buffer, price)
     scheme.start(window.reference[0])
     clock = _ProducerClock(price, producer)
     times = run_rounds(scheme, _Greedy(window), clock)

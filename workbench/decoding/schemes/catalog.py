@@ -27,6 +27,7 @@ from ..protocols import Drafter
 from .as2d import As2d, CandidateSource
 from .asp import ASP_CAP, ASP_THRESHOLD, SpecASR
 from .base import Scheme
+from .online import As2dOnline
 from .sd import StandardSD
 from .target_only import TargetOnly
 
@@ -48,6 +49,13 @@ class SchemeSpec:
     chain_setting: str | None = None
     tag: str = ""
     _factory: Callable[..., Scheme] = field(default=TargetOnly, repr=False, compare=False)
+    # Chooses its chain length from the device's per-width verify costs (drivers pass ``costs``).
+    needs_costs: bool = False
+
+    @property
+    def speculative(self) -> bool:
+        """Verifies candidates (K > 1); target-only never does and pays the plain step cost."""
+        return self.chain_setting is not None
 
     @property
     def serial(self) -> bool:
@@ -82,17 +90,22 @@ class SchemeSpec:
 
     def proposal_budget(self, **settings: Any) -> int | None:
         """The budget a catalog row reports: As²d's b, or the cap of the ablations built on it."""
-        if self.name not in ("as2d", "as2d_wo_td", "as2d_wo_bc"):
+        if self.name not in ("as2d", "as2d_wo_td", "as2d_wo_bc", "as2d_online"):
             return None
         return int(self.settings(**settings)[self.chain_setting])
 
     def build(self, *, max_output: int, eos_id: int | None, drafter: Drafter | None = None,
-              source: CandidateSource | None = None, **settings: Any) -> Scheme:
+              source: CandidateSource | None = None, costs: Mapping[int, float] | None = None,
+              **settings: Any) -> Scheme:
         s = self.settings(**settings)
         if self.needs_drafter and drafter is None:
             raise ValueError(f"scheme {self.name!r} needs a drafter")
         if self.decoupled and source is None:
             raise ValueError(f"scheme {self.name!r} needs a candidate source (buffer)")
+        if self.needs_costs:
+            if not costs:
+                raise ValueError(f"scheme {self.name!r} needs the device's per-width verify costs")
+            s["costs"] = costs
         return self._factory(max_output=max_output, eos_id=eos_id, drafter=drafter, source=source, **s)
 
 
@@ -128,9 +141,18 @@ def _as2d_wo_bc(*, max_output: int, eos_id: int | None, source: CandidateSource,
     return s
 
 
+def _as2d_online(*, max_output: int, eos_id: int | None, source: CandidateSource, budget: int,
+                 threshold: float | None, span: int, lookback: int | None, anchor_order: str,
+                 costs: Mapping[int, float], decay: float, **_: Any) -> Scheme:
+    return As2dOnline(source, budget, max_output, eos_id, costs, decay, span=span, threshold=threshold,
+                      lookback=lookback, confidence_required=False, anchor_order=anchor_order)
+
+
 def _spec(name: str, label: str, factory: Callable[..., Scheme], *, decoupled: bool = False,
-          needs_drafter: bool = False, chain: str | None = None, tag: str = "", **defaults: Any) -> SchemeSpec:
-    return SchemeSpec(name, label, decoupled, needs_drafter, MappingProxyType(defaults), chain, tag, factory)
+          needs_drafter: bool = False, chain: str | None = None, tag: str = "", needs_costs: bool = False,
+          **defaults: Any) -> SchemeSpec:
+    return SchemeSpec(name, label, decoupled, needs_drafter, MappingProxyType(defaults), chain, tag, factory,
+                      needs_costs)
 
 
 # Alignment (C.3): search span, how long unmatched positions stay eligible (None: the span), and the
@@ -148,6 +170,10 @@ CATALOG: Mapping[str, SchemeSpec] = MappingProxyType({s.name: s for s in (
           threshold=ASP_THRESHOLD, budget=DEFAULT_BUDGET),
     _spec("as2d_wo_bc", "As²d w/o BC", _as2d_wo_bc, decoupled=True, chain="cap", tag="b",
           threshold=ASP_THRESHOLD, cap=ASP_CAP, **_ALIGN),
+    # Beyond the paper (F.1, F.3): the budget is an upper bound; each round verifies the ready
+    # candidates worth their verify time (decoding/width.py). ``decay`` forgets old outcomes.
+    _spec("as2d_online", "As²d online budget", _as2d_online, decoupled=True, chain="budget", tag="b",
+          needs_costs=True, budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD, decay=0.9, **_ALIGN),
 )})
 
 DECOUPLED: frozenset[str] = frozenset(n for n, s in CATALOG.items() if s.decoupled)
@@ -164,7 +190,8 @@ def scheme_spec(name: str) -> SchemeSpec:
 
 
 def make_scheme(name: str, *, max_output: int, eos_id: int | None, drafter: Drafter | None = None,
-                source: CandidateSource | None = None, **settings: Any) -> Scheme:
+                source: CandidateSource | None = None, costs: Mapping[int, float] | None = None,
+                **settings: Any) -> Scheme:
     """Build a scheme by its paper name; settings are checked against the catalog by name."""
     return scheme_spec(name).build(max_output=max_output, eos_id=eos_id, drafter=drafter, source=source,
-                                   **settings)
+                                   costs=costs, **settings)
