@@ -8,6 +8,7 @@
 #include <csignal>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <iostream>
 #include <sstream>
 #include <thread>
@@ -63,6 +64,10 @@ void check_request(const Request& r) {
             if (m.backend != "cpu" && m.backend != "opencl" && m.backend != "vulkan")
                 throw ProtocolFailure("unsupported_backend", "models." + role + ".backend '" + m.backend +
                                                                  "': the MNN engine runs cpu, opencl or vulkan");
+            static const std::set<std::string> precisions = {"low", "normal", "high", "fp32", "fp16", "int8"};
+            if (!precisions.count(m.precision))
+                throw ProtocolFailure("unsupported_backend", "models." + role + ".precision '" + m.precision +
+                                                                 "': choose low, normal, high, fp32, fp16 or int8");
             std::string dir = !m.dir.empty() && m.dir[0] == '/' ? m.dir : r.base_dir + "/" + m.dir;
             if (m.dir.empty() || !std::ifstream(dir + "/config.json").good())
                 throw ProtocolFailure("missing_file", "models." + role + ".dir: no MNN model at " + dir +

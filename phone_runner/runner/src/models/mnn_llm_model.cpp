@@ -43,10 +43,17 @@ MnnLlmModel::MnnLlmModel(const ModelSpec& spec, const std::string& base_dir, Tok
     // Threads created after this inherit the mask: pin before load so MNN's pool lands on the cores.
     pin_thread(spec.cpus);
     llm_ = Llm::createLLM(config);
-    std::string precision = spec.precision == "fp32" ? "high" : spec.precision == "fp16" ? "low" : spec.precision;
+    // Precision as workbench.models.mnn.runtime names it; int8 = dynamic int8 compute (memory low).
+    const std::string& p = spec.precision;
+    std::string precision = p == "fp32" ? "high" : p == "fp16" || p == "int8" ? "low" : p;  // checked by the runner
     llm_->set_config("{\"all_logits\": true, \"backend_type\": \"" + spec.backend + "\", \"thread_num\": " +
-                     std::to_string(spec.threads) + ", \"precision\": \"" + precision + "\"}");
-    if (!llm_->load()) throw ProtocolFailure("missing_file", "model '" + spec.name + "': MNN could not load " + dir);
+                     std::to_string(spec.threads) + ", \"precision\": \"" + precision + "\", \"memory\": \"" +
+                     (p == "int8" ? "low" : "normal") + "\"}");
+    if (!llm_->load()) {
+        Llm::destroy(llm_);  // a throwing constructor runs no destructor
+        llm_ = nullptr;
+        throw ProtocolFailure("missing_file", "model '" + spec.name + "': MNN could not load " + dir);
+    }
 }
 
 MnnLlmModel::~MnnLlmModel() {
