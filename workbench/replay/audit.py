@@ -27,7 +27,7 @@ def audit_run(window: Window, result: ReplayResult, price: Pricing, buffer: Publ
         raise ReplayAuditError(f"{where}: counts {result.tokens} tokens but committed {len(result.output)}")
 
     prev_end = 0.0
-    target_only = result.config.scheme == "target_only"
+    priced_steps = not result.config.spec.speculative  # target-only: plain steps at the step cost
     for r, t_decide, t_start, t_end in zip(result.untimed, result.t_decide, result.t_start, result.t_end,
                                            strict=True):
         if buffer is not None:
@@ -36,7 +36,7 @@ def audit_run(window: Window, result: ReplayResult, price: Pricing, buffer: Publ
                     raise ReplayAuditError(
                         f"{where}: round {r.round} used buffer position {pos} published at "
                         f"{buffer.publish_time_of(pos)} after its decision time {t_decide}")
-        if not target_only and not price.has_width(r.width):
+        if not priced_steps and not price.has_width(r.width):
             raise ReplayAuditError(f"{where}: round {r.round} used physical width K={r.width}, "
                                    f"which the profile does not price")
         if not (prev_end <= t_decide <= t_start <= t_end):
