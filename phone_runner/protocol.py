@@ -16,12 +16,12 @@ from typing import Any
 
 VERSION = 1
 DEVICE_ROOT = "/data/local/tmp/as2d"
-SCHEME_NAMES = ("target_only", "sd", "asp", "as2d", "as2d_wo_td", "as2d_wo_bc")
+SCHEME_NAMES = ("target_only", "sd", "asp", "as2d", "as2d_wo_td", "as2d_wo_bc", "as2d_online")
 ENGINES = ("reference", "torch", "mnn")
 ERROR_CODES = ("bad_request", "missing_file", "unsupported_backend", "width_not_priced", "exactness",
                "internal")
 K1_REASONS = ("target_only", "not_ready", "no_match", "exhausted", "output_cap", "confidence", "drafter",
-              "correction")
+              "correction", "cost")
 OUTCOMES = ("correction", "bonus", "eos", "cap")
 MEASURE_OPS = ("verify", "target_step", "draft_forward", "asp_paired", "asp_prob_row", "asp_refresh",
                "chunk_service", "producer_forward")
