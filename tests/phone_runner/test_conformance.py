@@ -26,7 +26,7 @@ import yaml
 
 from phone_runner.protocol import pricing_from_profile, validate_line, window_payload
 from phone_runner.runner import runner_binary
-from workbench.decoding import ROUND_COLUMNS, scheme_spec
+from workbench.decoding import CATALOG, ROUND_COLUMNS, scheme_spec
 from workbench.replay.engine import ReplayConfig, replay
 from workbench.replay.profile import DEVICE_DIR, DeviceProfile, parse_profile
 from workbench.replay.trajectory import DraftTable, SourceTrack, Window
@@ -139,7 +139,7 @@ def make_window(seed: int, kind: str) -> Window:
 
 def make_config(rng: np.random.Generator, widest: int) -> tuple[ReplayConfig, str]:
     """A random configuration whose widest physical width the profile prices (``widest``)."""
-    scheme = str(rng.choice(["target_only", "sd", "asp", "as2d", "as2d_wo_td", "as2d_wo_bc"]))
+    scheme = str(rng.choice(SCHEMES))
     threshold = float(rng.choice([0.0, 0.2, 0.4, 0.4, 0.7, 1.0]))
     span = int(rng.choice([1, 2, 4, 8, 8, 12]))
     lookback = None if rng.random() < 0.6 else int(rng.integers(1, 10))
@@ -154,6 +154,9 @@ def make_config(rng: np.random.Generator, widest: int) -> tuple[ReplayConfig, st
     if scheme == "as2d_wo_td":
         return ReplayConfig(scheme, threshold=threshold, budget=budget), drain
     source = "parakeet" if scheme == "as2d" and rng.random() < 0.3 else "qwen"  # w/o BC needs confidences
+    if scheme == "as2d_online":
+        return ReplayConfig(scheme, source=source, budget=budget, span=span, lookback=lookback, threshold=threshold,
+                            decay=float(rng.choice([0.5, 0.9, 1.0])), **_anchor(rng)), drain
     if scheme == "as2d":
         gate = {"threshold": None if rng.random() < 0.3 else threshold} if "threshold" in AS2D_SETTINGS else {}
         return ReplayConfig(scheme, source=source, budget=budget, span=span, lookback=lookback, **gate,
@@ -170,6 +173,8 @@ def _anchor(rng: np.random.Generator) -> dict[str, str]:
 
 
 AS2D_SETTINGS = scheme_spec("as2d").defaults  # As²d gained a confidence threshold (issue 11, item 6)
+# The runner mirrors the whole scheme catalog, the paper's six plus as2d_online (beyond the paper).
+SCHEMES = ("target_only", "sd", "asp", "as2d", "as2d_wo_td", "as2d_wo_bc", "as2d_online")
 
 
 @dataclass
@@ -275,13 +280,20 @@ def test_runner_matches_python_replay_on_generated_cases(generated: list[Case], 
     assert set(by_case) == {c.case_id for c in generated}
     problems = [d for c in generated for d in differences(c, by_case[c.case_id])]
     assert not problems, f"{len(problems)} differences, first: " + "\n".join(problems[:10])
+    # The cases reach every kind of round: each plain-step reason, recycling, outcomes, drains.
+    rounds = [ln for lines in by_case.values() for ln in lines if ln["type"] == "round"]
+    assert {r["k1_reason"] for r in rounds} >= {None, "target_only", "not_ready", "no_match", "exhausted",
+                                               "output_cap", "drafter", "correction", "cost"}
+    assert {r["outcome"] for r in rounds} == {"correction", "bonus", "eos", "cap"}
+    assert any(-2 in r["provenance"] for r in rounds)  # ASP recycled tokens
+    assert any(w["cleanup"] > 0 for lines in by_case.values() for w in lines if w["type"] == "window")
 
 
 def test_generated_cases_cover_every_scheme_budget_and_situation(generated: list[Case]) -> None:
     schemes = {c.config.scheme for c in generated}
-    assert schemes == {"target_only", "sd", "asp", "as2d", "as2d_wo_td", "as2d_wo_bc"}
+    assert schemes == set(SCHEMES) == set(CATALOG)
     budgets = {c.config.settings.get("budget", c.config.settings.get("cap")) for c in generated
-               if c.config.scheme in ("as2d", "as2d_wo_td", "as2d_wo_bc", "asp")}
+               if c.config.scheme in ("as2d", "as2d_wo_td", "as2d_wo_bc", "asp", "as2d_online")}
     assert set(range(1, 25)) <= budgets
     assert {c.window.dataset for c in generated} == set(KINDS)
     assert any(len(c.window.reference) == 1 for c in generated)  # prefill already ends the output

@@ -100,11 +100,11 @@ Trajectory parse_reference(const Json& ref, const std::string& w) {
 SchemeSettings parse_settings(const Json* j, Request& r) {
     SchemeSettings s;
     if (!j || j->is_null()) return s;
-    static const std::set<std::string> known = {"budget", "width", "threshold", "cap", "span", "window", "lookback", "source", "anchor_order"};
+    static const std::set<std::string> known = {"budget", "width", "threshold", "cap", "span", "window", "lookback", "source", "anchor_order", "decay"};
     for (const auto& kv : j->as_object("scheme.settings")) {
         const std::string f = "scheme.settings." + kv.first;
         const Json& v = kv.second;
-        if (!known.count(kv.first)) bad(f, "unknown setting (known: budget, width, threshold, cap, span, lookback, anchor_order, source)");
+        if (!known.count(kv.first)) bad(f, "unknown setting (known: budget, width, threshold, cap, span, lookback, anchor_order, decay, source)");
         if (kv.first == "budget") s.budget = as_int(v, f, 1);
         else if (kv.first == "width") s.width = as_int(v, f, 1);
         else if (kv.first == "cap") s.cap = as_int(v, f, 1);
@@ -113,6 +113,7 @@ SchemeSettings parse_settings(const Json* j, Request& r) {
         else if (kv.first == "threshold") s.threshold = v.is_null() ? std::nullopt : std::optional<double>(v.as_double(f));
         else if (kv.first == "source") { if (!v.is_null()) s.source = v.as_string(f); }
         else if (kv.first == "anchor_order") s.anchor_order = v.as_string(f);
+        else if (kv.first == "decay") s.decay = v.as_double(f);
     }
     (void)r;
     return s;
@@ -135,7 +136,8 @@ Request parse_request(const Json& j, const std::string& base_dir) {
         const Json& sch = need(j, "scheme", "");
         r.scheme = need(sch, "name", "scheme").as_string("scheme.name");
         if (!is_known_scheme(r.scheme))
-            bad("scheme.name", "'" + r.scheme + "'; expected one of target_only, sd, asp, as2d, as2d_wo_td, as2d_wo_bc");
+            bad("scheme.name", "'" + r.scheme + "'; expected one of target_only, sd, asp, as2d, as2d_wo_td, as2d_wo_bc, "
+                               "as2d_online");
         const Json* cfg = sch.get("config");
         r.config = cfg && cfg->is_string() ? cfg->as_string("scheme.config") : r.scheme;
         r.settings = parse_settings(sch.get("settings"), r);
@@ -174,6 +176,13 @@ Request parse_request(const Json& j, const std::string& base_dir) {
         const bool reference = r.engine_kind == "reference";
         if (const Json* p = j.get("pricing"); p && !p->is_null()) r.pricing = Pricing::from_json(*p);
         if (reference && !r.pricing) bad("pricing", "the reference engine needs resolved pricing");
+        if (r.scheme == "as2d_online") {
+            // What a round costs while the producer runs, plus the round's fixed overhead (as replay's _scheme).
+            if (!r.pricing) bad("pricing", "as2d_online chooses chain lengths from the device's per-width costs");
+            const Pricing& p = *r.pricing;
+            for (const auto& kv : p.conc_s) r.settings.costs[kv.first] = kv.second + p.loop_s + p.align_s;
+            r.settings.costs.emplace(1, p.step_s + p.loop_s + p.align_s);
+        }
         std::set<std::string> seen;
         const auto& wins = need(j, "windows", "").as_array("windows");
         if (wins.empty() && r.mode == "run") bad("windows", "expected a non-empty list");

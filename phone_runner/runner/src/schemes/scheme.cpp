@@ -4,6 +4,7 @@
 
 #include "as2d.hpp"
 #include "asp.hpp"
+#include "online.hpp"
 #include "sd.hpp"
 #include "target_only.hpp"
 
@@ -71,10 +72,13 @@ const RoundRecord& Scheme::commit(const Call& call, const Tokens& greedy) {
     return records_.back();
 }
 
-bool is_decoupled(const std::string& scheme) { return scheme == "as2d" || scheme == "as2d_wo_bc"; }
+bool is_decoupled(const std::string& scheme) {
+    return scheme == "as2d" || scheme == "as2d_wo_bc" || scheme == "as2d_online";
+}
 
 bool is_known_scheme(const std::string& s) {
-    return s == "target_only" || s == "sd" || s == "asp" || s == "as2d" || s == "as2d_wo_td" || s == "as2d_wo_bc";
+    return s == "target_only" || s == "sd" || s == "asp" || s == "as2d" || s == "as2d_wo_td" || s == "as2d_wo_bc" ||
+           s == "as2d_online";
 }
 
 std::unique_ptr<Scheme> make_scheme(const std::string& name, const SchemeSettings& s, int max_output,
@@ -102,8 +106,12 @@ std::unique_ptr<Scheme> make_scheme(const std::string& name, const SchemeSetting
     if (name == "as2d_wo_bc")
         return std::make_unique<As2d>("as2d_wo_bc", need_source(), s.cap, max_output, eos_id, s.span, s.threshold,
                                       s.lookback, true, s.anchor_order);
+    // Beyond the paper: the budget is an upper bound; each round verifies what is worth its time.
+    if (name == "as2d_online")
+        return std::make_unique<As2dOnline>(need_source(), s.budget, max_output, eos_id, s.costs, s.decay, s.span,
+                                            s.threshold, s.lookback, s.anchor_order);
     throw std::invalid_argument("scheme: unknown name '" + name +
-                                "'; choose one of target_only, sd, asp, as2d, as2d_wo_td, as2d_wo_bc");
+                                "'; choose one of target_only, sd, asp, as2d, as2d_wo_td, as2d_wo_bc, as2d_online");
 }
 
 }  // namespace as2d

@@ -9,6 +9,7 @@
 // state; the verification rule itself lives in one place (verify_chain).
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -66,6 +67,8 @@ struct SchemeSettings {  // a request's ``scheme.settings``, defaults as make_sc
     int span = 8;  // alignment search span (C.3), DEFAULT_ALIGN_SPAN
     std::optional<int> lookback;
     std::string anchor_order = "next_token";  // ANCHOR_NEXT_TOKEN (alignment.hpp)
+    double decay = 0.9;                       // as2d_online: forgetting of the acceptance estimate
+    std::map<int, double> costs;              // as2d_online: seconds per round by width (the clock's)
     std::string source;
 };
 
