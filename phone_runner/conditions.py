@@ -117,9 +117,19 @@ class Monitor:
             self._stop.wait(max(0.0, period - (time.monotonic() - t)))
 
     def stop(self) -> pl.DataFrame:
+        """Stop sampling and take one last sample (the state at the end of the run)."""
+        if self._stop.is_set():
+            return self.frame()  # already stopped
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(10)
+        if self.error is None and self._thread.ident is not None:
+            try:
+                row = self.cond.sample()
+                row["violations"] = "; ".join(violations(row, self.cond.cores, self.cond.policy))
+                self.rows.append(row)
+            except (adbutils.AdbError, OSError) as err:
+                self.error = str(err)
         return self.frame()
 
     def frame(self) -> pl.DataFrame:
@@ -128,16 +138,23 @@ class Monitor:
 
 
 def flag_windows(series: pl.DataFrame, spans: Mapping[Any, tuple[float, float]]) -> dict[Any, str]:
-    """Windows whose wall-clock span ``(t0, t1)`` overlaps a violating sample -> the violation.
+    """Windows whose wall-clock span ``(t0, t1)`` saw a violation -> the first one seen.
 
-    A sample at time t describes the phone since the previous sample, so a window is flagged by
-    any violating sample in ``[t0, t1 + period]``; samples are 1 s apart."""
-    bad = series.filter(pl.col("violations") != "") if series.height else series
+    Conditions are levels, so the samples inside the span count, and so does the first sample at
+    or after ``t1`` (it describes the phone when the window ended, however late the monitor ran;
+    ``Monitor.stop`` always takes one after the run)."""
+    if not series.height:
+        return {}
+    t = series["t_unix"].to_list()
+    v = series["violations"].to_list()
     out: dict[Any, str] = {}
     for key, (t0, t1) in spans.items():
-        hit = bad.filter((pl.col("t_unix") >= t0) & (pl.col("t_unix") <= t1 + 1.0)) if bad.height else bad
-        if hit.height:
-            out[key] = hit["violations"][0]
+        after = next((i for i, x in enumerate(t) if x >= t1), None)
+        hits = [v[i] for i, x in enumerate(t) if t0 <= x <= t1 and v[i]]
+        if after is not None and v[after]:
+            hits.append(v[after])
+        if hits:
+            out[key] = hits[0]
     return out
 
 

@@ -71,14 +71,16 @@ class PhoneConfig:
 def build_request(run_id: str, cfg: Any, windows: Sequence[Any], profile: Any, pc: PhoneConfig, *,
                   mode: str = "run", calibrate: Mapping[str, Any] | None = None, max_output: int = 1024,
                   models: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """A protocol-v1 request for one replay configuration ``cfg`` (a ``ReplayConfig``)."""
+    """A protocol-v1 request for one replay configuration ``cfg`` (a ``ReplayConfig``); ``windows``
+    are replay ``Window``s (reference engine) or ready request entries (dicts, real engines)."""
     batch = None
     if cfg.source and cfg.source in profile.sources:
         batch = profile.source(cfg.source).batch_tokens
     return {"v": VERSION, "run_id": run_id, "mode": mode,
             "scheme": {"name": cfg.scheme, "source": cfg.source, "config": cfg.label, "settings": cfg.settings},
             "engine": dict(pc.engine), "models": dict(models or {}), "producer": {"batch_tokens": batch or 8},
-            "windows": [window_payload(w) for w in windows], "repetitions": pc.repetitions, "warmups": pc.warmups,
+            "windows": [w if isinstance(w, dict) else window_payload(w) for w in windows],
+            "repetitions": pc.repetitions, "warmups": pc.warmups,
             "max_output": max_output, "pricing": pricing_from_profile(profile), "calibrate": calibrate,
             "output": "out.jsonl"}
 
@@ -99,9 +101,11 @@ class ConfigRun:
     resumed: int  # window repetitions taken from an earlier, interrupted run
 
 
-def run_config(dev: adbutils.AdbDevice, pc: PhoneConfig, request: dict[str, Any], windows: Mapping[str, Any],
+def run_config(dev: adbutils.AdbDevice, pc: PhoneConfig, request: dict[str, Any], windows: Mapping[str, Any] | None,
                profile: Any, out_dir: Path, *, serial_hash: str | None = None, rest: bool = True) -> ConfigRun:
-    """``serial_hash``: the phone's own identity (``ro.serialno``), stable across reconnects."""
+    """``windows``: greedy references to audit against (``None``: the caller audits, e.g. real models
+    whose reference is the phone's own target-only output). ``serial_hash``: the phone's own identity
+    (``ro.serialno``), stable across reconnects."""
     serial = serial_hash or hashed_serial(dev.serial)
     store = WindowStore(Path(pc.state_dir) / serial / state_key(request, serial))
     reps = int(request["repetitions"])
@@ -133,7 +137,8 @@ def run_config(dev: adbutils.AdbDevice, pc: PhoneConfig, request: dict[str, Any]
     keys = {(w["window_id"], r) for w in request["windows"] for r in range(reps)}
     merged.lines = {k: [x for x in v if (x.get("window_id"), x.get("repetition")) in keys]
                     for k, v in merged.lines.items()}
-    audit(merged, windows, profile)
+    if windows is not None:
+        audit(merged, windows, profile)
     flagged = flag_windows(series, spans) if series.height else {}
     if pre:
         for key in spans:
@@ -154,3 +159,41 @@ def cond_violations(cond: Conditions) -> list[str]:
 
 def new_run_id() -> str:
     return uuid.uuid4().hex[:12]
+
+
+def audio_entries(dev: adbutils.AdbDevice, audio: Sequence[Any], out_dir: Path) -> list[dict[str, Any]]:
+    """Push audio windows (``.npy``, sha256-skipped) and return their request entries. Paths are
+    relative to the request's folder (``runs/<id>/``), so they hold on a phone and on loopback."""
+    import numpy as np
+
+    local = out_dir / "phone" / "inputs"
+    local.mkdir(parents=True, exist_ok=True)
+    files, entries = {}, []
+    for w in audio:
+        name = f"{hashlib.sha256(w.window_id.encode()).hexdigest()[:16]}.npy"
+        np.save(local / name, np.asarray(w.audio, dtype=np.float32), allow_pickle=False)
+        files[f"inputs/{name}"] = local / name
+        entries.append({"window_id": w.window_id, "dataset": "demo", "audio": f"../../inputs/{name}",
+                        "features": None, "prompt": None, "max_output": None, "reference": None})
+    deploy(dev, files, progress=False)
+    return entries
+
+
+def phone_windows(fr: Mapping[str, pl.DataFrame], source: str | None, max_output: int,
+                  refs: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Replay ``Window``s from a real-model phone run: the reference is ``refs``' (or this run's own
+    output, for target-only), the source is the producer stream the phone published (repetition 0)."""
+    from workbench.replay.trajectory import SourceTrack, Window
+
+    out = {}
+    for row in fr["windows"].filter(pl.col("repetition") == 0).iter_rows(named=True):
+        wid = row["window_id"]
+        ref = tuple(refs[wid].reference) if refs else tuple(row["output"])
+        sources = {}
+        if source is not None and fr["publications"].height:
+            pub = fr["publications"].filter((pl.col("window_id") == wid) & (pl.col("repetition") == 0))
+            toks = tuple(t for batch in pub.sort("offset")["tokens"].to_list() for t in batch)
+            sources[source] = SourceTrack(source, toks, None, (1,) * len(toks))  # priced per produced token
+        eos = None if len(ref) >= max_output else ref[-1]
+        out[wid] = Window(wid, "phone", ref, eos, 1 << 20, max(max_output, len(ref)), None, sources).validate()
+    return out

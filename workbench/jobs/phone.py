@@ -144,7 +144,8 @@ def native_phone(cfg: DictConfig, out: Path) -> JobResult:
 
     from phone_runner.adb import select_device
     from phone_runner.info import device_info, table6_row
-    from phone_runner.session import build_request, new_run_id, run_config
+    from phone_runner.records import audit
+    from phone_runner.session import audio_entries, build_request, new_run_id, phone_windows, run_config
     from workbench import metrics as M
     from workbench.replay.engine import replay
     from workbench.replay.sources import priced_as, profile_source
@@ -155,20 +156,39 @@ def native_phone(cfg: DictConfig, out: Path) -> JobResult:
     pc = _phone_cfg(cfg)
     profile = device_profile(cfg.device)
     roles = source_roles(cfg)
-    windows = priced_as(load_windows(cfg), profile, roles)
     limit = cfg.phone.get("max_windows")
-    windows = windows[: int(limit)] if limit else windows
-    by_id = {w.window_id: w for w in windows}
-    source = profile_source(profile, cfg.get("source") or next(iter(windows[0].sources), None), roles)
+    real = pc.engine.get("kind") != "reference"
+    names = methods(cfg)
     dev = select_device(pc.serial)
     info = device_info(dev)
     pc.deploy_runner(dev)
+    if real:  # real models: audio windows; the phone's own target-only output is the reference
+        from workbench.native.windows import demo_windows
+
+        audio = demo_windows(float(cfg.phone.get("max_seconds") or 25.0))[1][: int(limit) if limit else None]
+        entries, ids = audio_entries(dev, audio, out), [w.window_id for w in audio]
+        names = ["target_only", *[n for n in names if n != "target_only"]]
+        source = profile_source(profile, "producer", roles)
+        models = {"target": {"name": str(cfg.model.name), "format": "torch"},
+                  "producer": {"name": str(cfg.model.name), "format": "torch"}}
+        max_output = int(cfg.model.get("max_new_tokens", 224))
+        refs: dict[str, Any] = {}
+    else:
+        windows = priced_as(load_windows(cfg), profile, roles)[: int(limit) if limit else None]
+        entries, ids, models = windows, [w.window_id for w in windows], None
+        refs = {w.window_id: w for w in windows}
+        source = profile_source(profile, cfg.get("source") or next(iter(windows[0].sources), None), roles)
+        max_output = max(w.max_output for w in windows)
     rows, tables, flagged, resumed = [], {}, 0, 0
-    configs = [rc for name in methods(cfg) for rc in replay_configs(cfg, name, source, profile)]
+    configs = [rc for name in names for rc in replay_configs(cfg, name, source, profile)]
     for rc in tqdm(configs, desc="phone configs"):
-        req = build_request(new_run_id(), rc, windows, profile, pc, max_output=max(w.max_output for w in windows))
-        res = run_config(dev, pc, req, by_id, profile, out, serial_hash=info["serial_hash"])
+        req = build_request(new_run_id(), rc, entries, profile, pc, max_output=max_output, models=models)
+        res = run_config(dev, pc, req, None if real else refs, profile, out, serial_hash=info["serial_hash"])
         fr = res.frames
+        if real:
+            if rc.scheme == "target_only":
+                refs = phone_windows(fr, None, max_output)
+            audit(res.run, refs, profile)  # exactness vs target-only, readiness, widths, order
         n_flag = sum(1 for v in fr["windows"]["condition_flag"] if v)
         flagged += n_flag
         resumed += res.resumed
@@ -177,11 +197,12 @@ def native_phone(cfg: DictConfig, out: Path) -> JobResult:
                 tables.setdefault(k, []).append(fr[k].with_columns(pl.lit(rc.label).alias("config")))
         if res.monitor.height:
             tables.setdefault("monitor", []).append(res.monitor.with_columns(pl.lit(rc.label).alias("config")))
+        agree = phone_windows(fr, rc.source, max_output, refs) if real else refs
         errs = []
-        for w in windows:  # replay under the device profile vs the phone (D.3), median repetition
-            times = sorted(fr["windows"].filter(pl.col("window_id") == w.window_id)["time"].to_list())
-            phone_tps = w.n_tokens / times[len(times) // 2]
-            errs.append(100 * (replay(w, rc, profile).tps / phone_tps - 1))
+        for wid in ids:  # replay under the device profile vs the phone (D.3), median repetition
+            times = sorted(fr["windows"].filter(pl.col("window_id") == wid)["time"].to_list())
+            w = agree[wid]
+            errs.append(100 * (replay(w, rc, profile).tps / (w.n_tokens / times[len(times) // 2]) - 1))
         rows.append({"device": info["model"], "method": rc.label, "clock": pc.engine.get("clock", "real"),
                      "tps": M.tps_pooled(fr["windows"]), "acceptance": M.acceptance(fr["rounds"]),
                      "coverage": M.coverage(fr["rounds"]), "readiness": M.readiness(fr["rounds"]),
@@ -189,7 +210,7 @@ def native_phone(cfg: DictConfig, out: Path) -> JobResult:
                      "agreement_signed_pct": statistics.fmean(errs), "flagged": n_flag})
     summary = pl.DataFrame(rows)
     metrics: dict[str, float] = {"exactness_mismatches": 0.0, "flagged_windows": float(flagged),
-                                 "resumed_windows": float(resumed), "windows": float(len(windows))}
+                                 "resumed_windows": float(resumed), "windows": float(len(ids))}
     for r in rows:
         for k in ("tps", "acceptance", "coverage", "readiness", "agreement_mae_pct"):
             if isinstance(r[k], float):

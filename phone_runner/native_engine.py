@@ -1,0 +1,112 @@
+"""The torch engine of the Python on-device runner: the workbench's native driver, real weights.
+
+``models.target.name`` names a ``conf/model`` pair (``dir`` optionally points at local weights);
+the producer runs in its own process beside the verifier, as on the host (``workbench.native``).
+Windows carry audio (``.npy`` float32 16 kHz, or a sound file). Each measured run becomes round,
+stage and publication lines; publications are the producer's batches with their publish times.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .protocol import Request
+
+
+def _audio(base: Path, entry: dict[str, Any]) -> np.ndarray:
+    from .device import RunnerFailure, resolve
+
+    path = resolve(base, entry.get("audio") or entry.get("features"))
+    if path is None or not path.is_file():
+        raise RunnerFailure("missing_file", f"window {entry['window_id']!r}: audio {path} does not exist",
+                            entry["window_id"])
+    if path.suffix == ".npy":
+        return np.load(path, allow_pickle=False).astype(np.float32)
+    from workbench.data.audio import load_audio
+
+    return load_audio(path)
+
+
+def _model_cfg(req: Request, base: Path) -> dict[str, Any]:
+    from workbench.models.registry import load_model_config
+
+    from .device import RunnerFailure, resolve
+
+    spec = req.models["target"]
+    if spec.backend != "cpu":
+        raise RunnerFailure("unsupported_backend", f"models.target.backend {spec.backend!r}: the Python torch "
+                            "engine runs on cpu only", status=2)
+    try:
+        cfg = load_model_config(spec.name)
+    except (FileNotFoundError, ValueError) as err:
+        raise RunnerFailure("missing_file", f"models.target.name {spec.name!r}: {err}", status=2) from None
+    for role, block in (("target", "target"), ("producer", "drafter"), ("drafter", "serial_drafter")):
+        m = req.models.get(role)
+        if m is not None and m.dir and block in cfg:
+            cfg[block]["local_path"] = str(resolve(base, m.dir))
+    if "drafter" in cfg and req.producer.get("batch_tokens"):
+        cfg["drafter"]["batch_tokens"] = int(req.producer["batch_tokens"])
+    return cfg
+
+
+def _placement(req: Request, role: str) -> Any:
+    from workbench.native.producer import Placement
+
+    m = req.models.get(role)
+    return None if m is None else Placement(m.threads, tuple(m.cpus) or None)
+
+
+def _publications(run: Any) -> list[tuple[int, float, list[int]]]:
+    """(offset, publish time, tokens) per batch: consecutive tokens published at one time."""
+    out: list[tuple[int, float, list[int]]] = []
+    for i, (tok, t) in enumerate(zip(run.producer_tokens, run.producer_times, strict=True)):
+        if out and out[-1][1] == t:
+            out[-1][2].append(int(tok))
+        else:
+            out.append((i, float(t), [int(tok)]))
+    return out
+
+
+def run_torch(req: Request, base: Path, out: Any) -> dict[str, float]:
+    from workbench.decoding import scheme_spec
+    from workbench.native.driver import NativeHost
+    from workbench.native.episodes import host_setup, run_scheme
+    from workbench.native.windows import AudioWindow
+
+    name = req.scheme["name"]
+    setup = host_setup(_model_cfg(req, base), overrides={name: req.settings},
+                       verifier=_placement(req, "target"), producer=_placement(req, "producer"))
+    decoupled = scheme_spec(name).decoupled
+    totals = {"rounds": 0, "tokens": 0, "time": 0.0}
+    with NativeHost(setup.producer if decoupled else None, setup.verifier) as host:
+        for entry in req.windows:
+            wid = entry["window_id"]
+            aw = AudioWindow(wid, (), _audio(base, entry))
+            for rep in range(-req.warmups, req.repetitions):
+                r = run_scheme(host, setup, aw, name)
+                if rep < 0:
+                    continue
+                common = {"window_id": wid, "repetition": rep}
+                for rec in r.records:
+                    out("round", **common, config=req.config, **rec.as_row())
+                for resource, stage, start, end, rnd in r.stages:
+                    out("stage", **common, resource=resource, stage=stage, start=start, end=max(start, end), round=rnd)
+                for offset, t, toks in _publications(r):
+                    out("publication", **common, source_id=req.scheme.get("source") or "producer",
+                        producer_id="p0", offset=offset, publish_time=t, tokens=toks, confidences=None)
+                out("window", **common, config=req.config, scheme=name, tokens=len(r.output), time=r.time,
+                    t_eos=r.t_eos, cleanup=r.cleanup, rounds=len(r.records), output=[int(x) for x in r.output])
+                totals["rounds"] += len(r.records)
+                totals["tokens"] += len(r.output)
+                totals["time"] += r.time
+    return totals
+
+
+def calibrate_torch(req: Request, base: Path, out: Any) -> None:
+    from .device import RunnerFailure
+
+    raise RunnerFailure("unsupported_backend", "calibrate mode with the torch engine: use the host's "
+                        "`python -m workbench.native.calibrate` on the device itself, or the C++ runner", status=2)
