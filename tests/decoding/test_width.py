@@ -59,13 +59,32 @@ def test_choice_is_the_argmax_over_priced_widths(ready, p, wide, step):
     assert expected_tokens(n, p) / costs[n + 1] == pytest.approx(best, rel=1e-9)
 
 
-def test_acceptance_estimate_follows_outcomes():
-    est = AcceptanceEstimate(successes=1.0, failures=1.0, decay=1.0)
-    est.observe(4, 4)  # all accepted: 4 successes, no failure
-    assert est.p == pytest.approx(5 / 6)
-    est.observe(4, 1)  # one accepted then a rejection
-    assert est.p == pytest.approx(6 / 8)
+def test_acceptance_estimate_counts_each_slot_it_tried():
+    # By hand: slot i = (successes_i + 2 * pooled) / (trials_i + 2), pooled = (S + 1) / (T + 2).
+    est = AcceptanceEstimate(decay=1.0, prior=1.0, prior_trials=2.0)
+    assert est.slots(3) == pytest.approx([0.5, 0.5, 0.5])  # nothing seen: the prior everywhere
+    est.observe(4, 4)  # all four slots tried and accepted: pooled 5/6, each slot (1 + 5/3) / 3
+    assert est.slots(4) == pytest.approx([8 / 9] * 4)
+    est.observe(4, 1)  # slot 1 accepted, slot 2 rejected, slots 3-4 not tried: S=5, T=6, pooled 3/4
+    assert est.slots(4) == pytest.approx([3.5 / 4, 2.5 / 4, 2.5 / 3, 2.5 / 3])
     est.observe(0, 0)  # plain step: no information
-    assert est.p == pytest.approx(6 / 8)
+    assert est.slots(5) == pytest.approx([3.5 / 4, 2.5 / 4, 2.5 / 3, 2.5 / 3, 2.5 / 3])  # slot 5 borrows slot 4
     with pytest.raises(ValueError):
         est.observe(2, 3)
+
+
+def test_forgetting_weights_recent_rounds_more():
+    est = AcceptanceEstimate(decay=0.5, prior=0.0, prior_trials=1e-9)
+    est.observe(1, 0)  # old rejection
+    est.observe(1, 1)  # recent acceptance: successes 1, trials 0.5 + 1
+    assert est.p == pytest.approx(1 / 1.5)
+
+
+def test_per_slot_acceptance_reaches_further_than_one_geometric_p():
+    # Bursty producer: slot 1 is a coin flip, but once it is right the rest follow (q = 0.95).
+    # By hand, cost 10 + K: bursty n=8 gives (1 + 0.5 * (1 - 0.95^8) / 0.05) / 19 = 0.227 > n=7's 0.223;
+    # one p = 0.5 everywhere peaks at n=2: 1.75 / 13 = 0.135 (n=1: 0.125, n=3: 0.134).
+    costs = {1: 10.0, **{k: 10.0 + k for k in range(2, 10)}}
+    bursty = [0.5, 0.95, 0.95, 0.95, 0.95, 0.95, 0.95, 0.95]
+    assert choose_chain_length(8, costs, bursty) == 8
+    assert choose_chain_length(8, costs, 0.5) == 2

@@ -2,15 +2,17 @@
 
 Terms. A round verifies the known root plus a chain of ``n`` candidates at physical width
 ``K = n + 1``; ``cost[K]`` is what that target call takes on this device (``cost[1]`` is a plain
-target step). ``p`` is the per-candidate acceptance: the chance a candidate is accepted given
-every candidate before it was (greedy chain verification stops at the first mismatch).
+target step). ``q_i`` is the conditional acceptance of chain slot ``i``: the chance its candidate is accepted
+given every candidate before it was (greedy chain verification stops at the first mismatch).
+Acceptance is bursty -- a producer that matched five tokens in a row is likely in a stretch it
+heard well -- so ``q_i`` is estimated per slot rather than as one geometric ``p``.
 
 Why a rule at all: on phones a wide verify costs little more than a step, so any ready
 candidate is worth verifying; on a CPU host a K=4 verify can cost ~1.9 steps, and verifying
 candidates that will most likely be rejected makes the target slower than plain decoding.
 The rule maximizes expected committed tokens per unit of verify time:
 
-    E[n] = 1 + p + p^2 + ... + p^n        (accepted prefix, plus the correction or bonus)
+    E[n] = 1 + q1 + q1*q2 + ... + q1*...*qn   (accepted prefix, plus the correction or bonus)
     n*   = argmax_{0 <= n <= ready}  E[n] / cost[n + 1]
 
 ``n* = 0`` is a plain step: no verify is started whose expected yield per ms is below a step's.
@@ -20,27 +22,36 @@ rounds already verified: no future information.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 
-def expected_tokens(n: int, p: float) -> float:
+def _slot(accept: float | Sequence[float], i: int) -> float:
+    """Conditional acceptance of slot ``i`` (1-based); slots past the estimate repeat its last."""
+    if isinstance(accept, (int, float)):
+        return float(accept)
+    return float(accept[min(i, len(accept)) - 1]) if len(accept) else 0.0
+
+
+def expected_tokens(n: int, accept: float | Sequence[float]) -> float:
     """Expected tokens a chain of ``n`` candidates commits, correction or bonus included."""
     total, term = 1.0, 1.0
-    for _ in range(n):
-        term *= p
+    for i in range(1, n + 1):
+        term *= _slot(accept, i)
         total += term
     return total
 
 
-def choose_chain_length(ready: int, costs: Mapping[int, float], p: float) -> int:
-    """Chain length (0 = plain step) with the best expected tokens per ms among priced widths.
+def choose_chain_length(ready: int, costs: Mapping[int, float], accept: float | Sequence[float]) -> int:
+    """Chain length (0 = plain step) with the best expected tokens per unit time among priced widths.
 
     ``ready`` is how many candidates the round could verify (already cut by budget and output
-    room); widths the device does not price are never chosen.
+    room); ``accept`` is one acceptance for every slot or the per-slot ``q_i``; widths the device
+    does not price are never chosen.
     """
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"acceptance estimate must be in [0, 1], got {p}")
+    qs = [accept] if isinstance(accept, (int, float)) else list(accept)
+    if any(not 0.0 <= q <= 1.0 for q in qs):
+        raise ValueError(f"acceptance estimates must be in [0, 1], got {accept}")
     if 1 not in costs or costs[1] <= 0:
         raise ValueError("costs must price a plain step (width 1) with a positive time")
     best_n, best_rate = 0, 1.0 / costs[1]
@@ -48,7 +59,7 @@ def choose_chain_length(ready: int, costs: Mapping[int, float], p: float) -> int
         c = costs.get(n + 1)
         if c is None or c <= 0:
             continue
-        rate = expected_tokens(n, p) / c
+        rate = expected_tokens(n, accept) / c
         if rate > best_rate * (1.0 + 1e-12):
             best_n, best_rate = n, rate
     return best_n
@@ -56,29 +67,56 @@ def choose_chain_length(ready: int, costs: Mapping[int, float], p: float) -> int
 
 @dataclass
 class AcceptanceEstimate:
-    """Running per-candidate acceptance, the geometric-model estimate with exponential forgetting.
+    """Running per-slot conditional acceptance with exponential forgetting.
 
-    Each verified chain of ``n`` candidates with ``a`` accepted adds ``a`` successes and, when
-    ``a < n``, one failure; ``p = successes / (successes + failures)``. ``decay`` < 1 forgets old
-    rounds so the estimate follows the audio (speech rate, noise) as it changes. The prior is a
-    few pseudo-rounds so the first rounds are not decided by a single outcome.
+    A verified chain of ``n`` candidates with ``a`` accepted tried slots ``1..min(a + 1, n)`` and
+    accepted slots ``1..a``. ``decay`` < 1 forgets old rounds so the estimate follows the audio
+    (speech rate, noise) as it changes. Every slot starts from a few pseudo-rounds (``prior``
+    successes out of ``prior_trials``) so the first rounds are not decided by one outcome.
     """
 
-    successes: float = 2.0
-    failures: float = 1.0
     decay: float = 0.9
+    prior: float = 2.0
+    prior_trials: float = 3.0
+    successes: list[float] = field(default_factory=list)
+    trials: list[float] = field(default_factory=list)
+
+    def slots(self, n: int) -> list[float]:
+        """``q_1..q_n``, each shrunk toward the pooled acceptance of every slot tried so far.
+
+        Deep slots are tried only after long accepted runs, so they have few trials; pooling keeps
+        one unlucky rejection there from cutting every later chain short.
+        """
+        s_all, t_all = sum(self.successes), sum(self.trials)
+        pooled = (s_all + self.prior) / (t_all + self.prior_trials)
+        out = []
+        for i in range(n):
+            if i < len(self.trials):
+                out.append((self.successes[i] + self.prior_trials * pooled) / (self.trials[i] + self.prior_trials))
+            else:
+                out.append(out[-1] if out else pooled)
+        return out
 
     @property
     def p(self) -> float:
-        return self.successes / (self.successes + self.failures)
+        """First-slot acceptance (the chance a chain earns anything at all)."""
+        return self.slots(1)[0]
 
     def observe(self, proposed: int, accepted: int) -> None:
         if proposed <= 0:
             return  # a plain step says nothing about the candidates
         if not 0 <= accepted <= proposed:
             raise ValueError(f"accepted {accepted} outside [0, {proposed}]")
-        self.successes = self.decay * self.successes + accepted
-        self.failures = self.decay * self.failures + (1.0 if accepted < proposed else 0.0)
+        tried = min(accepted + 1, proposed)
+        while len(self.trials) < tried:
+            self.trials.append(0.0)
+            self.successes.append(0.0)
+        for i in range(len(self.trials)):
+            self.trials[i] *= self.decay
+            self.successes[i] *= self.decay
+            if i < tried:
+                self.trials[i] += 1.0
+                self.successes[i] += 1.0 if i < accepted else 0.0
 
 
 __all__ = ["AcceptanceEstimate", "choose_chain_length", "expected_tokens"]

@@ -40,7 +40,7 @@ class As2dOnline(As2d):
 
     def plan(self, now: float) -> Call:
         call = super().plan(now)
-        n = choose_chain_length(len(call.chain), self.costs, self.estimate.p)
+        n = choose_chain_length(len(call.chain), self.costs, self.estimate.slots(len(call.chain)))
         if n < len(call.chain):
             call.chain, call.provenance = call.chain[:n], call.provenance[:n]
             if n == 0:
