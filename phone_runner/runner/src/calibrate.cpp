@@ -74,6 +74,7 @@ void calibrate_models(const CalibrationPlan& plan, LineWriter& out, Model& targe
         std::thread producer;
         if (conc)
             producer = std::thread([&] {
+                drafter->pin_current_thread();
                 ProducerOp op;
                 while (!stop) {
                     drafter->producer_start();

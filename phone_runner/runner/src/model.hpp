@@ -50,6 +50,9 @@ public:
     virtual void producer_start() = 0;
     virtual bool produce(ProducerOp& op) = 0;
 
+    // CPU placement of the calling thread (the producer thread pins itself to its model's cores)
+    virtual void pin_current_thread() {}
+
     // calibration (real models): seconds of one forward over ``width`` ids on top of ``offset``
     // ids after the prompt, rolled back afterwards
     virtual double timed_forward(int offset, int width) {

@@ -48,6 +48,7 @@ struct ProducerThread {  // the target-decoupled producer on its own thread
     }
 
     void loop() {
+        m.producer->pin_current_thread();
         m.producer->producer_start();
         pacer.until(t0, m.startup_s);
         Tokens pending;

@@ -5,43 +5,24 @@
 #include <fstream>
 
 #include <llm/llm.hpp>
-#ifdef __linux__
-#include <sched.h>
-#endif
+
+#include "../affinity.hpp"
 
 namespace as2d {
 
 using MNN::Transformer::Llm;
 
-namespace {
 constexpr int PRODUCER_CAP = 2048;  // source generation stops at EOS or 2,048 tokens (D.5.1)
-
-void pin_thread(const std::vector<int>& cpus) {
-#ifdef __linux__
-    if (cpus.empty()) return;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    for (int c : cpus) CPU_SET(c, &set);
-    if (sched_setaffinity(0, sizeof set, &set) != 0)
-        throw ProtocolFailure("bad_request", "models.*.cpus: cannot pin to the requested cores");
-#else
-    (void)cpus;
-#endif
-}
-}  // namespace
 
 MnnLlmModel::MnnLlmModel(const ModelSpec& spec, const std::string& base_dir, Tokens prompt, std::optional<int> eos_id)
     : spec_(spec), prompt_(std::move(prompt)), eos_id_(eos_id) {
-    if (spec.backend != "cpu" && spec.backend != "opencl" && spec.backend != "vulkan")
-        throw ProtocolFailure("unsupported_backend", "backend '" + spec.backend + "' (MNN: cpu, opencl, vulkan)");
     std::string dir = !spec.dir.empty() && spec.dir[0] == '/' ? spec.dir : base_dir + "/" + spec.dir;
     std::string config = dir + "/config.json";
     if (spec.dir.empty() || !std::ifstream(config).good())
         throw ProtocolFailure("missing_file", "model '" + spec.name + "': no MNN config at " + config +
                                                   " (push the exported model directory first)");
     if (prompt_.empty()) throw ProtocolFailure("bad_request", "windows[].prompt: the MNN engine needs prompt token ids");
-    // Threads created after this inherit the mask: pin before load so MNN's pool lands on the cores.
-    pin_thread(spec.cpus);
+    ScopedAffinity pin(spec.cpus);  // worker threads MNN starts while loading inherit the placement
     llm_ = Llm::createLLM(config);
     // Precision as workbench.models.mnn.runtime names it; int8 = dynamic int8 compute (memory low).
     const std::string& p = spec.precision;
@@ -59,6 +40,8 @@ MnnLlmModel::MnnLlmModel(const ModelSpec& spec, const std::string& base_dir, Tok
 MnnLlmModel::~MnnLlmModel() {
     if (llm_) Llm::destroy(llm_);
 }
+
+void MnnLlmModel::pin_current_thread() { ScopedAffinity(spec_.cpus, /*keep=*/true); }
 
 std::string MnnLlmModel::describe() const { return "mnn:" + spec_.name + "@" + spec_.backend; }
 

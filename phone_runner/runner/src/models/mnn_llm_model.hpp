@@ -29,6 +29,7 @@ public:
     void producer_start() override;
     bool produce(ProducerOp& op) override;
     double timed_forward(int offset, int width) override;
+    void pin_current_thread() override;
 
 private:
     struct Row { int token; double prob; };
