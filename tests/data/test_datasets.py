@@ -184,5 +184,8 @@ def test_run_windows_written_once_with_cohort_manifest(tmp_path: Path, speech: f
     dev = corpus_from_dataset({**ds, "split": "dev"}, None, out_dir=tmp_path / "w")
     assert len(dev) == 1 and dev.clips[0].window_id not in {c.window_id for c in corpus}
     assert all(p.stat().st_mtime_ns == t for p, t in stamp.items())  # written once, reused
+    # same samples -> same bytes in a fresh folder (the trace cache keys windows on the file hash)
+    again = corpus_from_dataset(ds, None, out_dir=tmp_path / "w2")
+    assert [c.path.read_bytes() for c in again] == [c.path.read_bytes() for c in corpus]
     with pytest.raises(ValueError, match="dataset.split='train'"):
         corpus_from_dataset({**ds, "split": "train"}, None, out_dir=tmp_path / "w")

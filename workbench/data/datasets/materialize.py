@@ -17,13 +17,23 @@ from pathlib import Path
 from typing import Any
 
 from workbench.data import cohort as C
-from workbench.data.corpus import Clip, Corpus, _write_wav, default_corpus_dir
+from workbench.data.corpus import Clip, Corpus, default_corpus_dir
 
 from . import dataset_windows
 from .windows import DatasetWindow, model_max_seconds
 
 log = logging.getLogger(__name__)
 SPLIT_ALL = "all"
+
+
+def write_window_wav(path: Path, audio: Any) -> Path:
+    """Float32 16 kHz WAV, byte-identical for identical samples. libsndfile stamps float WAVs with a
+    PEAK chunk holding the write time, which would change the file hash the trace cache keys on."""
+    from scipy.io import wavfile
+
+    from workbench.io import atomic_write_with
+
+    return atomic_write_with(path, lambda tmp: wavfile.write(tmp, 16000, audio))
 
 
 def windows_dir(ds: Mapping[str, Any], model: Mapping[str, Any] | None) -> Path:
@@ -80,7 +90,7 @@ def corpus_from_dataset(ds: Mapping[str, Any], model: Mapping[str, Any] | None =
     for w in tqdm(chosen, desc=f"{ds.get('name')} windows", unit="window", disable=len(chosen) < 8):
         path = root / f"{w.window_id}.wav"
         if not path.is_file():  # atomic writes: a present file is a complete one
-            _write_wav(path, w.load())
+            write_window_wav(path, w.load())
         clips.append(Clip(w.window_id, path, w.reference if w.task == "asr" else w.text, w.dataset,
                           w.seconds, 16000))
     return Corpus(root, clips)
