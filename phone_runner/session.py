@@ -27,6 +27,8 @@ from .protocol import VERSION, pricing_from_profile, window_payload
 from .records import PhoneRun, audit, frames, read_lines
 
 RUNNER_BINARY = "bin/as2d_runner"
+# ``phone:`` keys the jobs read themselves (not part of one configuration's run)
+JOB_KEYS = frozenset({"conditions", "profile_dir", "max_windows", "max_seconds", "calibrate", "name", "min_free_mb"})
 
 
 @dataclass(frozen=True)
@@ -46,7 +48,7 @@ class PhoneConfig:
     @classmethod
     def from_mapping(cls, m: Mapping[str, Any]) -> PhoneConfig:
         known = set(cls.__dataclass_fields__) - {"conditions"}
-        unknown = set(m) - known - {"conditions", "profile_dir", "max_windows", "calibrate", "name", "min_free_mb"}
+        unknown = set(m) - known - JOB_KEYS
         if unknown:
             raise ValueError(f"phone: unknown setting(s) {sorted(unknown)}; known: {sorted(known | {'conditions'})}")
         kw = {k: v for k, v in m.items() if k in known}
