@@ -17,7 +17,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from workbench.decoding import Drafter, RoundRecord, Scheme, Target, make_scheme, scheme_spec
+from workbench.decoding import (
+    Drafter,
+    RoundRecord,
+    Scheme,
+    Target,
+    WallClock,
+    make_scheme,
+    round_stages,
+    run_rounds,
+    scheme_spec,
+)
 
 from .messages import Done, Failed, Loaded, Message, PrepareWindow, Quit, Ready
 from .producer import Placement, ProducerSpec, producer_main
@@ -58,24 +68,11 @@ class NativeResult:
 
 
 def _loop(scheme: Scheme, target: Target, t0: float, clock: Callable[[], float]) -> tuple[list[RoundRecord], list]:
-    """Drive rounds until EOS or the cap; the target never waits for the producer."""
-    records, stages = [], []
-    while not scheme.done:
-        t_dec = clock() - t0
-        call = scheme.plan(t_dec)
-        t_start = clock() - t0
-        greedy = target.verify(call.root, call.chain)
-        rec = scheme.commit(call, greedy)
-        target.keep(rec.accepted)
-        t_end = clock() - t0
-        i = len(records)
-        records.append(rec.timed(t_dec, t_start, t_end))
-        if call.work.forwards or call.work.paired_forwards:
-            stages.append(("producer", "draft", t_dec, t_start, i))  # serial drafting (SD/ASP)
-        else:
-            stages.append(("verifier", "align", t_dec, t_start, i))
-        stages.append(("verifier", "verify" if call.chain else "step", t_start, t_end, i))
-    return records, stages
+    """Drive rounds until EOS or the cap on the wall clock: the core's one round loop, labelled by
+    the core's one stage classifier (the same labels replay gives). The target never waits."""
+    records = run_rounds(scheme, target, WallClock(t0, clock)).timed(scheme.records)
+    stages = [s for r in records for s in round_stages(r.round, r.work, r.width, r.t_decide, r.t_start, r.t_end)]
+    return list(records), stages
 
 
 class NativeHost:
