@@ -93,3 +93,21 @@ def test_request_parses_and_rejects_bad_fields() -> None:
                          ({"pricing": None}, "'pricing'"), ({"repetitions": 0}, "'repetitions'")]:
         with pytest.raises(ProtocolError, match=needle):
             parse_request(_request(**over))
+
+
+def test_the_protocol_follows_the_core_vocabulary() -> None:
+    """Round lines carry every round-record column; scheme and K=1 reason names are the core's and
+    PROTOCOL.md lists them, so a new scheme or reason cannot silently break phone runs."""
+    import typing
+    from pathlib import Path
+
+    from phone_runner.protocol import K1_REASONS, LINE_FIELDS, SCHEME_NAMES
+    from workbench.decoding import ROUND_COLUMNS, SCHEMES
+    from workbench.decoding.records import K1Reason
+
+    assert set(ROUND_COLUMNS) <= set(LINE_FIELDS["round"])
+    assert set(SCHEMES) == set(SCHEME_NAMES)
+    assert set(typing.get_args(K1Reason)) == set(K1_REASONS)
+    doc = (Path(__file__).resolve().parents[2] / "phone_runner/PROTOCOL.md").read_text()
+    for name in (*SCHEMES, *K1_REASONS):
+        assert f"`{name}`" in doc, name
