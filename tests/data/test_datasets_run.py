@@ -34,6 +34,9 @@ def test_wrong_root_is_one_line(tmp_path: Path) -> None:
     lines = [ln for ln in res.stderr.splitlines() if ln.startswith("config error:")]
     assert len(lines) == 1 and "Traceback" not in res.stderr
     assert f"dataset.root={tmp_path / 'nope'}: no such directory; librispeech expects LibriSpeech/" in lines[0]
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/m.db")  # checked in validate: no run was started
+    assert not (tmp_path / "m.db").exists() or mlflow.search_runs(search_all_experiments=True,
+                                                                 output_format="list") == []
 
 
 def test_replay_on_librispeech_layout(tmp_path: Path, speech: fx.Speech) -> None:
@@ -54,3 +57,9 @@ def test_replay_on_librispeech_layout(tmp_path: Path, speech: fx.Speech) -> None
     (run,) = mlflow.search_runs(search_all_experiments=True, output_format="list")
     assert run.info.status == "FINISHED" and run.data.metrics["exactness_mismatches"] == 0.0
     assert run.data.params.get("dataset.name") == "librispeech"
+    # the cohort manifest names the run's window (test) and the disjoint dev window, and is logged
+    cohort = pl.read_parquet(out / "tables" / "cohort.parquet")
+    assert cohort.select("split", "window_id").rows()[0] == ("test", wid)
+    assert cohort["split"].to_list() == ["test", "dev"] and cohort["window_id"].n_unique() == 2
+    logged = [a.path for a in mlflow.MlflowClient().list_artifacts(run.info.run_id, "tables")]
+    assert "tables/cohort.parquet" in logged

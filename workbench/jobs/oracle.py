@@ -21,7 +21,7 @@ from workbench.replay.trajectory import Window
 
 from .base import ConfigError, JobResult
 from .config import devices, source_roles
-from .windows import load_windows
+from .windows import check_dataset_root, cohort_tables, load_windows
 
 
 def _budgets(cfg: DictConfig) -> list[int]:
@@ -34,6 +34,7 @@ def _budgets(cfg: DictConfig) -> list[int]:
 
 def validate(cfg: DictConfig) -> None:
     budgets = _budgets(cfg)
+    check_dataset_root(cfg)
     frac = cfg.dataset.dev_fraction
     if not 0 < frac < 1:
         raise ConfigError("dataset.dev_fraction", f"must be in (0, 1), got {frac}")
@@ -84,5 +85,5 @@ def run(cfg: DictConfig, out: Path) -> JobResult:
     budgets_all = pl.concat([t for k, t in tables.items() if k.startswith("dev_budgets_")])
     summary = pl.DataFrame(rows)
     figures = {"budget_tradeoff": budget_tradeoff(budgets_all)}
-    return JobResult(metrics, {**tables, "summary": summary}, figures, summary,
+    return JobResult(metrics, {**tables, "summary": summary, **cohort_tables(cfg)}, figures, summary,
                      {"synthetic": str(bool(cfg.dataset.synthetic))})

@@ -17,11 +17,12 @@ from workbench.figures.paper import decomposition, tps_cdf
 from .base import ConfigError, JobResult
 from .config import budget, check_widths, devices, methods
 from .evaluate import evaluate, per_window_method, summarize
-from .windows import load_windows
+from .windows import check_dataset_root, cohort_tables, load_windows
 
 
 def validate(cfg: DictConfig) -> None:
     budget(cfg)
+    check_dataset_root(cfg)
     names = methods(cfg)
     if cfg.job == "ablation" and not {"as2d_wo_td", "as2d_wo_bc"} <= set(names):
         raise ConfigError("methods", "the ablation job compares as2d with as2d_wo_td and as2d_wo_bc")
@@ -43,4 +44,5 @@ def run(cfg: DictConfig, out: Path) -> JobResult:
                               value_name="seconds").with_columns(pl.format("{}/{}", "device", "method").alias("method"))
         figures["decomposition"] = decomposition(dec)
     tags = {"synthetic": str(bool(cfg.dataset.synthetic)), "source": str(source)}
-    return JobResult(flat, {**frames, "per_window": per, "summary": summary}, figures, summary, tags)
+    return JobResult(flat, {**frames, "per_window": per, "summary": summary, **cohort_tables(cfg)}, figures, summary,
+                     tags)

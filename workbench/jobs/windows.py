@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from omegaconf import DictConfig
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
 
 from workbench.replay.synthetic import SourceSpec, SyntheticSpec, paper_like_sources, synthetic_windows
 from workbench.replay.trajectory import Window
@@ -18,6 +20,21 @@ def synthetic_from_cfg(ds: DictConfig) -> list[Window]:
     spec = SyntheticSpec(n_windows=n, mean_tokens=float(ds.mean_tokens), seed=int(ds.seed),
                          sources=sources)
     return synthetic_windows(spec)
+
+
+def check_dataset_root(cfg: DictConfig) -> None:
+    """A paper dataset's ``dataset.root`` holds its layout: checked in ``validate``, before any run exists."""
+    from workbench.data.datasets import check_dataset
+
+    check_dataset(OmegaConf.to_container(cfg.dataset, resolve=True))
+
+
+def cohort_tables(cfg: DictConfig) -> dict[str, Any]:
+    """``{"cohort": manifest}`` for a paper-dataset run (logged with the run's tables), else ``{}``."""
+    from workbench.data.datasets.materialize import cohort_table
+
+    t = cohort_table(OmegaConf.to_container(cfg.dataset, resolve=True), OmegaConf.to_container(cfg.model, resolve=True))
+    return {} if t is None else {"cohort": t}
 
 
 def load_windows(cfg: DictConfig) -> list[Window]:
