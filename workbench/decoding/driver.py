@@ -53,17 +53,20 @@ def run_rounds(scheme: Scheme, target: Target, clock: RoundClock, max_rounds: in
     """
     times = RoundTimes()
     decide, start, end = times.decide, times.start, times.end
+    # Bound once: the oracle catalog runs this loop for ~50k windows (replay's hot path).
+    plan, commit, verify, keep = scheme.plan, scheme.commit, target.verify, target.keep
+    at_decide, at_start, at_end = clock.decide, clock.start, clock.end
+    limit = float("inf") if max_rounds is None else max_rounds
     while not scheme.done:
-        if max_rounds is not None and len(end) >= max_rounds:
+        if len(end) >= limit:
             raise RuntimeError(f"{scheme.name}: no end after {max_rounds} rounds")
-        t_decide = clock.decide()
-        call = scheme.plan(t_decide)
-        t_start = clock.start(call, t_decide)
-        rec = scheme.commit(call, target.verify(call.root, call.chain))
-        target.keep(rec.accepted)
+        t_decide = at_decide()
+        call = plan(t_decide)
+        t_start = at_start(call, t_decide)
+        keep(commit(call, verify(call.root, call.chain)).accepted)
         decide.append(t_decide)
         start.append(t_start)
-        end.append(clock.end(call, t_start))
+        end.append(at_end(call, t_start))
     return times
 
 
