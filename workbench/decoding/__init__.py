@@ -1,7 +1,8 @@
 """The As²d decoding core: pure Python, no torch (paper Sections 4.1-4.2, Appendix C).
 
-Clock-agnostic state machines. A driver owns time; schemes decide each target call; the
-verification rule decides what is committed; the buffer holds immutable published candidates
+Clock-agnostic state machines. One round loop (``run_rounds``) runs every scheme under a clock
+that owns time; the scheme catalog (``schemes/catalog.py``) holds the facts about each scheme;
+the verification rule decides what is committed; the buffer holds immutable published candidates
 and the read cursor realigns over them.
 """
 

@@ -11,7 +11,8 @@ While both are busy, the target call uses the profile's concurrent cost and the 
 coexistence factor; a call that outlives the producer finishes at the idle rate. After target
 EOS the producer is stopped at its next operation boundary and that drain is charged once.
 
-The schemes are the decoding core's, unchanged: this module only owns time and prices work.
+The schemes and the round loop are the decoding core's (``run_rounds``), unchanged: this module
+only supplies the two clocks (``_SerialClock``, ``_ProducerClock``) that own time and price work.
 """
 
 from __future__ import annotations

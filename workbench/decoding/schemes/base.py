@@ -1,6 +1,7 @@
 """What every scheme shares: the committed prefix, the output limit, and the commit step.
 
-A scheme is a clock-agnostic state machine. A driver (native or replay) owns time and calls::
+A scheme is a clock-agnostic state machine. The one round loop (``driver.run_rounds``) calls it
+under a clock that owns time (native wall clock, replay's priced clocks)::
 
     root = target.prefill(); scheme.start(root)
     while not scheme.done:
