@@ -22,7 +22,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-ENGINES = ("torch",)
+ENGINES = ("torch", "mnn")  # mnn: workbench.models.mnn (Whisper exported to MNN, run by MNN's Python package)
 SESSION_FAMILIES = ("whisper",)  # families whose per-window sessions are wired here
 
 
@@ -40,10 +40,15 @@ def _need(block: Mapping[str, Any], key: str, where: str) -> Any:
     return block[key]
 
 
-def _load(spec: Any, engine: str) -> Any:
+def _load(spec: Any, engine: str, mnn: Mapping[str, Any] | None = None) -> Any:
     """Load one ``ModelSpec`` with ``engine``; weights resolve offline (MissingWeightsError otherwise)."""
     from .registry import AUDIO_LM_CLASSES, CTC_CLASSES, load_audio_lm_spec, load_ctc_spec, load_whisper_spec
 
+    if engine == "mnn":  # families MNN cannot run were refused by check_engine in load_pair: no fallback
+        from .mnn.runtime import MnnSettings
+        from .mnn.whisper import load_mnn_spec
+
+        return load_mnn_spec(spec, MnnSettings.from_dict(mnn))
     if engine != "torch":
         raise PairError("engine", f"unknown engine {engine!r}; choose one of {list(ENGINES)}")
     if spec.family == "whisper":
@@ -126,7 +131,7 @@ class ModelPair:
 
         name = str(block["name"])
         if name not in self._bundles:
-            self._bundles[name] = _load(ModelSpec.from_dict(dict(block)), self.engine)
+            self._bundles[name] = _load(ModelSpec.from_dict(dict(block)), self.engine, self.config.get("mnn"))
         return self._bundles[name]
 
     def with_producer(self, block: Mapping[str, Any]) -> ModelPair:
@@ -145,6 +150,8 @@ class ModelPair:
         from .whisper import WhisperTarget
 
         self._sessions()
+        if self.engine == "mnn":
+            from .mnn.whisper import MnnWhisperTarget as WhisperTarget
         return WhisperTarget(self.target, audio)
 
     def new_drafter(self, audio: Any) -> Any:
@@ -152,6 +159,8 @@ class ModelPair:
         from .whisper import whisper_drafter
 
         self._sessions()
+        if self.engine == "mnn":
+            from .mnn.whisper import mnn_drafter as whisper_drafter
         return whisper_drafter(self.serial, audio)
 
     def producer_stream(self, audio: Any) -> Any:
@@ -160,6 +169,8 @@ class ModelPair:
         from .whisper import whisper_producer
 
         self._sessions()
+        if self.engine == "mnn":
+            from .mnn.whisper import mnn_producer as whisper_producer
         inner = whisper_producer(self.producer, audio, max_new_tokens=self.max_output)
         if not self.cross_vocabulary:
             return inner, inner
@@ -167,21 +178,30 @@ class ModelPair:
         return convert_stream(inner, conv), inner
 
 
-def load_pair(model_cfg: Mapping[str, Any], *, engine: str = "torch") -> ModelPair:
+def load_pair(model_cfg: Mapping[str, Any], *, engine: str | None = None) -> ModelPair:
     """Load the target of a ``conf/model`` mapping; producer and serial drafter load on first use.
 
     The serial drafter is ``serial_drafter``, else the producer when it shares the target's vocabulary.
     Missing weights raise the registry's ``MissingWeightsError`` (model name and three remedies)."""
+    from .mnn.runtime import EngineConfigError, check_engine
     from .registry import ModelSpec, resolve_weights
 
+    m = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in model_cfg.items()}
+    engine = str(engine or m.get("engine") or "torch")  # ``engine`` argument, else the mapping's (model.engine)
+    m["engine"] = engine
+    try:  # the engine and its runtime settings are checked before any model loads
+        check_engine(m)
+    except EngineConfigError as err:
+        raise PairError("model.engine" if "engine" in str(err).split(":")[1] else "model.mnn", str(err)) from None
     if engine not in ENGINES:
         raise PairError("engine", f"unknown engine {engine!r}; choose one of {list(ENGINES)}")
-    m = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in model_cfg.items()}
     producer = dict(_need(m, "drafter", "model"))
+    if engine == "mnn":  # the producer process builds its model from this block alone
+        producer.update(engine="mnn", mnn=dict(m.get("mnn") or {}))
     serial = m.get("serial_drafter") or (producer if producer.get("vocabulary") == "shared" else None)
     spec = ModelSpec.from_dict(dict(_need(m, "target", "model")))
     budget = _need(m, "budget", "model")
-    return ModelPair(m, engine, _load(spec, engine), resolve_weights(spec), producer, serial, int(budget),
+    return ModelPair(m, engine, _load(spec, engine, m.get("mnn")), resolve_weights(spec), producer, serial, int(budget),
                      int(_need(m, "max_new_tokens", "model")), tuple(m.get("external_sources") or ()))
 
 

@@ -203,7 +203,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--windows", type=int, default=None)
     ap.add_argument("--max-seconds", type=float, default=25.0)
     ap.add_argument("--out-dir", default="outputs/native/bench")
+    ap.add_argument("--engine", choices=("torch", "mnn"), default="torch",
+                    help="mnn: MNN target-only, torch target-only, MNN As²d/SD/ASP, step/verify costs, F.6")
     args = ap.parse_args(argv)
+    if args.engine == "mnn":  # issue 14: its own method set and tables (workbench.models.mnn.bench)
+        from workbench.models.mnn.bench import main as mnn_main
+
+        windows = [] if args.windows is None else ["--windows", str(args.windows)]
+        return mnn_main(["--model", args.model, "--repeats", str(args.repeats), "--max-seconds",
+                         str(args.max_seconds), "--out-dir", f"{args.out_dir}_mnn", *windows])
     from workbench.models.registry import load_model_config
 
     _, evals = demo_windows(args.max_seconds)

@@ -28,8 +28,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from .liveness import Liveness, ParentGone
 from .messages import Done, Failed, Loaded, PrepareWindow, Quit, Ready
 from .shared import SharedBuffer
+
+START_TIMEOUT_S = 600.0  # "ready" -> start: one target prefill, even on the slowest host we run
+IDLE_TIMEOUT_S = 6 * 3600.0  # between windows the parent may run other methods for a long time
 
 
 @dataclass(frozen=True)
@@ -71,12 +75,20 @@ class ProducerModel:
             raise ValueError(f"producer {ms.name}: native producers support the whisper family so far, "
                              f"not {ms.family}")
         self.spec = spec
-        self.bundle = load_whisper_spec(ms)
+        if spec.drafter.get("engine") == "mnn":  # the same producer on MNN (workbench.models.mnn)
+            from workbench.models.mnn.runtime import MnnSettings
+            from workbench.models.mnn.whisper import load_mnn_spec
+
+            self.bundle = load_mnn_spec(ms, MnnSettings.from_dict(spec.drafter.get("mnn")), progress=False)
+        else:
+            self.bundle = load_whisper_spec(ms)
 
     def encode(self, audio: Any) -> Any:
         """The audio prefill (features + encoder): a decoder state ready for the prompt."""
         from workbench.models.whisper import WhisperDecoderState
 
+        if hasattr(self.bundle, "decoder_state"):  # MNN
+            return self.bundle.decoder_state(self.bundle.features(audio))
         return WhisperDecoderState(self.bundle, self.bundle.features(audio))
 
     def stream(self, audio: Any, cap: int, encoded: Any = None) -> Iterator[Any]:
@@ -106,6 +118,9 @@ class ProducerModel:
 def _fresh(encoded: Any) -> Any:
     """The same encoder output with an empty decoder cache (what a new window's producer sees)."""
     import copy
+
+    if hasattr(encoded, "fork"):  # MNN: shares the cross KV, starts an empty self-attention KV
+        return encoded.fork()
 
     from transformers import DynamicCache, EncoderDecoderCache
 
@@ -144,13 +159,17 @@ def _produce(stream: Iterator[Any], shared: SharedBuffer, stop: Any, batch_token
 
 
 def producer_main(conn: Any, shared: SharedBuffer, start: Any, stop: Any, spec: ProducerSpec) -> None:
-    """Entry point of the producer process."""
+    """Entry point of the producer process.
+
+    Every wait is bounded and watches the parent (``liveness``): a parent that dies after "ready"
+    no longer leaves this process waiting forever on ``start`` with its semaphores held."""
+    life = Liveness()
     try:
         placement = spec.placement.apply()
         model = ProducerModel(spec)
         conn.send(Loaded(placement))
         while True:
-            msg = conn.recv()
+            msg = life.recv(conn, IDLE_TIMEOUT_S, "waiting for the next window")
             if isinstance(msg, Quit):
                 return
             if not isinstance(msg, PrepareWindow):
@@ -158,12 +177,12 @@ def producer_main(conn: Any, shared: SharedBuffer, start: Any, stop: Any, spec: 
             shared.reset()
             _, stream = prefilled(model.stream(msg.audio, msg.cap))
             conn.send(Ready(msg.window_id))
-            start.wait()
+            life.wait_event(start, START_TIMEOUT_S, f"waiting to start window {msg.window_id}")
             t_begin = time.perf_counter()
             n = _produce(stream, shared, stop, spec.batch_tokens, t_begin)
             shared.finish(time.perf_counter())
             conn.send(Done(n))
-    except (EOFError, KeyboardInterrupt):
+    except (EOFError, KeyboardInterrupt, ParentGone):
         return
     except BaseException as err:  # report, then exit non-zero: the parent turns it into one clear error
         report_failure(conn, err)

