@@ -45,6 +45,15 @@ def test_bad_override_gives_one_readable_error_and_no_run(tmp_path, override, ke
     assert runs(db) == []
 
 
+def test_misspelt_method_setting_is_named_before_any_run(tmp_path):
+    db = tmp_path / "m.db"
+    res = run_cli("+method.treshold=0.5", f"tracking.uri=sqlite:///{db}", f"hydra.run.dir={tmp_path}/out")
+    assert res.returncode == 2
+    (line,) = [ln for ln in res.stderr.splitlines() if ln.startswith("config error")]
+    assert line.startswith("config error: method:") and "'treshold'" in line and "'threshold'" in line
+    assert runs(db) == []
+
+
 def test_unknown_device_is_named_with_the_options(tmp_path):
     res = run_cli("device=pixel99", f"tracking.uri=sqlite:///{tmp_path}/m.db", f"hydra.run.dir={tmp_path}/out")
     assert res.returncode != 0
