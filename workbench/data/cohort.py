@@ -128,11 +128,14 @@ def manifest(splits: Mapping[str, Sequence[DatasetWindow]], *, hash_audio: bool 
                          "task": w.task, "language": w.language, "group": w.group, "seconds": round(w.seconds, 6),
                          "n_utterances": len(w.utt_ids), "utt_ids": list(w.utt_ids),
                          "audio_sha256": audio_sha256(w) if hash_audio else None, "reference": w.reference,
-                         "question": str(w.meta.get("question", "")) or None, "instruction": instruction(w)})
+                         "question": str(w.meta.get("question", "")) or None, "instruction": instruction(w),
+                         "answers": [str(a) for a in w.meta.get("answers", [])] or None,
+                         "target_language": w.meta.get("target_language")})
     schema = {"split": pl.String, "rank": pl.Int64, "window_id": pl.String, "dataset": pl.String,
               "task": pl.String, "language": pl.String, "group": pl.String, "seconds": pl.Float64,
               "n_utterances": pl.Int64, "utt_ids": pl.List(pl.String), "audio_sha256": pl.String,
-              "reference": pl.String, "question": pl.String, "instruction": pl.String}
+              "reference": pl.String, "question": pl.String, "instruction": pl.String,
+              "answers": pl.List(pl.String), "target_language": pl.String}
     return pl.DataFrame(rows, schema=schema)
 
 

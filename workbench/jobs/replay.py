@@ -17,7 +17,7 @@ from workbench.figures.paper import decomposition, tps_cdf
 from .base import ConfigError, JobResult
 from .config import budget, check_widths, devices, methods
 from .evaluate import evaluate, per_window_method, summarize
-from .windows import check_dataset_root, cohort_tables, load_windows
+from .windows import check_dataset_root, cohort_tables, load_windows, quality_report
 
 
 def validate(cfg: DictConfig) -> None:
@@ -37,6 +37,8 @@ def run(cfg: DictConfig, out: Path) -> JobResult:
     summary, flat = summarize(frames)
     flat["exactness_mismatches"] = 0.0  # audited per replay; a mismatch raises before this line
     flat["windows"] = float(len(windows))
+    quality, quality_tables = quality_report(cfg, windows)  # describes the target: every method reproduces it
+    flat.update(quality)
     per = per_window_method(frames["windows"])
     figures = {"tps_cdf": tps_cdf(per)}
     if "D" in summary.columns:
@@ -44,5 +46,5 @@ def run(cfg: DictConfig, out: Path) -> JobResult:
                               value_name="seconds").with_columns(pl.format("{}/{}", "device", "method").alias("method"))
         figures["decomposition"] = decomposition(dec)
     tags = {"synthetic": str(bool(cfg.dataset.synthetic)), "source": str(source)}
-    return JobResult(flat, {**frames, "per_window": per, "summary": summary, **cohort_tables(cfg)}, figures, summary,
-                     tags)
+    tables = {**frames, "per_window": per, "summary": summary, **cohort_tables(cfg), **quality_tables}
+    return JobResult(flat, tables, figures, summary, tags)

@@ -37,6 +37,21 @@ def cohort_tables(cfg: DictConfig) -> dict[str, Any]:
     return {} if t is None else {"cohort": t}
 
 
+def quality_report(cfg: DictConfig, windows: list[Window]) -> tuple[dict[str, float], dict[str, Any]]:
+    """Task quality of the target outputs (WER/CER, BLEU/chrF, token F1) on a paper-dataset run."""
+    ds = OmegaConf.to_container(cfg.dataset, resolve=True)
+    if not ds.get("loader") or not windows:
+        return {}, {}
+    from workbench.data.datasets.materialize import cohort_table
+    from workbench.data.datasets.scoring import score_windows
+    from workbench.models.registry import ModelSpec, resolve_weights
+
+    model = OmegaConf.to_container(cfg.model, resolve=True)
+    tokenizer = resolve_weights(ModelSpec.from_dict(model["target"])) / "tokenizer.json"
+    metrics, table = score_windows(windows, cohort_table(ds, model), tokenizer, windows[0].eos_id)
+    return metrics, {"quality": table}
+
+
 def load_windows(cfg: DictConfig) -> list[Window]:
     ds = cfg.dataset
     if ds.synthetic:
