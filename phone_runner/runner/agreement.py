@@ -26,8 +26,12 @@ from typing import Any
 
 from phone_runner.runner import runner_binary
 
-CONFIGS = (("target_only", {}), ("sd", {"width": 8}), ("asp", {}), ("as2d", {"source": "qwen", "budget": 7}),
-           ("as2d", {"source": "parakeet", "budget": 7}), ("as2d_wo_bc", {"source": "qwen"}))
+
+def configs(widest: int) -> tuple[tuple[str, dict[str, Any]], ...]:
+    """The compared configurations; caps shrink to the profile's widest priced width (D.2.1)."""
+    cap = min(24, widest - 1)
+    return (("target_only", {}), ("sd", {"width": 8}), ("asp", {"cap": cap}), ("as2d", {"source": "qwen", "budget": 7}),
+            ("as2d", {"source": "parakeet", "budget": 7}), ("as2d_wo_bc", {"source": "qwen", "cap": cap}))
 
 
 def _free_port() -> int:
@@ -114,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     lb = None if args.direct else _Loopback().__enter__()
     tmp = Path(tempfile.mkdtemp(prefix="as2d-agreement-direct-"))
     try:
-        for name, settings in CONFIGS:
+        for name, settings in configs(max(profile.verifier.idle_ms)):
             cfg = ReplayConfig(name, **settings)
             req = build_request(f"agree-{cfg.label.replace('/', '-')}", cfg, windows, profile, pc)
             got = {w["window_id"]: w for w in (_run_direct(req, tmp) if lb is None else lb.run(req, windows, profile))}
