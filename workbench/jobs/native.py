@@ -15,7 +15,13 @@ from .config import budget, check_models
 
 
 def validate(cfg: DictConfig) -> None:
+    from workbench.models.mnn.runtime import EngineConfigError, check_engine
+
     budget(cfg)
+    try:  # before the weights check: an engine that cannot run the family is the first thing to fix
+        check_engine(OmegaConf.to_container(cfg.model, resolve=True))
+    except EngineConfigError as err:
+        raise ConfigError("model.engine", str(err)) from None
     check_models(cfg)
     reps = cfg.native.repeats
     if not isinstance(reps, int) or reps < 1:
@@ -32,7 +38,13 @@ def run(cfg: DictConfig, out: Path) -> JobResult:
     alt = load_model_config(n.same_vocab_model) if n.same_vocab_model else None
     _, evals = demo_windows(float(n.max_seconds))
     evals = evals[: n.max_windows or len(evals)]
-    frames = run_bench(evals, default_methods(model, alt), int(n.repeats), out_dir=out / "bench")
+    if model.get("engine") == "mnn":  # issue 14: MNN target-only/As²d/SD/ASP beside torch target-only
+        from workbench.models.mnn.bench import mnn_methods
+
+        methods = mnn_methods(model)[0]
+    else:
+        methods = default_methods(model, alt)
+    frames = run_bench(evals, methods, int(n.repeats), out_dir=out / "bench")
     summary = frames["summary"]
     metrics: dict[str, float] = {}
     for row in summary.iter_rows(named=True):
