@@ -168,3 +168,14 @@ def test_calibrating_a_width_the_profile_lacks_is_one_error_line(windows: list[A
     rc, lines, _ = run(tmp_path, make_request([], AS2D, mode="calibrate", calibrate=plan))
     assert rc == 2 and lines[-1]["type"] == "error" and lines[-1]["code"] == "width_not_priced"
     assert "K=30" in lines[-1]["message"]
+
+
+def test_every_truncation_of_a_request_is_one_error_line(windows: list[Any], tmp_path: Path) -> None:
+    text = json.dumps(make_request(windows[:1], AS2D))
+    cuts = sorted({int(len(text) * f) for f in (0.0, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 0.99)} | {len(text) - 1})
+    path = tmp_path / "cuts.jsonl"
+    path.write_text("".join(text[:c] + "\n" for c in cuts if c > 0) + " \n")  # " " : whitespace only
+    done = subprocess.run([str(runner_binary()), "--batch", str(path)], capture_output=True, text=True, timeout=60)
+    lines = [validate_line(t, i) for i, t in enumerate(done.stdout.splitlines(), 1)]
+    assert done.returncode == 2 and len(lines) == len([c for c in cuts if c > 0]) + 1
+    assert all(ln["type"] == "error" and ln["code"] == "bad_request" for ln in lines)
