@@ -6,7 +6,7 @@ and for the loopback device. Engines:
 * ``reference`` -- the workbench replay engine on the window's greedy reference and producer
   trajectory, priced by the request's ``pricing``; ``clock: virtual`` emits at once, ``clock:
   real`` paces every line to its priced time (threads are not needed: the clock is the model);
-* ``torch`` -- the workbench's native driver with real weights (``phone_runner.native_engine``).
+* ``torch`` / ``mnn`` -- the workbench's native driver with real weights (``phone_runner.native_engine``).
 
 Lines go to stdout and to the output file, each written whole and flushed, so a killed runner
 leaves a valid prefix. Exit 0 on success, 2 on a bad request, 1 on a failure during the run.
@@ -25,14 +25,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .protocol import ProtocolError, Request, line, parse_request, profile_from_pricing, window_from_payload
+from .runtime import RunnerFailure, resolve
 
 RUNNER = {"name": "phone_runner.device", "version": "1", "language": "python"}
-
-
-class RunnerFailure(Exception):
-    def __init__(self, code: str, message: str, window_id: str | None = None, status: int = 1) -> None:
-        super().__init__(message)
-        self.code, self.window_id, self.status = code, window_id, status
 
 
 class Out:
@@ -61,14 +56,6 @@ class Out:
 def _device_facts() -> dict[str, Any]:
     return {"machine": platform.machine(), "system": platform.system(), "cores": os.cpu_count(),
             "python": platform.python_version()}
-
-
-def resolve(base: Path, path: str | None) -> Path | None:
-    """Request paths are absolute device paths or relative to the request's folder."""
-    if path is None:
-        return None
-    p = Path(path)
-    return p if p.is_absolute() else base / p
 
 
 def run_reference(req: Request, out: Out) -> dict[str, float]:
@@ -202,7 +189,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 totals = {"rounds": 0, "tokens": 0, "time": 0.0}
             else:
                 totals = run_reference(req, out)
-        elif req.engine["kind"] == "torch":
+        elif req.engine["kind"] in ("torch", "mnn"):
             from .native_engine import calibrate_torch, run_torch
 
             if req.mode == "calibrate":
@@ -212,7 +199,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 totals = run_torch(req, req_path.parent, out)
         else:
             raise RunnerFailure("unsupported_backend", f"engine {req.engine['kind']!r} is not available in the "
-                                "Python runner (the C++ runner in phone_runner/runner serves mnn)", status=2)
+                                "Python runner", status=2)
         out("summary", windows=out.count.get("window", 0), rounds=int(totals["rounds"]), tokens=int(totals["tokens"]),
             time=float(totals["time"]), wall_s=time.time() - started)
         return 0

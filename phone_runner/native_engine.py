@@ -1,7 +1,9 @@
-"""The torch engine of the Python on-device runner: the workbench's native driver, real weights.
+"""The torch and MNN engines of the Python on-device runner: the workbench's native driver, real weights.
 
 ``models.target.name`` names a ``conf/model`` pair (``dir`` optionally points at local weights);
 the producer runs in its own process beside the verifier, as on the host (``workbench.native``).
+``engine.kind: mnn`` runs the same pair on MNN (``workbench.models.mnn``; threads and precision
+from ``models.target``).
 Windows carry audio (``.npy`` float32 16 kHz, or a sound file). Each measured run becomes round,
 stage and publication lines; publications are the producer's batches with their publish times.
 """
@@ -14,11 +16,10 @@ from typing import Any
 import numpy as np
 
 from .protocol import Request
+from .runtime import RunnerFailure, resolve
 
 
 def _audio(base: Path, entry: dict[str, Any]) -> np.ndarray:
-    from .device import RunnerFailure, resolve
-
     path = resolve(base, entry.get("audio") or entry.get("features"))
     if path is None or not path.is_file():
         raise RunnerFailure("missing_file", f"window {entry['window_id']!r}: audio {path} does not exist",
@@ -33,20 +34,25 @@ def _audio(base: Path, entry: dict[str, Any]) -> np.ndarray:
 def _model_cfg(req: Request, base: Path) -> dict[str, Any]:
     from workbench.models.registry import load_model_config
 
-    from .device import RunnerFailure, resolve
-
     spec = req.models["target"]
     if spec.backend != "cpu":
-        raise RunnerFailure("unsupported_backend", f"models.target.backend {spec.backend!r}: the Python torch "
-                            "engine runs on cpu only", status=2)
+        raise RunnerFailure("unsupported_backend", f"models.target.backend {spec.backend!r}: the Python runner "
+                            "runs models on cpu only (the C++ runner serves opencl)", status=2)
     try:
         cfg = load_model_config(spec.name)
-    except (FileNotFoundError, ValueError) as err:
+    except (FileNotFoundError, KeyError, ValueError) as err:
         raise RunnerFailure("missing_file", f"models.target.name {spec.name!r}: {err}", status=2) from None
     for role, block in (("target", "target"), ("producer", "drafter"), ("drafter", "serial_drafter")):
         m = req.models.get(role)
         if m is not None and m.dir and block in cfg:
             cfg[block]["local_path"] = str(resolve(base, m.dir))
+    cfg["engine"] = req.engine["kind"]
+    if cfg["engine"] == "mnn":
+        mnn = dict(cfg.get("mnn") or {})
+        mnn.update(threads=spec.threads, backend="cpu")
+        if spec.precision in ("low", "normal", "high"):
+            mnn["precision"] = spec.precision
+        cfg["mnn"] = mnn
     if "drafter" in cfg and req.producer.get("batch_tokens"):
         cfg["drafter"]["batch_tokens"] = int(req.producer["batch_tokens"])
     return cfg
@@ -77,8 +83,12 @@ def run_torch(req: Request, base: Path, out: Any) -> dict[str, float]:
     from workbench.native.windows import AudioWindow
 
     name = req.scheme["name"]
-    setup = host_setup(_model_cfg(req, base), overrides={name: req.settings},
-                       verifier=_placement(req, "target"), producer=_placement(req, "producer"))
+    try:
+        setup = host_setup(_model_cfg(req, base), overrides={name: req.settings},
+                           verifier=_placement(req, "target"), producer=_placement(req, "producer"))
+    except ValueError as err:  # PairError / MissingWeightsError / EngineConfigError: one line, before any run
+        code = "unsupported_backend" if "engine" in str(err) or "mnn" in str(err) else "missing_file"
+        raise RunnerFailure(code, str(err), status=2) from None
     decoupled = scheme_spec(name).decoupled
     totals = {"rounds": 0, "tokens": 0, "time": 0.0}
     with NativeHost(setup.producer if decoupled else None, setup.verifier) as host:
@@ -106,7 +116,5 @@ def run_torch(req: Request, base: Path, out: Any) -> dict[str, float]:
 
 
 def calibrate_torch(req: Request, base: Path, out: Any) -> None:
-    from .device import RunnerFailure
-
     raise RunnerFailure("unsupported_backend", "calibrate mode with the torch engine: use the host's "
                         "`python -m workbench.native.calibrate` on the device itself, or the C++ runner", status=2)

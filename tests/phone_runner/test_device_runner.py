@@ -85,3 +85,17 @@ def test_bad_requests_end_in_one_error_line(tmp_path: Path) -> None:
     assert done.returncode == 1
     last = json.loads(done.stdout.decode().splitlines()[-1])
     assert last["code"] == "width_not_priced" and "K=8" in last["message"]
+
+
+@pytest.mark.parametrize("target, code, needle", [
+    ({"name": "whisper_base", "backend": "opencl"}, "unsupported_backend", "opencl"),
+    ({"name": "no_such_model"}, "missing_file", "no_such_model"),
+])
+def test_real_engine_problems_are_one_error_line_before_any_model_loads(tmp_path: Path, target: dict, code: str,
+                                                                       needle: str) -> None:
+    entry = {"window_id": "w0", "dataset": "demo", "audio": "clip.npy"}
+    done = run_device(request(tmp_path, {"name": "target_only", "settings": {}}, windows=[entry],
+                              engine={"kind": "torch", "clock": "real"}, models={"target": target}))
+    assert done.returncode == 2
+    err = json.loads(done.stdout.decode().splitlines()[-1])
+    assert err["type"] == "error" and err["code"] == code and needle in err["message"]

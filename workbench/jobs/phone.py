@@ -169,8 +169,9 @@ def native_phone(cfg: DictConfig, out: Path) -> JobResult:
         entries, ids = audio_entries(dev, audio, out), [w.window_id for w in audio]
         names = ["target_only", *[n for n in names if n != "target_only"]]
         source = profile_source(profile, "producer", roles)
-        models = {"target": {"name": str(cfg.model.name), "format": "torch"},
-                  "producer": {"name": str(cfg.model.name), "format": "torch"}}
+        kind = str(pc.engine.get("kind"))
+        models = {"target": {"name": str(cfg.model.name), "format": kind},
+                  "producer": {"name": str(cfg.model.name), "format": kind}}
         max_output = int(cfg.model.get("max_new_tokens", 224))
         refs: dict[str, Any] = {}
     else:
