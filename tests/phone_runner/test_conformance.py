@@ -25,6 +25,7 @@ import pytest
 import yaml
 
 from phone_runner.protocol import pricing_from_profile, validate_line, window_payload
+from phone_runner.reference import run_window
 from phone_runner.runner import runner_binary
 from workbench.decoding import CATALOG, ROUND_COLUMNS, scheme_spec
 from workbench.replay.engine import ReplayConfig, replay
@@ -259,11 +260,27 @@ def differences(case: Case, lines: list[dict[str, Any]]) -> list[str]:
                                                                                and _near(c["end"], end)):
             out.append(f"{where}: stage {c} != Python {(res, stage, start, end, rnd)}")
             break
+    if case.config.spec.decoupled:
+        out += publication_differences(case, lines, py, where)
     win = next(obj for obj in lines if obj["type"] == "window")
     if win["tokens"] != py.tokens or not _near(win["time"], py.time) or not _near(win["t_eos"], py.t_eos):
         out.append(f"{where}: window tokens/time/t_eos C++ {win['tokens']}/{win['time']}/{win['t_eos']} "
                    f"!= Python {py.tokens}/{py.time}/{py.t_eos}")
     return out
+
+
+def publication_differences(case: Case, lines: list[dict[str, Any]], py: Any, where: str) -> list[str]:
+    """The producer's batches up to its stop: same offsets, tokens and publish times (1e-9)."""
+    _, buf = run_window(case.window, case.config, case.profile, case.drain)
+    stop = max((end for res, _, _, end, _ in py.stages if res == "producer"), default=0.0)
+    theirs = [b for b in buf if b.publish_time <= stop]  # a static plan also holds batches never reached
+    ours = [obj for obj in lines if obj["type"] == "publication"]
+    if len(ours) != len(theirs):
+        return [f"{where}: {len(ours)} publications in C++, {len(theirs)} in Python"]
+    for c, b in zip(ours, theirs, strict=True):
+        if (c["offset"], tuple(c["tokens"])) != (b.offset, b.tokens) or not _near(c["publish_time"], b.publish_time):
+            return [f"{where}: publication {c['offset']} differs: C++ {c['publish_time']} vs Python {b.publish_time}"]
+    return []
 
 
 # ------------------------------------------------------------------------------------------
