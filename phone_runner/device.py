@@ -33,7 +33,8 @@ RUNNER = {"name": "phone_runner.device", "version": "1", "language": "python"}
 class Out:
     """Every line to stdout and to the output file, whole and flushed."""
 
-    def __init__(self, path: Path | None) -> None:
+    def __init__(self, path: Path | None, stream: TextIO | None = None) -> None:
+        self.stream = stream or sys.stdout
         self.file: TextIO | None = None
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -42,7 +43,7 @@ class Out:
 
     def __call__(self, kind: str, **fields: Any) -> None:
         text = line(kind, **fields) + "\n"
-        for stream in (sys.stdout, self.file):
+        for stream in (self.stream, self.file):
             if stream is not None:
                 stream.write(text)
                 stream.flush()
@@ -56,6 +57,15 @@ class Out:
 def _device_facts() -> dict[str, Any]:
     return {"machine": platform.machine(), "system": platform.system(), "cores": os.cpu_count(),
             "python": platform.python_version()}
+
+
+def _protocol_stdout() -> TextIO:
+    """The protocol's own copy of stdout; fd 1 then points at stderr, so whatever a native
+    library prints (MNN announces CPU features on stdout) cannot corrupt the JSONL stream."""
+    sys.stdout.flush()
+    proto = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
+    os.dup2(2, 1)
+    return proto
 
 
 def run_reference(req: Request, out: Out) -> dict[str, float]:
@@ -168,7 +178,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     started = time.time()
     req_path = Path(args.request)
-    out = Out(None)
+    proto = _protocol_stdout()
+    out = Out(None, proto)
     try:
         try:
             raw = json.loads(req_path.read_text(encoding="utf-8"))
@@ -180,7 +191,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             req = parse_request(raw)
         except ProtocolError as err:
             raise RunnerFailure("bad_request", str(err), status=2) from None
-        out = Out(resolve(req_path.parent, args.output or req.output))
+        out = Out(resolve(req_path.parent, args.output or req.output), proto)
         out("header", run_id=req.run_id, runner=RUNNER, mode=req.mode, engine=req.engine, scheme=req.scheme,
             device=_device_facts(), started_unix=started)
         if req.engine["kind"] == "reference":

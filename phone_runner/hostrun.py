@@ -55,6 +55,14 @@ class WindowStore:
     def save(self, key: Key, lines: Sequence[str]) -> None:
         atomic_write_text(self.dir / self._name(key), "".join(x + "\n" for x in lines))
 
+    def save_header(self, text: str) -> None:
+        """The run's header, kept as soon as it arrives (finished windows are useless without it)."""
+        atomic_write_text(self.dir / "header.json", text)
+
+    def header(self) -> str | None:
+        p = self.dir / "header.json"
+        return p.read_text(encoding="utf-8") if p.exists() else None
+
     def done(self, key: Key) -> bool:
         return (self.dir / self._name(key)).exists()
 
@@ -150,7 +158,9 @@ def run_request(dev: adbutils.AdbDevice, request: dict[str, Any], *, runner: Seq
                 obj = validate_line(raw, n, source)
                 run.add(obj, f"{source} line {n}")
                 text = raw.decode()
-                if obj["type"] in ("round", "stage", "publication"):
+                if obj["type"] == "header":
+                    store.save_header(text)
+                elif obj["type"] in ("round", "stage", "publication"):
                     group.append(text)
                 elif obj["type"] == "window":
                     key = (obj["window_id"], obj["repetition"])

@@ -118,7 +118,6 @@ def run_config(dev: adbutils.AdbDevice, pc: PhoneConfig, request: dict[str, Any]
     label = request["scheme"]["config"].replace("/", "_")
     series = pl.DataFrame()
     spans: dict[tuple[str, int], tuple] = {}
-    header_file = store.dir / "header.json"
     if todo:
         run_rel = f"runs/{request['run_id']}"
         mon = cond.monitor()
@@ -130,12 +129,10 @@ def run_config(dev: adbutils.AdbDevice, pc: PhoneConfig, request: dict[str, Any]
         finally:
             series = mon.stop()
             write_series(series, out_dir / "phone" / f"{label}.monitor.parquet")
-        from workbench.io import atomic_write_text
-
-        atomic_write_text(header_file, json.dumps(run.header))
-    if not header_file.exists():
+    header = store.header()
+    if header is None:
         raise RunFailed(f"resume store {store.dir} has finished windows but no header; delete it and rerun")
-    merged = read_lines([header_file.read_text(), *store.lines()], f"phone run {label}")
+    merged = read_lines([header, *store.lines()], f"phone run {label}")
     keys = {(w["window_id"], r) for w in request["windows"] for r in range(reps)}
     merged.lines = {k: [x for x in v if (x.get("window_id"), x.get("repetition")) in keys]
                     for k, v in merged.lines.items()}
