@@ -32,6 +32,7 @@ JOBS = {
     "native_host": "native",
     "calibrate_host": "calibrate",
     "demo": "demo",
+    "context_probe": "context_probe",  # Fig. 3(b), B.3.2 (issue 17)
     "phone_info": "phone",  # phone_runner over adb (issue 15)
     "calibrate_phone": "phone",
     "native_phone": "phone",

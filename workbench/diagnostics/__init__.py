@@ -1,0 +1,1 @@
+"""Diagnostics behind the paper's motivation figures (Appendix B)."""
