@@ -12,7 +12,7 @@ import pytest
 import torch
 from transformers import WhisperConfig, WhisperForConditionalGeneration
 
-from workbench.decoding import ROUND_COLUMNS, SCHEMES
+from workbench.decoding import ROUND_COLUMNS, SCHEMES, scheme_spec
 from workbench.metrics import overlap_decomposition
 from workbench.models.whisper import WhisperTarget, load_whisper, whisper_drafter
 from workbench.models.whisper_convert import AS2D_META
@@ -79,8 +79,10 @@ def host(producer_dir):
 
 def run(host, tiny_dir, audio, scheme, **kw):
     bundle = load_whisper(tiny_dir)
-    serial = scheme in ("sd", "asp", "as2d_wo_td")
-    drafter = whisper_drafter(load_whisper(host.spec.drafter["local_path"]), audio) if serial else None
+    spec = scheme_spec(scheme)
+    drafter = whisper_drafter(load_whisper(host.spec.drafter["local_path"]), audio) if spec.needs_drafter else None
+    if spec.needs_costs:  # a cost-aware scheme chooses its chain from per-width verify costs (ms), as a profile's
+        kw.setdefault("costs", {k: 10.0 + 2.0 * k for k in range(1, 17)})
     return host.run("w0", scheme, WhisperTarget(bundle, audio), audio=audio, max_output=CAP, drafter=drafter, **kw)
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import multiprocessing as mp
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -153,8 +153,11 @@ class NativeHost:
         params: dict[str, Any] | None = None,
         drain_timeout: float = 30.0,
         producer_cap: int | None = None,
+        costs: Mapping[int, float] | None = None,
     ) -> NativeResult:
-        """Run one window with one scheme; ``target`` is freshly built for this window."""
+        """Run one window with one scheme; ``target`` is freshly built for this window.
+
+        ``costs``: per-width verify costs (ms) for a cost-aware scheme (catalog ``needs_costs``)."""
         clock = time.perf_counter
         params = dict(params or {})
         decoupled = scheme_spec(scheme_name).decoupled
@@ -173,7 +176,7 @@ class NativeHost:
             source = NativeSource(self.shared, t0, "producer", target.vocab_size)
             self.start_evt.set()
         scheme = make_scheme(scheme_name, max_output=max_output, eos_id=target.eos_id, drafter=drafter,
-                             source=source, **params)
+                             source=source, costs=costs, **params)
         scheme.start(root)
         fault = None
         try:
