@@ -189,3 +189,22 @@ def test_run_windows_written_once_with_cohort_manifest(tmp_path: Path, speech: f
     assert [c.path.read_bytes() for c in again] == [c.path.read_bytes() for c in corpus]
     with pytest.raises(ValueError, match="dataset.split='train'"):
         corpus_from_dataset({**ds, "split": "train"}, None, out_dir=tmp_path / "w")
+
+
+def test_combined_cohort_draws_each_part_on_its_own(tmp_path: Path, speech: fx.Speech) -> None:
+    from workbench.data.datasets.materialize import dataset_cohort
+
+    small = {"window": {"mode": "utterance"}, "cohort": {"splits": {"test": 2, "dev": 1, "validation": 0,
+                                                                    "calibration": 0}}}
+    roots = {"librispeech": fx.librispeech(tmp_path / "l", speech), "kespeech": fx.kespeech(tmp_path / "k", speech)}
+    ds = dataset_cfg("paper_asr")
+    ds["parts"] = {name: {"root": str(root), **small} for name, root in roots.items()}
+    splits, frame = dataset_cohort(ds)
+    alone = {name: dataset_cohort({**dataset_cfg(name, f"dataset.root={root}"), **small})[0]
+             for name, root in roots.items()}
+    for split in ("test", "dev"):
+        assert [w.window_id for w in splits[split]] == [w.window_id for name in roots for w in alone[name][split]]
+    assert frame.filter(frame["split"] == "test")["dataset"].to_list() == ["librispeech"] * 2 + ["kespeech"] * 2
+    ds["parts"]["kespeech"]["root"] = str(tmp_path / "missing")
+    with pytest.raises(DatasetLayoutError, match="kespeech expects KeSpeech/Tasks/ASR"):
+        check_dataset(ds)

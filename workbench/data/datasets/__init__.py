@@ -49,6 +49,12 @@ def check_dataset(ds: Mapping[str, Any]) -> None:
     copy). Raises :class:`DatasetLayoutError` (a ``ConfigError``: one line). No-op for other datasets."""
     if not ds.get("loader"):
         return
+    if ds["loader"] == "combined":
+        from .materialize import part_configs
+
+        for part in part_configs(ds):
+            check_dataset(part)
+        return
     mod = loader(str(ds["loader"]))
     root = require_dir(mod.NAME, ds.get("root"), mod.LAYOUT)
     if not is_hf_dir(root):

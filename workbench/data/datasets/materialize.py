@@ -44,9 +44,43 @@ def windows_dir(ds: Mapping[str, Any], model: Mapping[str, Any] | None) -> Path:
     return default_corpus_dir().parents[1] / "windows" / f"{ds.get('name', 'dataset')}-{digest}"
 
 
+CONF_DATASETS = Path(__file__).resolve().parents[3] / "conf" / "dataset"
+COMBINED = "combined"
+
+
+def part_configs(ds: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A combined dataset's parts: each ``conf/dataset/<part>.yaml`` with the part's overrides merged."""
+    from omegaconf import OmegaConf
+
+    out = []
+    for name, overrides in (ds.get("parts") or {}).items():
+        path = CONF_DATASETS / f"{name}.yaml"
+        if not path.is_file():
+            raise ValueError(f"dataset.parts.{name}: no conf/dataset/{name}.yaml")
+        merged = OmegaConf.merge(OmegaConf.load(path), OmegaConf.create(dict(overrides or {})))
+        out.append(OmegaConf.to_container(merged, resolve=True))
+    if not out:
+        raise ValueError("dataset.parts: a combined dataset lists at least one part")
+    return out
+
+
 def dataset_cohort(ds: Mapping[str, Any], model: Mapping[str, Any] | None = None
                    ) -> tuple[dict[str, list[DatasetWindow]], Any]:
-    """All splits of the dataset's cohort and their manifest frame (audio hashed)."""
+    """All splits of the dataset's cohort and their manifest frame (audio hashed).
+
+    A combined dataset (``loader: combined``) draws each part's cohort on its own (the paper's
+    per-dataset counts) and concatenates the splits in part order."""
+    if ds.get("loader") == COMBINED:
+        import polars as pl
+
+        splits: dict[str, list[DatasetWindow]] = {}
+        frames = []
+        for part in part_configs(ds):
+            s, f = dataset_cohort(part, model)
+            frames.append(f)
+            for name, ws in s.items():
+                splits.setdefault(name, []).extend(ws)
+        return splits, pl.concat(frames)
     windows = dataset_windows(ds, model)
     if not windows:
         raise ValueError(f"dataset.root={ds.get('root')}: no complete-audio window fits the limit "
