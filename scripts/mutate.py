@@ -45,11 +45,14 @@ MUTANTS = (
            '"bonus" if accepted == len(chain) else "correction"',
            '"bonus" if accepted >= len(chain) - 1 else "correction"',
            ("tests/test_mutants_core.py",)),
+    # bisect_right past the boundary: an EOS that lands on an operation's end pays for the next one.
     Mutant("drain with bisect_right", "workbench/replay/producer.py",
-           "bisect.bisect_left(ends, self.work", "bisect.bisect_right(ends, self.work",
+           "ends[bisect.bisect_left(ends, self.work - BOUNDARY_S)]",
+           "ends[bisect.bisect_right(ends, self.work + BOUNDARY_S)]",
            ("tests/replay/test_drain_and_audits.py",)),
+    # clock.t is the verifier's time after the last round's queue work; t_eos is before it.
     Mutant("drain added after queue work instead of before", "workbench/replay/engine.py",
-           "producer.drain(t_eos,", "producer.drain(t,",
+           "producer.drain(t_eos,", "producer.drain(clock.t,",
            ("tests/replay/test_drain_and_audits.py",)),
     Mutant("tps_pooled(by=...) with groups reordered", "workbench/metrics.py",
            'windows.group_by(list(by), maintain_order=True).agg(expr)',
