@@ -33,23 +33,26 @@ import yaml
 from workbench.replay.profile import DEVICE_DIR, SCHEMA, DeviceProfile, parse_profile
 
 from .episodes import SAMPLE_SCHEMA, HostSetup, host_setup, native_episodes, sample
+from .liveness import Liveness, ParentGone
 from .messages import Failed, Loaded, Passes, Quit, RunPasses
-from .producer import ProducerModel, ProducerSpec, report_failure
+from .producer import IDLE_TIMEOUT_S, ProducerModel, ProducerSpec, report_failure
 from .shared import SharedBuffer
 from .windows import AudioWindow, demo_windows
 
+PASSES_TIMEOUT_S = 1800.0  # one batch of producer passes; a hung or dead producer fails the calibration
 OFFSETS = (0, 32, 64)  # decoder context positions of the width sweep (cf. D.2.2's 0/64/128)
 
 
 # ------------------------------------------------------------------------ producer under load
 def _producer_load_main(conn: Any, spec: ProducerSpec, audio: Any, cap: int, stop: Any) -> None:
     """Generate the producer stream back to back: ``RunPasses(n)`` passes, or until ``stop`` (load mode)."""
+    life = Liveness()  # a calibration whose parent died must not keep a producer spinning
     try:
         conn.send(Loaded(spec.placement.apply()))
         model = ProducerModel(spec)
         encoded = model.encode(audio)  # once: passes measure decoding only
         while True:
-            msg = conn.recv()
+            msg = life.recv(conn, IDLE_TIMEOUT_S, "waiting for the next calibration request")
             if isinstance(msg, Quit):
                 return
             if not isinstance(msg, RunPasses):
@@ -64,9 +67,10 @@ def _producer_load_main(conn: Any, spec: ProducerSpec, audio: Any, cap: int, sto
                     n += 1
                     if msg.n is None and stop.is_set():
                         break
+                life.check("running calibration passes")
                 passes.append((n, time.perf_counter() - t0))
             conn.send(Passes(passes, has_conf))
-    except (EOFError, KeyboardInterrupt):
+    except (EOFError, KeyboardInterrupt, ParentGone):
         return
     except BaseException as err:
         report_failure(conn, err)
@@ -83,9 +87,13 @@ class ProducerLoad:
         self.proc = ctx.Process(target=_producer_load_main, args=(child, spec, audio, cap, self.stop),
                                 name="as2d-calib-producer", daemon=True)
 
-    def _recv(self, kind: type, timeout: float | None = None) -> Any:
-        if timeout is not None and not self.conn.poll(timeout):
-            raise RuntimeError("calibration producer did not answer")
+    def _recv(self, kind: type, timeout: float = PASSES_TIMEOUT_S) -> Any:
+        deadline = time.monotonic() + timeout
+        while not self.conn.poll(1.0):  # bounded, and a dead producer is an error, not a hang
+            if not self.proc.is_alive():
+                raise RuntimeError(f"calibration producer exited (code {self.proc.exitcode}) without answering")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"calibration producer did not answer within {timeout:.0f} s")
         msg = self.conn.recv()
         if not isinstance(msg, kind):
             raise RuntimeError(f"calibration producer: {msg.error if isinstance(msg, Failed) else msg!r}")
