@@ -4,15 +4,25 @@ A reader (or a second job) sees either the old file or the new one, never half o
 come from ``tempfile.mkstemp`` (unique per call, not per PID: two threads of one job, or a PID
 reused after a crash, never share one) and start with ``.`` so globbing ``*.parquet`` skips them.
 A killed writer can leave a temp behind; ``clean_temps`` removes old ones.
+
+Directories (converted weights, exports) are published with ``versioned_dir``: built in a temp
+dir, renamed to a new versioned dir, then the stable name -- a symlink -- is swapped onto it with
+one ``os.replace``. A process loading the previous version keeps a complete directory: live
+weights are never deleted. Hold ``dir_lock(final)`` around check-and-build so two jobs do not
+build the same thing at once.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
+import shutil
 import tempfile
 import time
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -78,3 +88,59 @@ def clean_temps(directory: str | Path, older_than_s: float = 3600.0) -> list[Pat
         except FileNotFoundError:
             pass
     return removed
+
+
+@contextlib.contextmanager
+def dir_lock(final: str | Path) -> Iterator[None]:
+    """Exclusive ``flock`` on ``.<name>.lock`` beside ``final`` (released when the process dies)."""
+    final = Path(final)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    with open(final.parent / f".{final.name}.lock", "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def clean_stale_builds(final: str | Path) -> list[Path]:
+    """Remove temp build dirs of ``final`` left by killed jobs. Call it holding ``dir_lock(final)``:
+    then no live build exists, so every temp dir is a leftover."""
+    final = Path(final)
+    removed = []
+    for p in final.parent.glob(f".{final.name}.*"):
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p, ignore_errors=True)
+            removed.append(p)
+    return removed
+
+
+def swap_link(final: str | Path, target: str | Path) -> None:
+    """Point the symlink ``final`` at ``target`` atomically; a real dir there is renamed aside, not deleted."""
+    final, target = Path(final), Path(target)
+    if final.exists() and not final.is_symlink():
+        os.rename(final, final.with_name(f"{final.name}.legacy-{time.strftime('%Y%m%dT%H%M%S')}"))
+    tmp = final.with_name(f".{final.name}.link-{uuid.uuid4().hex}")
+    os.symlink(target.name if target.parent == final.parent else target, tmp)
+    os.replace(tmp, final)
+
+
+@contextlib.contextmanager
+def versioned_dir(final: str | Path, label: str = "v") -> Iterator[Path]:
+    """Yield a temp dir; if the block succeeds it becomes ``<final>.<label>-<stamp>`` and ``final`` points to it.
+
+    Hold ``dir_lock(final)`` around the check that decided to build and around this block.
+    """
+    final = Path(final)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    clean_stale_builds(final)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-", dir=final.parent))
+    try:
+        yield tmp
+        tmp.chmod(0o755)  # mkdtemp makes it private; a cache should be readable like any other
+        version = final.with_name(f"{final.name}.{label}-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}")
+        os.rename(tmp, version)
+        swap_link(final, version)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)

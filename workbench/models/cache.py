@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,18 +24,12 @@ def model_cache_dir(name: str) -> Path:
 
 @contextmanager
 def atomic_dir(final: Path) -> Iterator[Path]:
-    """Yield a temp dir beside ``final``; it replaces ``final`` only if the block succeeds.
+    """Yield a temp dir; if the block succeeds, ``final`` points at it as a new versioned dir.
 
-    A crash mid-conversion must never leave a half-written model that later loads as valid.
+    A crash mid-build never leaves a half-written model that later loads as valid, and the previous
+    version is never deleted under a process still loading it (``workbench.io.versioned_dir``).
     """
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
-    try:
+    from workbench.io import dir_lock, versioned_dir
+
+    with dir_lock(final), versioned_dir(final) as tmp:
         yield tmp
-        tmp.chmod(0o755)  # mkdtemp makes it private; a model cache should be readable like any other
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(tmp, final)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)

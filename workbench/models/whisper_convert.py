@@ -16,7 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from workbench.models.cache import atomic_dir, model_cache_dir
+from workbench.io import dir_lock, versioned_dir
+from workbench.models.cache import model_cache_dir
 from workbench.models.ct2 import Ct2Model, read_ct2, read_ct2_stream
 from workbench.models.offline import PACKAGES, OfflinePackage
 from workbench.models.tokenizer import load_tokenizer_json
@@ -161,18 +162,36 @@ def whisper_protocol(tok, ct2_cfg: dict, vocab_size: int) -> dict:
     }
 
 
+def _converted(out_dir: Path) -> Path | None:
+    """The versioned dir ``out_dir`` points to, if it holds a complete conversion of this format."""
+    try:
+        meta = json.loads((out_dir / AS2D_META).read_text())
+    except (OSError, ValueError):
+        return None
+    return out_dir.resolve() if meta.get("format_version") == FORMAT_VERSION else None
+
+
 def convert_package(pkg: OfflinePackage, out_dir: Path | None = None, force: bool = False) -> Path:
-    """Convert an installed offline package into a cached transformers model dir; return it."""
+    """Convert an installed offline package into a cached transformers model dir; return it.
+
+    Returns the versioned dir itself (``<name>.v1-<stamp>``), so a later conversion that moves the
+    ``<name>`` link never changes files under a loader. Conversion runs under a file lock: a second
+    job waits and then reuses the first one's result. The ``model.bin`` sha256 is checked first.
+    """
     out_dir = out_dir or model_cache_dir(pkg.name)
-    meta_path = out_dir / AS2D_META
-    if not force and meta_path.is_file():
-        meta = json.loads(meta_path.read_text())
-        if meta.get("format_version") == FORMAT_VERSION:
-            return out_dir
+    if not force and (done := _converted(out_dir)) is not None:
+        return done
     parts = pkg.model_bin_parts()
     if parts is None:
-        pip = " ".join(pkg.pip)
-        raise FileNotFoundError(f"offline package for {pkg.name} not installed: pip install {pip}")
+        raise FileNotFoundError(f"offline package for {pkg.name} not installed: pip install {pkg.pip_spec()}")
+    with dir_lock(out_dir):
+        if not force and (done := _converted(out_dir)) is not None:
+            return done  # another job converted it while we waited for the lock
+        _convert(pkg, pkg.verify(parts) if pkg.sha256 else parts, out_dir)
+    return out_dir.resolve()
+
+
+def _convert(pkg: OfflinePackage, parts: list[Path], out_dir: Path) -> None:
     import torch
     from transformers import GenerationConfig, WhisperConfig, WhisperForConditionalGeneration
 
@@ -205,14 +224,13 @@ def convert_package(pkg: OfflinePackage, out_dir: Path | None = None, force: boo
         begin_suppress_tokens=proto["begin_suppress_ids"],
         max_length=config.max_target_positions,
     )
-    with atomic_dir(out_dir) as tmp:
+    with versioned_dir(out_dir, f"v{FORMAT_VERSION}") as tmp:
         model.save_pretrained(tmp, safe_serialization=True)
         gen.save_pretrained(tmp)
         tok.save(str(tmp / "tokenizer.json"))
         meta = {"format_version": FORMAT_VERSION, "source": list(pkg.pip), "repaired_merges": repaired}
         meta.update(proto)
         (tmp / AS2D_META).write_text(json.dumps(meta, indent=1))
-    return out_dir
 
 
 def ensure_offline_whisper(package: str, force: bool = False) -> Path:
