@@ -73,7 +73,7 @@ def trace_cache(cfg: DictConfig, limits: Any) -> Any:
     from workbench.data.corpus import VERSION
     from workbench.traces.cache import open_trace_cache
 
-    return open_trace_cache(cache_root() / "traces", str(cfg.model.get("name", "model")),
+    return open_trace_cache(cache_root() / "traces", str(cfg.model.name),
                             OmegaConf.to_container(cfg.model, resolve=True),
                             OmegaConf.to_container(cfg.dataset, resolve=True), cap=limits.max_output,
                             asp_cap=ASP_CAP, corpus_version=VERSION)
@@ -81,7 +81,7 @@ def trace_cache(cfg: DictConfig, limits: Any) -> Any:
 
 def demo_corpus(cfg: DictConfig) -> Corpus:
     ds = OmegaConf.to_container(cfg.dataset, resolve=True)
-    if ds.get("loader"):  # a paper dataset on disk (conf/dataset/<name>.yaml, dataset.root=...): its cohort split
+    if ds["loader"]:  # a paper dataset on disk (conf/dataset/<name>.yaml, dataset.root=...): its cohort split
         from workbench.data.datasets.materialize import corpus_from_dataset
 
         return corpus_from_dataset(ds, OmegaConf.to_container(cfg.model, resolve=True))

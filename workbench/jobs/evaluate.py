@@ -71,7 +71,8 @@ def summarize(frames: dict[str, pl.DataFrame]) -> tuple[pl.DataFrame, dict[str, 
     per = per_window_method(w)
     rows, flat = [], {}
     for (device, method), g in w.group_by(["device", "method"], maintain_order=True):
-        by_cfg = g.group_by("config", maintain_order=True).agg((pl.col("tokens").sum() / pl.col("time").sum()).alias("tps"))
+        by_cfg = g.group_by("config", maintain_order=True).agg(  # fixed order: the mean is bit-reproducible
+            (pl.col("tokens").sum() / pl.col("time").sum()).alias("tps"))
         row: dict[str, Any] = {"device": device, "method": method, "tps": float(by_cfg["tps"].mean())}
         base = per.filter((pl.col("device") == device) & (pl.col("method") == "target_only"))
         mine = per.filter((pl.col("device") == device) & (pl.col("method") == method))

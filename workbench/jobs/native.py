@@ -38,7 +38,7 @@ def run(cfg: DictConfig, out: Path) -> JobResult:
     alt = load_model_config(n.same_vocab_model) if n.same_vocab_model else None
     _, evals = demo_windows(float(n.max_seconds))
     evals = evals[: n.max_windows or len(evals)]
-    if model.get("engine") == "mnn":  # issue 14: MNN target-only/As²d/SD/ASP beside torch target-only
+    if cfg.model.engine == "mnn":  # issue 14: MNN target-only/As²d/SD/ASP beside torch target-only
         from workbench.models.mnn.bench import mnn_methods
 
         methods = mnn_methods(model)[0]

@@ -40,7 +40,7 @@ def cohort_tables(cfg: DictConfig) -> dict[str, Any]:
 def quality_report(cfg: DictConfig, windows: list[Window]) -> tuple[dict[str, float], dict[str, Any]]:
     """Task quality of the target outputs (WER/CER, BLEU/chrF, token F1) on a paper-dataset run."""
     ds = OmegaConf.to_container(cfg.dataset, resolve=True)
-    if not ds.get("loader") or not windows:
+    if not ds["loader"] or not windows:
         return {}, {}
     from workbench.data.datasets.materialize import cohort_table
     from workbench.data.datasets.scoring import score_windows
