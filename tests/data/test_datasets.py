@@ -208,3 +208,27 @@ def test_combined_cohort_draws_each_part_on_its_own(tmp_path: Path, speech: fx.S
     ds["parts"]["kespeech"]["root"] = str(tmp_path / "missing")
     with pytest.raises(DatasetLayoutError, match="kespeech expects KeSpeech/Tasks/ASR"):
         check_dataset(ds)
+
+
+def test_ami_hf_copy_concatenates_its_segment_clips(tmp_path: Path, speech: fx.Speech) -> None:
+    import io
+
+    import datasets
+    import soundfile as sf
+
+    rows: dict[str, list] = {k: [] for k in ("meeting_id", "audio_id", "text", "begin_time", "end_time", "audio")}
+    for i in (2, 0, 1):  # rows out of time order: the loader orders a meeting by begin time
+        buf = io.BytesIO()
+        sf.write(buf, speech.audio[i], fx.SR, format="WAV", subtype="PCM_16")
+        rows["meeting_id"].append("ES2004a")
+        rows["audio_id"].append(f"AMI_ES2004a_H00_{i:04d}")
+        rows["text"].append(speech.texts[i].upper())
+        rows["begin_time"].append(10.0 * i)
+        rows["end_time"].append(10.0 * i + speech.seconds(i))
+        rows["audio"].append({"bytes": buf.getvalue(), "path": f"{i}.wav"})
+    ds = datasets.Dataset.from_dict(rows).cast_column("audio", datasets.Audio(sampling_rate=fx.SR))
+    (tmp_path / "sdm").mkdir()
+    ds.to_parquet(str(tmp_path / "sdm" / "test-00000-of-00001.parquet"))
+    ws = dataset_windows(dataset_cfg("ami", f"dataset.root={tmp_path}"))
+    assert len(ws) == 1 and ws[0].utt_ids == tuple(f"AMI_ES2004a_H00_{i:04d}" for i in range(3))
+    assert _close(ws[0].load(), np.concatenate(speech.audio))  # separate clips: concatenated, not a span
