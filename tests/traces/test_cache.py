@@ -163,3 +163,14 @@ def test_key_change_is_announced_with_the_changed_fields(tmp_path, caplog):
     # back to the original settings: the original entries are valid again and reused
     again = TraceCache(tmp_path / "traces", "pair", _key(model)).open()
     assert again.dir == old.dir and again.ready("w1", "a1", VOCAB)
+
+
+def test_a_trajectory_dir_without_sources_parquet_is_named(tmp_path):
+    from workbench.replay.synthetic import SyntheticSpec, synthetic_windows
+    from workbench.replay.trajectory import load_windows, save_windows
+
+    save_windows(synthetic_windows(SyntheticSpec(n_windows=2)), tmp_path)
+    assert len(load_windows(tmp_path)) == 2
+    (tmp_path / "sources.parquet").unlink()
+    with pytest.raises(FileNotFoundError, match=r"sources\.parquet: missing"):
+        load_windows(tmp_path)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import altair as alt
 import vl_convert as vlc
+
+from workbench.io import atomic_write_bytes
 
 
 def save_chart(chart: alt.TopLevelMixin, stem: str | Path, scale: float = 2.0) -> list[Path]:
@@ -20,8 +21,5 @@ def save_chart(chart: alt.TopLevelMixin, stem: str | Path, scale: float = 2.0) -
         (".png", vlc.vegalite_to_png(spec, scale=scale)),
     ):
         path = stem.with_suffix(suffix)
-        tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-        out.append(path)
+        out.append(atomic_write_bytes(path, data))
     return out

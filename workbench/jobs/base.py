@@ -7,7 +7,6 @@ result to MLflow, so jobs never touch tracking themselves and stay testable with
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +14,8 @@ from typing import Any
 
 import polars as pl
 from omegaconf import DictConfig
+
+from workbench.io import atomic_write_bytes, atomic_write_parquet
 
 
 class ConfigError(ValueError):
@@ -38,19 +39,12 @@ Job = Callable[[DictConfig, Path], JobResult]
 
 
 def write_atomic(path: Path, data: bytes) -> None:
-    """Write via a temp file and rename, so a crash never leaves a half-written file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    """Write via a unique temp file and rename, so a crash never leaves a half-written file."""
+    atomic_write_bytes(path, data)
 
 
 def write_parquet(frame: pl.DataFrame, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    frame.write_parquet(tmp)
-    os.replace(tmp, path)
-    return path
+    return atomic_write_parquet(path, frame)
 
 
 def write_json(obj: Any, path: Path) -> Path:

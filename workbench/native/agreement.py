@@ -22,6 +22,7 @@ from typing import Any
 
 import polars as pl
 
+from workbench.io import atomic_write_json, atomic_write_parquet
 from workbench.metrics import overlap_decomposition
 from workbench.replay.engine import replay
 from workbench.replay.profile import DeviceProfile, load_profile
@@ -122,8 +123,8 @@ def replay_agreement(
     if out_dir is not None:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        frame.write_parquet(out / "agreement.parquet")
-        (out / "agreement_summary.json").write_text(json.dumps(summary, indent=1))
+        atomic_write_parquet(out / "agreement.parquet", frame)
+        atomic_write_json(out / "agreement_summary.json", summary)
     return frame, summary
 
 

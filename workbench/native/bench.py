@@ -29,6 +29,7 @@ import polars as pl
 import torch
 
 from workbench import metrics
+from workbench.io import atomic_write_parquet
 from workbench.replay.result import STAGE_SCHEMA
 
 from .driver import NativeHost
@@ -162,7 +163,7 @@ def run_bench(windows: Sequence[AudioWindow], methods: Sequence[Method], repeats
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         for name, df in frames.items():
-            df.write_parquet(out / f"bench_{name}.parquet")
+            atomic_write_parquet(out / f"bench_{name}.parquet", df)
     return frames
 
 

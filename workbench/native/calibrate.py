@@ -30,6 +30,7 @@ import numpy as np
 import polars as pl
 import yaml
 
+from workbench.io import atomic_write_parquet, atomic_write_text
 from workbench.replay.profile import DEVICE_DIR, SCHEMA, DeviceProfile, parse_profile
 
 from .episodes import SAMPLE_SCHEMA, HostSetup, host_setup, native_episodes, sample
@@ -224,8 +225,8 @@ def calibrate_host(
     if out_dir is not None:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        raw.write_parquet(out / "host_samples.parquet")
-        rounds_df.write_parquet(out / "host_rounds.parquet")
+        atomic_write_parquet(out / "host_samples.parquet", raw)
+        atomic_write_parquet(out / "host_rounds.parquet", rounds_df)
     return parse_profile(profile_raw, file=str(target or "<host calibration>")), raw
 
 
@@ -352,10 +353,7 @@ def write_profile(profile: dict[str, Any], path: str | Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     header = ("# Host device profile, measured by `python -m workbench.native.calibrate` (paper D.2).\n"
               "# Every number: {v, source: measured on host <date>, n=<samples>, median} or {v, derived: <rule>}.\n")
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(header + yaml.safe_dump(profile, sort_keys=False, width=110))
-    tmp.replace(path)
-    return path
+    return atomic_write_text(path, header + yaml.safe_dump(profile, sort_keys=False, width=110))
 
 
 def main(argv: Sequence[str] | None = None) -> None:

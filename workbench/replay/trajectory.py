@@ -156,11 +156,15 @@ def save_windows(windows: Sequence[Window], directory: str | Path) -> Path:
                 "op_tokens": list(s.op_tokens), "op_ms": None if s.op_ms is None else list(s.op_ms),
                 "eligible": s.eligible,
             })
-    pl.DataFrame(rows, schema_overrides={"draft_tokens": pl.List(pl.List(pl.Int64)),
-                                         "draft_confidences": pl.List(pl.List(pl.Float64)),
-                                         "eos_id": pl.Int64}).write_parquet(out / "windows.parquet")
-    pl.DataFrame(srows, schema_overrides={"confidences": pl.List(pl.Float64), "op_ms": pl.List(pl.Float64)},
-                 ).write_parquet(out / "sources.parquet")
+    from workbench.io import atomic_write_parquet
+
+    # sources first, windows last: a crash in between leaves the old windows.parquet, never a new one
+    # whose sources are missing (both atomic, unique temp names)
+    atomic_write_parquet(out / "sources.parquet", pl.DataFrame(
+        srows, schema_overrides={"confidences": pl.List(pl.Float64), "op_ms": pl.List(pl.Float64)}))
+    atomic_write_parquet(out / "windows.parquet", pl.DataFrame(
+        rows, schema_overrides={"draft_tokens": pl.List(pl.List(pl.Int64)),
+                                "draft_confidences": pl.List(pl.List(pl.Float64)), "eos_id": pl.Int64}))
     return out
 
 
@@ -182,14 +186,17 @@ def load_windows(directory: str | Path) -> list[Window]:
     base = Path(directory)
     wfile, sfile = base / "windows.parquet", base / "sources.parquet"
     tracks: dict[str, dict[str, SourceTrack]] = {}
-    if sfile.exists():
-        for r in pl.read_parquet(sfile).iter_rows(named=True):
-            tracks.setdefault(r["window_id"], {})[r["source"]] = SourceTrack(
-                source=r["source"], tokens=tuple(r["tokens"]),
-                confidences=None if r["confidences"] is None else tuple(r["confidences"]),
-                op_tokens=tuple(r["op_tokens"]), op_ms=None if r["op_ms"] is None else tuple(r["op_ms"]),
-                eligible=bool(r["eligible"]),
-            )
+    for f in (wfile, sfile):  # save_windows always writes both; one alone is an incomplete directory
+        if not f.is_file():
+            raise FileNotFoundError(f"{f}: missing -- {base} is not a complete trajectory directory "
+                                    "(save_windows writes windows.parquet and sources.parquet); re-save it")
+    for r in pl.read_parquet(sfile).iter_rows(named=True):
+        tracks.setdefault(r["window_id"], {})[r["source"]] = SourceTrack(
+            source=r["source"], tokens=tuple(r["tokens"]),
+            confidences=None if r["confidences"] is None else tuple(r["confidences"]),
+            op_tokens=tuple(r["op_tokens"]), op_ms=None if r["op_ms"] is None else tuple(r["op_ms"]),
+            eligible=bool(r["eligible"]),
+        )
     out = []
     for r in pl.read_parquet(wfile).iter_rows(named=True):
         w = Window(
