@@ -164,3 +164,14 @@ def test_scoring_decodes_the_target_output_with_its_tokenizer(tmp_path: Path) ->
     assert table["score"].to_list() == pytest.approx([0.0, 2 / 5])
     with pytest.raises(ValueError, match="not in the cohort manifest"):
         score_windows([W("other", "x")], C.manifest({"test": refs}, hash_audio=False), tok, eos)
+
+
+def test_reduced_runs_keep_every_dataset() -> None:
+    from workbench.data.datasets.materialize import reduced
+
+    ws = _windows(3, "librispeech") + _windows(2, "ami") + _windows(1, "m4singer")
+    assert [w.window_id for w in reduced(ws, 4)] == ["librispeech-w000", "ami-w000", "m4singer-w000",
+                                                     "librispeech-w001"]
+    assert len(reduced(ws, 99)) == 6 and reduced(ws, 0) == []
+    with pytest.raises(ValueError, match="max_windows"):
+        reduced(ws, -1)

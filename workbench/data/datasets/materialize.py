@@ -108,6 +108,22 @@ def cohort_table(ds: Mapping[str, Any], model: Mapping[str, Any] | None = None) 
     return pl.read_parquet(path) if path.is_file() else None
 
 
+def reduced(windows: list[DatasetWindow], n: int) -> list[DatasetWindow]:
+    """The first ``n`` windows, taken round-robin over datasets (a reduced combined run keeps every
+    dataset), each dataset's windows in cohort order."""
+    if n < 0:
+        raise ValueError(f"dataset.max_windows must be >= 0 or null, got {n}")
+    queues: dict[str, list[DatasetWindow]] = {}
+    for w in windows:
+        queues.setdefault(w.dataset, []).append(w)
+    out: list[DatasetWindow] = []
+    while len(out) < min(n, len(windows)):
+        for q in queues.values():
+            if q and len(out) < n:
+                out.append(q.pop(0))
+    return out
+
+
 def corpus_from_dataset(ds: Mapping[str, Any], model: Mapping[str, Any] | None = None,
                         out_dir: Path | None = None) -> Corpus:
     """The run's windows as WAV clips (written once, reused) plus ``cohort.parquet`` beside them."""
@@ -116,7 +132,7 @@ def corpus_from_dataset(ds: Mapping[str, Any], model: Mapping[str, Any] | None =
     splits, frame = dataset_cohort(ds, model)
     chosen = chosen_split(ds, splits)
     if ds.get("max_windows") is not None:
-        chosen = chosen[: int(ds["max_windows"])]
+        chosen = reduced(chosen, int(ds["max_windows"]))
     root = Path(out_dir) if out_dir is not None else windows_dir(ds, model)
     root.mkdir(parents=True, exist_ok=True)
     C.write_manifest(frame, root / "cohort.parquet")
