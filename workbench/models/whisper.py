@@ -56,8 +56,14 @@ class WhisperBundle:
         return next(self.model.parameters()).device
 
     def features(self, audio: np.ndarray) -> torch.Tensor:
-        """Log-mel features padded/cut to exactly ``2*max_source_positions`` frames."""
+        """Log-mel features padded/cut to exactly ``2*max_source_positions`` frames.
+
+        The audio is validated first (``data.audio.validate_audio``): NaN/inf, a wrong shape or more
+        than 30 s -- which the feature extractor would cut silently -- is one clear error."""
+        from workbench.data.audio import WHISPER_MAX_SECONDS, validate_audio
+
         cfg = self.config
+        audio = validate_audio(audio, SAMPLE_RATE, WHISPER_MAX_SECONDS, source=f"{self.name or 'whisper'} input")
         fe = WhisperFeatureExtractor(feature_size=cfg.num_mel_bins, sampling_rate=SAMPLE_RATE)
         feats = fe(np.asarray(audio, dtype=np.float32), sampling_rate=SAMPLE_RATE, return_tensors="pt")
         x = feats.input_features
