@@ -8,6 +8,7 @@ import pytest
 from tests.native.test_native import audio, producer_dir, tiny_dir  # noqa: F401  (fixtures)
 from workbench.native.calibrate import calibrate_host
 from workbench.native.episodes import SAMPLE_SCHEMA
+from workbench.native.fingerprint import machine_fingerprint
 from workbench.native.windows import AudioWindow
 from workbench.replay.profile import load_profile
 
@@ -40,3 +41,8 @@ def test_calibration_writes_a_profile_replay_accepts_with_all_widths(host_cfg, w
     assert set(raw["kind"]) >= {"verify", "producer_pass", "episode", "publication"}
     assert pl.read_parquet(tmp_path / "host_samples.parquet").height == raw.height
     assert (tmp_path / "host_rounds.parquet").exists()
+    # The profile names the machine that measured it, and carries the context fit and per-width sd.
+    assert dict(loaded.machine) == machine_fingerprint("torch")
+    fit = loaded.verifier.context
+    assert fit is not None and set(fit.slope_ms) == set(range(1, 17)) and fit.residual_ms >= 0 and fit.cold_ms >= 0
+    assert set(loaded.verifier.idle_sd_ms) == set(range(1, 17))

@@ -91,7 +91,14 @@ def check_models(cfg: DictConfig, roles: Sequence[str] = ("target", "drafter", "
             raise ConfigError(f"model.{role}", str(err)) from err
 
 
-def device_profile(name_or_cfg: str | DictConfig) -> DeviceProfile:
+def device_profile(name_or_cfg: str | DictConfig, cfg: DictConfig | None = None) -> DeviceProfile:
+    """A device profile. With the run's ``cfg`` (host replay: ``devices``, the demo), ``host`` is this
+    machine's (``workbench.native.fingerprint.host_profile``): never another machine's costs --
+    calibrate first or refuse, as ``calibration.on_mismatch`` says. Without it (a phone job's protocol
+    base), the file as written."""
+    name = name_or_cfg if isinstance(name_or_cfg, str) else str(name_or_cfg.get("name"))
+    if name == "host" and cfg is not None:
+        return _host_profile(cfg)
     if isinstance(name_or_cfg, str):
         try:
             return load_profile(name_or_cfg)
@@ -101,11 +108,24 @@ def device_profile(name_or_cfg: str | DictConfig) -> DeviceProfile:
     return parse_profile(raw, file=f"conf/device/{raw['name']}.yaml")
 
 
+def _host_profile(cfg: DictConfig) -> DeviceProfile:
+    from workbench.native.fingerprint import HostProfileMismatch, host_profile
+
+    model = OmegaConf.to_container(cfg.model, resolve=True)
+    policy = str(cfg.calibration.get("on_mismatch", "calibrate"))
+    try:
+        return host_profile(model, policy)  # type: ignore[arg-type]
+    except HostProfileMismatch as err:
+        raise ConfigError("calibration.on_mismatch", str(err)) from None
+    except ValueError as err:
+        raise ConfigError("calibration.on_mismatch", str(err)) from None
+
+
 def devices(cfg: DictConfig) -> list[DeviceProfile]:
     """``devices: [..]`` for multi-device jobs, else the composed ``device`` group."""
     if cfg.devices:
-        return [device_profile(str(d)) for d in cfg.devices]
-    return [device_profile(cfg.device)]
+        return [device_profile(str(d), cfg) for d in cfg.devices]
+    return [device_profile(cfg.device, cfg)]
 
 
 def check_widths(profile: DeviceProfile, names: Sequence[str], cfg: DictConfig) -> None:

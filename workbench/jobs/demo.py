@@ -39,7 +39,7 @@ def _profiles(cfg: DictConfig) -> list:
     profiles = []
     for n in names:
         try:
-            profiles.append(device_profile(str(n)))
+            profiles.append(device_profile(str(n), cfg))
         except (ConfigError, FileNotFoundError) as err:
             if n == "host":  # the host profile comes from `experiment=calibrate_host`
                 log.warning("no host profile (%s); run `python -m workbench.run experiment=calibrate_host`", err)

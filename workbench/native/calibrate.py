@@ -33,7 +33,9 @@ import yaml
 from workbench.io import atomic_write_parquet, atomic_write_text
 from workbench.replay.profile import DEVICE_DIR, SCHEMA, DeviceProfile, parse_profile
 
+from .context import context_fit
 from .episodes import SAMPLE_SCHEMA, HostSetup, host_setup, native_episodes, sample
+from .fingerprint import cpu_model, machine_fingerprint
 from .liveness import Liveness, ParentGone
 from .messages import Failed, Loaded, Passes, Quit, RunPasses
 from .producer import IDLE_TIMEOUT_S, ProducerModel, ProducerSpec, report_failure
@@ -132,10 +134,8 @@ class ProducerLoad:
 def verify_sweep(setup: HostSetup, window: AudioWindow, widths: Iterable[int], reps: int, warmup: int,
                  concurrent: bool, offsets: Sequence[int] = OFFSETS) -> list[dict[str, Any]]:
     """Samples of one target call at each physical width K, at fixed decoder contexts."""
-    from workbench.models.whisper import WhisperTarget
-
     widths = list(widths)
-    target = WhisperTarget(setup.target, window.audio)
+    target = setup.pair.new_target(window.audio)  # engine-agnostic (torch or MNN, model.engine)
     root = target.prefill()
     pos, rows = 0, []
     for off in sorted(offsets):
@@ -279,6 +279,9 @@ def fit_profile(raw: pl.DataFrame, rounds: pl.DataFrame, setup: HostSetup, date:
     per_tok_conc = per_tok.filter(pl.col("concurrent"))["per_token"].to_list()
     factor = _med(per_tok_conc) / _med(per_tok_idle) if per_tok_conc else 1.0
 
+    fit = context_fit(ver, r.filter(pl.col("config") == "target_only"), date)
+    ctx, sds = (fit.context, fit.sd) if fit is not None else (None, {})
+    step_meas = fit.step if fit is not None else meas(step, "median charged time per target-only round")
     f_ms = _med(forward)
     v1 = _med(idle[1])
     refresh = {k: round(f_ms * _med(v) / v1, 4) for k, v in idle.items()}
@@ -302,7 +305,8 @@ def fit_profile(raw: pl.DataFrame, rounds: pl.DataFrame, setup: HostSetup, date:
     else:
         producer["forward_ms"] = meas(forward, "median SD draft time per forward")
     return {
-        "schema": SCHEMA, "name": "host", "device": f"this host ({_cpu_name()})",
+        "schema": SCHEMA, "name": "host", "device": f"this host ({cpu_model()})",
+        "machine": machine_fingerprint(setup.pair.engine),
         "description": (f"{setup.target.name} target on {setup.verifier}; producer {setup.source} "
                         f"(batch {setup.batch_tokens}) on {setup.producer.placement}; serial drafter "
                         f"{setup.serial_source}. Measured by workbench.native.calibrate; ms per operation."),
@@ -312,18 +316,24 @@ def fit_profile(raw: pl.DataFrame, rounds: pl.DataFrame, setup: HostSetup, date:
                         "is before the clock, and it never coexists with the target (factor 1).",
             "R_REFRESH": "ASP batched KV refresh at width K = serial draft forward * V(K)/V(1) of this file.",
         },
-        "target_step_ms": meas(step, "median charged time per target-only round"),
+        "target_step_ms": step_meas,
         "loop_residual_ms": meas(loop, "median per serial round of (T - draft - verify) / rounds"),
         "queue_ms": meas(queue, "median As2d gap from a call's end to the next decision"),
         "alignment_ms": meas(align, "median As2d decision-to-call time"),
-        "verifier": {"idle_ms": {k: meas(v) for k, v in idle.items()},
-                     "concurrent": {"ms": {k: meas(v) for k, v in conc.items() if v}, "missing": "median_ratio"}},
+        "verifier": {"idle_ms": {k: _with_sd(meas(v), sds.get(k)) for k, v in idle.items()},
+                     "concurrent": {"ms": {k: meas(v) for k, v in conc.items() if v}, "missing": "median_ratio"},
+                     **({"context": ctx} if ctx is not None else {})},
         "sources": sources,
         "serial_drafter": setup.serial_source,
         "asp": {"paired_branch_ms": {"v": paired, "source": fitted},
                 "prob_row_ms": {"v": prob_row, "source": fitted},
                 "kv_refresh_ms": {k: {"v": v, "derived": "R_REFRESH"} for k, v in refresh.items()}},
     }
+
+
+def _with_sd(entry: dict[str, Any], sd: tuple[float, int] | None) -> dict[str, Any]:
+    """Per-width dispersion (Fig. 8 error bars): sd of the width's residuals around its context line."""
+    return entry if sd is None else {**entry, "sd": sd[0], "n": sd[1]}
 
 
 def _fit_asp(asp: pl.DataFrame, f_ms: float, refresh: dict[int, float]) -> tuple[float, float, int]:
@@ -336,16 +346,6 @@ def _fit_asp(asp: pl.DataFrame, f_ms: float, refresh: dict[int, float]) -> tuple
     x = np.array([asp["work_paired_forwards"].to_list(), asp["work_prob_rows"].to_list()], dtype=float).T
     coef = np.linalg.lstsq(x, y, rcond=None)[0] if x.any() else np.zeros(2)
     return round(max(0.0, float(coef[0])), 4), round(max(0.0, float(coef[1])), 4), asp.height
-
-
-def _cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown CPU"
 
 
 def write_profile(profile: dict[str, Any], path: str | Path) -> Path:
@@ -370,6 +370,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     calib, _ = demo_windows()
     profile, raw = calibrate_host(calib[: args.windows], load_model_config(args.model), args.reps,
                                   range(1, args.max_width + 1), args.out_dir, profile_path=args.profile)
+    if profile.verifier.context is not None:
+        c = profile.verifier.context
+        print(f"context fit: K1 {c.slope(1):+.4f} ms/token from {c.ref_tokens:.0f} tokens, cold first call "
+              f"+{c.cold_ms:.2f} ms, residual (RMS) {c.residual_ms:.2f} ms per target-only round")
     print(f"wrote {args.profile}: step {profile.target_step_ms:.2f} ms, loop {profile.loop_residual_ms:.2f} ms, "
           f"queue {profile.queue_ms:.2f} ms, align {profile.alignment_ms:.3f} ms")
     for k in profile.verifier.widths():

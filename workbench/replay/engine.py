@@ -199,6 +199,39 @@ class _ProducerClock:
         return t_end
 
 
+class _ContextClock:
+    """A clock plus the profile's context fit (host profiles): a call costs more the longer the
+    committed prefix (``slope_ms[K]`` per token from ``ref_tokens``), and the window's first call
+    pays the cold-call surcharge. Profiles without a fit (the phones) keep the plain clock."""
+
+    __slots__ = ("inner", "scheme", "fit", "pos", "calls")
+
+    def __init__(self, inner: _SerialClock | _ProducerClock, scheme: Scheme, fit: object) -> None:
+        self.inner, self.scheme, self.fit, self.pos, self.calls = inner, scheme, fit, 0, 0
+
+    def decide(self) -> float:
+        return self.inner.decide()
+
+    def start(self, call: Call, t_decide: float) -> float:
+        self.pos = len(self.scheme.output)  # committed tokens before this call: its context length
+        return self.inner.start(call, t_decide)
+
+    def end(self, call: Call, t_start: float) -> float:
+        t_end = self.inner.end(call, t_start)
+        fit = self.fit
+        extra = (fit.slope(call.width) * (self.pos - fit.ref_tokens) + (fit.cold_ms if self.calls == 0 else 0.0)) / 1e3
+        extra = max(extra, -0.5 * (t_end - t_start))  # a noisy slope never makes a call (nearly) free
+        self.calls += 1
+        self.inner.t += extra
+        return t_end + extra
+
+
+def _in_context(clock: _SerialClock | _ProducerClock, scheme: Scheme,
+                price: Pricing) -> _SerialClock | _ProducerClock | _ContextClock:
+    fit = price.profile.verifier.context
+    return clock if fit is None else _ContextClock(clock, scheme, fit)
+
+
 def _result(window: Window, cfg: ReplayConfig, price: Pricing, scheme: Scheme, times: RoundTimes, time: float,
             after_s: float, after: str, spans: tuple[Stage, ...] = ()) -> ReplayResult:
     t_eos = times.end[-1] if times.end else 0.0
@@ -211,7 +244,7 @@ def _run_serial(window: Window, cfg: ReplayConfig, price: Pricing, target: Refer
     scheme = _scheme(window, cfg, None, price)
     scheme.start(target.prefill())
     clock = _SerialClock(price, cfg.spec.speculative)
-    times = run_rounds(scheme, target, clock)
+    times = run_rounds(scheme, target, _in_context(clock, scheme, price))
     return _result(window, cfg, price, scheme, times, clock.t, clock.after_s, "loop")
 
 
@@ -220,7 +253,7 @@ def _run_decoupled(window: Window, cfg: ReplayConfig, price: Pricing, producer: 
     scheme = _scheme(window, cfg, producer.buffer, price)
     scheme.start(window.reference[0])
     clock = _ProducerClock(price, producer)
-    times = run_rounds(scheme, _Greedy(window), clock)
+    times = run_rounds(scheme, _Greedy(window), _in_context(clock, scheme, price))
     # Producer completion after target EOS is on the clock, charged once (A.3, D.5.1).
     t_eos = times.end[-1] if times.end else 0.0
     p_stop = producer.drain(t_eos, full=drain == "full")

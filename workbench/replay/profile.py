@@ -71,6 +71,27 @@ class AspCost:
 
 
 @dataclass(frozen=True, slots=True)
+class ContextFit:
+    """A target call's cost as a line in its prefix length, plus a cold-call surcharge (host calibration).
+
+    ``cost(K, pos) = cost(K) + slope_ms[K] * (pos - ref_tokens)``: the width's median cost was measured
+    around ``ref_tokens`` committed tokens; ``cold_ms`` is added to the first call after a window's
+    prefill (caches are cold after idle). ``residual_ms`` is the fit's residual (RMS), for the reader.
+    """
+
+    ref_tokens: float
+    slope_ms: Mapping[int, float]
+    cold_ms: float
+    residual_ms: float
+
+    def slope(self, k: int) -> float:
+        """The width's slope, else the nearest fitted width's (slopes vary slowly with K)."""
+        if k in self.slope_ms:
+            return self.slope_ms[k]
+        return self.slope_ms[min(self.slope_ms, key=lambda w: (abs(w - k), w))] if self.slope_ms else 0.0
+
+
+@dataclass(frozen=True, slots=True)
 class VerifierCost:
     """Target verifier cost by physical width ``K``, idle and while the producer runs.
 
@@ -89,6 +110,8 @@ class VerifierCost:
     # Per-width dispersion of the idle cost (standard deviation, ms) where calibration states one:
     # replay prices the median, figures draw error bars from this (Fig. 8).
     idle_sd_ms: Mapping[int, float] = field(default_factory=lambda: MappingProxyType({}))
+    # What drives the replay error (issue 11): cost growth with context length and the cold first call.
+    context: ContextFit | None = None
 
     def widths(self) -> tuple[int, ...]:
         return tuple(sorted(self.idle_ms))
@@ -128,6 +151,8 @@ class DeviceProfile:
     serial_drafter: str
     asp: AspCost | None
     provenance: Mapping[str, str] = field(repr=False)
+    # The machine that measured it (host profiles: workbench.native.fingerprint); None for phone profiles.
+    machine: Mapping[str, Any] | None = None
     # Derived per-object data (replay's resolved prices); never copied by ``replace``, never compared.
     derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -268,7 +293,7 @@ class _Reader:
 
 _TOP_REQUIRED = {"schema", "name", "device", "rules", "target_step_ms", "loop_residual_ms",
                  "queue_ms", "alignment_ms", "verifier", "sources", "serial_drafter"}
-_TOP_OPTIONAL = {"description", "asp"}
+_TOP_OPTIONAL = {"description", "asp", "machine"}
 
 
 def parse_profile(raw: Any, file: str = "<memory>") -> DeviceProfile:
@@ -310,11 +335,45 @@ def parse_profile(raw: Any, file: str = "<memory>") -> DeviceProfile:
         serial_drafter=raw["serial_drafter"],
         asp=asp,
         provenance=MappingProxyType(r.provenance),
+        machine=_parse_machine(r, raw.get("machine")),
     )
 
 
+def _parse_machine(r: _Reader, node: Any) -> Mapping[str, Any] | None:
+    """``machine:`` -- a flat mapping of fingerprint fields (strings / integers), compared as a whole."""
+    if node is None:
+        return None
+    if not isinstance(node, dict) or not all(isinstance(v, (str, int)) and not isinstance(v, bool)
+                                             for v in node.values()):
+        raise r.fail("machine", "expected a flat mapping of fingerprint fields (strings or integers)")
+    return MappingProxyType(dict(node))
+
+
+def _parse_context(r: _Reader, node: Any, idle: Mapping[int, float]) -> ContextFit | None:
+    if node is None:
+        return None
+    path = "verifier.context"
+    r.mapping(node, path, {"ref_tokens", "slope_ms", "cold_ms", "residual_ms"})
+    slopes = {}
+    raw = node["slope_ms"]
+    if not isinstance(raw, dict) or not raw:
+        raise r.fail(f"{path}.slope_ms", "expected a non-empty mapping of physical width -> ms per context token")
+    for k, val in raw.items():
+        if k not in idle:
+            raise r.fail(f"{path}.slope_ms.{k}", "a slope at a width with no idle cost")
+        if not isinstance(val, dict) or not isinstance(val.get("v"), (int, float)) or isinstance(val.get("v"), bool):
+            raise r.fail(f"{path}.slope_ms.{k}", "expected {v: <ms per token>, source: ...}")
+        slopes[k] = float(val["v"])  # a slope may be negative (noise): it is a fit, not a cost
+        if ("source" in val) == ("derived" in val):
+            raise r.fail(f"{path}.slope_ms.{k}", "needs exactly one of 'source:' or 'derived:'")
+    return ContextFit(ref_tokens=r.number(node["ref_tokens"], f"{path}.ref_tokens"),
+                      slope_ms=MappingProxyType(dict(sorted(slopes.items()))),
+                      cold_ms=r.number(node["cold_ms"], f"{path}.cold_ms"),
+                      residual_ms=r.number(node["residual_ms"], f"{path}.residual_ms"))
+
+
 def _parse_verifier(r: _Reader, node: Any) -> VerifierCost:
-    node = r.mapping(node, "verifier", {"idle_ms", "concurrent"})
+    node = r.mapping(node, "verifier", {"idle_ms", "concurrent"}, {"context"})
     idle_sd: dict[int, float] = {}
     idle = r.widths(node["idle_ms"], "verifier.idle_ms", need_k1=True, sd=idle_sd)
     path = "verifier.concurrent"
@@ -351,6 +410,7 @@ def _parse_verifier(r: _Reader, node: Any) -> VerifierCost:
         idle_ms=MappingProxyType(idle), concurrent_ms=MappingProxyType(direct), factor=factor,
         missing=missing, clip_at_one=clip, low=low, high=high, fallback_ratio=fallback,
         idle_sd_ms=MappingProxyType(dict(sorted(idle_sd.items()))),
+        context=_parse_context(r, node.get("context"), idle),
     )
 
 

@@ -1,0 +1,77 @@
+"""The host profile's context fit: recovered from samples, parsed, and charged by replay."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+import yaml
+
+from workbench.native.context import context_fit
+from workbench.native.episodes import SAMPLE_SCHEMA, sample
+from workbench.replay.engine import replay
+from workbench.replay.profile import DEVICE_DIR, ProfileError, parse_profile
+from workbench.replay.result import ReplayConfig
+from workbench.replay.trajectory import Window
+
+A, SLOPE, COLD = {1: 20.0, 4: 40.0}, {1: 0.05, 4: 0.12}, 7.0
+
+
+def _sweep():
+    rows = [sample("verify", "w", width=k, concurrent=False, offset=off, rep=rep,
+                   ms=A[k] + SLOPE[k] * (off + 1) + (0.3 if rep % 2 else -0.3), tokens=k)
+            for k in A for off in (0, 32, 64) for rep in range(4)]
+    return pl.DataFrame(rows, schema=SAMPLE_SCHEMA)
+
+
+def _target_only_rounds(n=40, runs=3):
+    rows = []
+    for rep in range(runs):
+        t = 0.0
+        for i in range(n):
+            t += (A[1] + SLOPE[1] * (i + 1) + (COLD if i == 0 else 0.0)) / 1000
+            rows.append({"window_id": "w", "rep": rep, "round": i, "t_end": t})
+    return pl.DataFrame(rows)
+
+
+def test_fit_recovers_slope_cold_call_and_step_at_the_reference_context():
+    fit = context_fit(_sweep(), _target_only_rounds(), "today")
+    ctx = fit.context
+    ref = ctx["ref_tokens"]["v"]
+    assert ref == 33  # median committed tokens of the sweep (offsets 0/32/64, plus the prefill's token)
+    for k in A:
+        assert ctx["slope_ms"][k]["v"] == pytest.approx(SLOPE[k], abs=1e-3)
+        assert fit.sd[k][1] == 12 and fit.sd[k][0] == pytest.approx(0.3, abs=0.02)
+    assert ctx["cold_ms"]["v"] == pytest.approx(COLD, abs=1e-3)
+    assert fit.step["v"] == pytest.approx(A[1] + SLOPE[1] * ref, abs=1e-3)
+    assert ctx["residual_ms"]["v"] == pytest.approx(0.0, abs=1e-3)
+    assert context_fit(_sweep(), _target_only_rounds().head(0), "today") is None
+
+
+def _profile(context=None):
+    raw = yaml.safe_load((DEVICE_DIR / "host.yaml").read_text())
+    if context is not None:
+        raw["verifier"]["context"] = context
+    return parse_profile(raw, file="host-test.yaml")
+
+
+def test_replay_charges_the_context_line_and_the_cold_call():
+    fit = context_fit(_sweep(), _target_only_rounds(), "today")
+    plain, fitted = _profile(), _profile(fit.context)
+    ref = list(range(10, 60)) + [0]
+    w = Window("w", "host", tuple(ref), 0, 1000, 200, None, {}).validate()
+    a = replay(w, ReplayConfig("target_only"), plain)
+    b = replay(w, ReplayConfig("target_only"), fitted)
+    r = fitted.verifier.context
+    # round i sees i+1 committed tokens; the first round also pays the cold call
+    extra = sum(r.slope(1) * (i + 1 - r.ref_tokens) for i in range(len(a.untimed))) + r.cold_ms
+    assert b.time - a.time == pytest.approx(extra / 1000, rel=1e-9)
+    assert b.output == a.output
+
+
+def test_context_fit_is_checked_like_every_profile_field():
+    fit = context_fit(_sweep(), _target_only_rounds(), "today").context
+    bad = {**fit, "slope_ms": {99: {"v": 0.1, "source": "x"}}}
+    with pytest.raises(ProfileError, match="slope_ms.99"):
+        _profile(bad)
+    with pytest.raises(ProfileError, match="cold_ms"):
+        _profile({k: v for k, v in fit.items() if k != "cold_ms"})

@@ -1,0 +1,82 @@
+"""What drives host replay error, fitted into the profile (issue 11): context length and cold calls.
+
+A target call costs more the longer the committed prefix (attention over the KV cache), and the
+first call after a window's prefill is slower (caches cold after idle). From calibration samples:
+
+* per width K, a least-squares line ``ms = a_K + slope_K * pos`` over the width sweep's idle samples
+  (``pos`` = committed tokens = sweep offset + 1); the profile keeps the width's median as its cost
+  at ``ref_tokens`` (the median sample position) and the slope; the sd of the residuals is the
+  width's dispersion;
+* the target-only step at ``ref_tokens``: median over native target-only rounds (after the first)
+  of the charged round time moved to ``ref_tokens`` along the K1 slope;
+* the cold-call surcharge: median excess of each run's first round over that line;
+* the residual: RMS of target-only rounds (after the first) around the line, in ms.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+
+@dataclass
+class ContextFitResult:
+    context: dict[str, Any]  # the profile's verifier.context mapping
+    step: dict[str, Any]  # the profile's target_step_ms entry (at ref_tokens)
+    sd: dict[int, tuple[float, int]]  # width -> (residual sd ms, n)
+
+
+def _line(x: np.ndarray, y: np.ndarray) -> tuple[float, float, np.ndarray]:
+    if len(set(x.tolist())) < 2:
+        return 0.0, float(np.median(y)), y - np.median(y)
+    slope, icept = np.polyfit(x, y, 1)
+    return float(slope), float(icept), y - (slope * x + icept)
+
+
+def context_fit(sweep: pl.DataFrame, target_only_rounds: pl.DataFrame, date: str) -> ContextFitResult | None:
+    """The fit from the idle width sweep (``kind == verify`` samples) and native target-only round
+    records (columns round, t_end, window_id, rep); ``None`` without both."""
+    idle = sweep.filter(~pl.col("concurrent")) if sweep.height else sweep
+    if idle.height == 0 or target_only_rounds.height == 0 or idle["offset"].null_count() == idle.height:
+        return None
+    src = f"fitted on host {date}"
+    slopes, sd = {}, {}
+    for k in sorted(set(idle["width"].to_list())):
+        g = idle.filter(pl.col("width") == k)
+        x = (g["offset"] + 1).to_numpy().astype(float)
+        slope, _, res = _line(x, g["ms"].to_numpy())
+        slopes[k] = {"v": round(slope, 5), "source": f"{src}, n={g.height}, least squares on context length"}
+        if g.height >= 2:
+            sd[k] = (round(float(np.std(res, ddof=1)), 4), g.height)
+    ref = float(statistics.median((idle["offset"] + 1).to_list()))
+    s1 = slopes.get(1, {"v": 0.0})["v"]
+    r = target_only_rounds.sort("window_id", "rep", "round").with_columns(
+        (pl.col("t_end") - pl.col("t_end").shift(1, fill_value=0.0).over("window_id", "rep")).alias("dur"))
+    dur_ms = 1000 * r["dur"].to_numpy()
+    pos = r["round"].to_numpy().astype(float) + 1  # committed tokens before round i (prefill made one)
+    first = r["round"].to_numpy() == 0
+    later = ~first
+    if later.sum() < 2:
+        return None
+    at_ref = dur_ms[later] - s1 * (pos[later] - ref)
+    step = float(np.median(at_ref))
+    resid = at_ref - step
+    cold = max(0.0, float(np.median(dur_ms[first] - (step + s1 * (pos[first] - ref))))) if first.any() else 0.0
+    n_runs = int(first.sum())
+    context = {
+        "ref_tokens": {"v": round(ref, 2), "source": f"{src}, median committed tokens of the width sweep"},
+        "slope_ms": slopes,
+        "cold_ms": {"v": round(cold, 4), "source": f"{src}, n={n_runs} runs, median excess of the first round"},
+        "residual_ms": {"v": round(float(np.sqrt(np.mean(resid ** 2))), 4),
+                        "source": f"{src}, n={int(later.sum())} target-only rounds, RMS around the line"},
+    }
+    step_entry = {"v": round(step, 4), "source": f"{src}, n={int(later.sum())} target-only rounds, median "
+                                                 f"charged round time at {ref:g} committed tokens (K1 slope)"}
+    return ContextFitResult(context, step_entry, sd)
+
+
+__all__ = ["ContextFitResult", "context_fit"]
