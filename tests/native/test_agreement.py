@@ -9,7 +9,7 @@ import pytest
 
 from tests.native.test_calibrate import host_cfg, windows  # noqa: F401  (fixtures)
 from tests.native.test_native import audio, producer_dir, tiny_dir  # noqa: F401  (fixtures)
-from workbench.native.agreement import AGREEMENT_COLUMNS, replay_agreement, summarize
+from workbench.native.agreement import AGREEMENT_COLUMNS, replay_agreement, summarize, verdict
 
 
 def test_agreement_reports_per_window_errors(host_cfg, windows, tmp_path):  # noqa: F811
@@ -47,3 +47,7 @@ def test_agreement_summary_by_hand():
     assert s["mae_pct"] == pytest.approx(22.5) and s["signed_mean_pct"] == pytest.approx(2.5)
     assert s["pooled_error_pct"] == pytest.approx(100 * (2.0 / 2.05 - 1))
     assert s["target_only_mae_pct"] == pytest.approx(5.0)
+    assert s["within_goal"] is False and "MAE 22.50%" in verdict(s) and verdict(s).endswith("profile host.yaml")
+    assert ": FAIL;" in verdict(s)
+    close = frame.with_columns(pl.Series("abs_error_pct", [4.0, 5.0]))
+    assert summarize(close, Profile())["within_goal"] is True and ": PASS;" in verdict(summarize(close, Profile()))
