@@ -77,7 +77,15 @@ def post(base: str, path: str, body: dict) -> dict:
 
 def test_demo_metrics_through_the_mlflow_rest_api(server):
     exp = get(server, "experiments/get-by-name", experiment_name="as2d-demo")["experiment"]
-    (run,) = post(server, "runs/search", {"experiment_ids": [exp["experiment_id"]]})["runs"]
+    assert {t["key"]: t["value"] for t in exp["tags"]}["mlflow.experimentKind"] == "custom_model_development"
+    (run,) = post(server, "runs/search", {"experiment_ids": [exp["experiment_id"]],
+                                          "filter": "tags.`as2d.role` = 'job'"})["runs"]
+    # One child run per (device, method, clock) with plain metric names: a `tps` column to compare.
+    kids = post(server, "runs/search", {"experiment_ids": [exp["experiment_id"]],
+                                        "filter": "tags.`as2d.role` = 'config'", "max_results": 500})["runs"]
+    kid_tps = {next(p["value"] for p in k["data"]["params"] if p["key"] == "device"):
+               [x["value"] for x in k["data"]["metrics"] if x["key"] == "tps"] for k in kids}
+    assert {"k70_pro", "xiaomi_14", "host"} <= set(kid_tps) and all(v and v[0] > 0 for v in kid_tps.values())
     assert run["info"]["status"] == "FINISHED"
     m = {x["key"]: x["value"] for x in run["data"]["metrics"]}
     for device in ("k70_pro", "xiaomi_11_pro", "xiaomi_14", "redmi_note_9_pro"):
@@ -139,6 +147,7 @@ def test_notebooks_run_on_the_reduced_demo_runs(name, demo_store, tmp_path, monk
         import mlflow
 
         client = mlflow.MlflowClient(f"sqlite:///{db}")
-        (run,) = client.search_runs([client.get_experiment_by_name("as2d-demo").experiment_id])
+        (run,) = client.search_runs([client.get_experiment_by_name("as2d-demo").experiment_id],
+                                    "tags.`as2d.role` = 'job'")
         attached = {a.path.rsplit("/", 1)[-1] for a in client.list_artifacts(run.info.run_id, "figures/notebooks")}
         assert pngs & attached, f"{name}: none of {sorted(pngs)} came from the demo run"

@@ -23,11 +23,15 @@ def run_cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
                           text=True, timeout=timeout)
 
 
-def runs(db: Path) -> list:
+def runs(db: Path, role: str | None = None) -> list:
+    """Job and sweep runs (``role=None``), or the runs of one ``as2d.role`` (``job``, ``config``, ``sweep``)."""
     if not db.exists():
         return []
     mlflow.set_tracking_uri(f"sqlite:///{db}")
-    return mlflow.search_runs(search_all_experiments=True, output_format="list")
+    found = mlflow.search_runs(search_all_experiments=True, output_format="list")
+    if role is None:
+        return [r for r in found if r.data.tags.get("as2d.role") != "config"]
+    return [r for r in found if r.data.tags.get("as2d.role") == role]
 
 
 @pytest.mark.parametrize("override, key", [
@@ -88,7 +92,10 @@ def test_replay_job_logs_params_metrics_and_artifacts(tmp_path):
     _check_replay_tables(run, m, tmp_path)
     assert 0 <= m["k70_pro.as2d.acceptance"] <= 1
     arts = {a.path for a in mlflow.MlflowClient().list_artifacts(run.info.run_id)}
-    assert {"tables", "figures", "hydra"} <= arts
+    assert {"tables", "figures", "hydra", "summary.md", "summary.html", "profiles"} <= arts
+    # Only the settings it used: four methods ran, so no single `method.*`; the profile is a file.
+    assert not [k for k in run.data.params if k.startswith(("method.", "device."))]
+    assert run.data.params["device"] == "k70_pro" and run.data.tags["SYNTHETIC"] == "true"
     figs = {a.path for a in mlflow.MlflowClient().list_artifacts(run.info.run_id, "figures")}
     assert {"figures/tps_cdf.png", "figures/tps_cdf.svg"} <= figs
     assert (db.parent / "artifacts").is_dir()  # artifacts live beside the store
@@ -163,8 +170,8 @@ def test_ctrl_c_ends_the_run_failed_not_running(tmp_path):
 
 def test_multirun_has_a_parent_run_with_tagged_children(tmp_path):
     db = tmp_path / "m.db"
-    res = run_cli("-m", "job=replay", "dataset.n_windows=4", "model.budget=1,3", "methods=[target_only,as2d]",
-                  f"tracking.uri=sqlite:///{db}", f"hydra.sweep.dir={tmp_path}/sweep")
+    res = run_cli("-m", "job=replay", "dataset.n_windows=4", "model.budget=1,3", "device=k70_pro",
+                  "methods=[target_only,as2d]", f"tracking.uri=sqlite:///{db}", f"hydra.sweep.dir={tmp_path}/sweep")
     assert res.returncode == 0, res.stderr[-2000:]
     all_runs = runs(db)
     parents = [r for r in all_runs if r.info.run_name.startswith("sweep:")]
@@ -174,6 +181,26 @@ def test_multirun_has_a_parent_run_with_tagged_children(tmp_path):
     assert parents[0].info.status == "FINISHED"
     assert all(c.data.tags["mlflow.parentRunId"] == pid and c.info.status == "FINISHED" for c in children)
     assert sorted(c.data.params["model.budget"] for c in children) == ["1", "3"]
+    # The sweep parent records what the sweep varied and fixed.
+    assert parents[0].data.params["model.budget"] == "1,3" and parents[0].data.params["device"] == "k70_pro"
+    # One configuration run per (job, method), each a child of its job run, with a plain `tps`:
+    # MLflow's Compare view over them has no NaN column.
+    configs = runs(db, "config")
+    assert len(configs) == 2 * 2
+    jobs = {c.info.run_id: c.data.params["model.budget"] for c in children}
+    assert all(c.data.tags["mlflow.parentRunId"] in jobs and c.data.tags["sweep_parent"] == pid for c in configs)
+    assert all(c.data.metrics["tps"] > 0 for c in configs)
+    as2d = sorted((c.data.params["budget"], c.info.run_name) for c in configs if c.data.params["method"] == "as2d")
+    assert as2d == [("1", "as2d-b1-k70_pro-replay"), ("3", "as2d-b3-k70_pro-replay")]
+    for c in configs:  # a configuration's budget is the budget of the job that ran it
+        if c.data.params["method"] == "as2d":
+            assert c.data.params["budget"] == jobs[c.data.tags["mlflow.parentRunId"]]
+    # The as2d child of the budget-3 job reports the job's own as2d TPS under the plain name.
+    b3 = next(r for r in children if r.data.params["model.budget"] == "3")
+    c3 = next(c for c in configs if c.info.run_name == "as2d-b3-k70_pro-replay")
+    assert c3.data.metrics["tps"] == pytest.approx(b3.data.metrics["k70_pro.as2d.tps"])
+    names = {a.path for a in mlflow.MlflowClient().list_artifacts(pid)}
+    assert {"summary.md", "summary.html", "summary.parquet"} <= names
 
 
 @pytest.mark.parametrize("launcher, target", [

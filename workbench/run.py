@@ -18,6 +18,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from .jobs.base import ConfigError, JobResult, save_result
+from .jobs.checks import check_common
 from .tracking import clean_metrics, experiment_name, log_dir_artifacts, parent_run_id, tracked_run
 
 log = logging.getLogger("workbench")
@@ -33,6 +34,7 @@ JOBS = {
     "calibrate_host": "calibrate",
     "demo": "demo",
     "context_probe": "context_probe",  # Fig. 3(b), B.3.2 (issue 17)
+    "sensitivity": "sensitivity",  # D.4.3 / D.5 cost scenarios (issue 11)
     "phone_info": "phone",  # phone_runner over adb (issue 15)
     "calibrate_phone": "phone",
     "native_phone": "phone",
@@ -55,41 +57,108 @@ def out_dir(cfg: DictConfig) -> Path:
         return Path("outputs")
 
 
-def print_summary(result: JobResult) -> None:
+def _to_log_file(text: str) -> None:
+    """Write ``text`` into the job's log file (Hydra's ``run.log``) without echoing it on the console."""
+    record = logging.LogRecord("workbench", logging.INFO, __file__, 0, text, None, None)
+    for h in logging.getLogger().handlers:
+        if isinstance(h, logging.FileHandler):
+            h.handle(record)
+
+
+def say(text: str) -> None:
+    """Print a line for the user and keep it in ``run.log``."""
+    print(text)
+    _to_log_file(text)
+
+
+def print_summary(result: JobResult, names: list[str] | None = None) -> None:
     if result.summary is None:
         return
     import polars as pl
 
-    compact = ["device", "method", "clock", "selected", "dev_tps", "tps", "tps_oracle", "speedup", "acceptance",
-               "coverage", "readiness", "k_gt1_share", "slowdown_share", "oracle_gap", "matched"]
-    table = result.summary.select([c for c in compact if c in result.summary.columns] or result.summary.columns)
-    with pl.Config(tbl_rows=60, tbl_cols=20, tbl_width_chars=160, float_precision=3, tbl_hide_dataframe_shape=True,
+    compact = ["run", "device", "method", "clock", "selected", "dev_tps", "tps", "tps_oracle", "speedup",
+               "acceptance", "coverage", "readiness", "k_gt1_share", "slowdown_share", "oracle_gap", "matched"]
+    summary = result.summary
+    if names and len(names) == summary.height:  # the configuration in every row: as2d-b3-k70_pro-replay
+        summary = summary.with_columns(pl.Series("run", names))
+    table = summary.select([c for c in compact if c in summary.columns] or summary.columns)
+    with pl.Config(tbl_rows=60, tbl_cols=20, tbl_width_chars=180, float_precision=3, tbl_hide_dataframe_shape=True,
                    tbl_hide_column_data_types=True):
-        print(table)
+        say(str(table))
+
+
+def overrides() -> list[str]:
+    try:
+        return [str(o) for o in HydraConfig.get().overrides.task]
+    except ValueError:
+        return []
+
+
+def ui_command(uri: str, run_id: str, experiment_id: str) -> str:
+    """The command that opens the MLflow UI on this run."""
+    port = 5000
+    return (f"mlflow ui --backend-store-uri {uri} --port {port}   "
+            f"# then open http://127.0.0.1:{port}/#/experiments/{experiment_id}/runs/{run_id}")
+
+
+def _log_summary_files(result: JobResult, cfg: DictConfig, out: Path, files: list[Path]) -> None:
+    """Log exactly the files this job wrote (never older files in a reused out dir) and its summary."""
+    from .jobs.base import write_atomic
+    from .run_records import profile_files, summary_html, summary_markdown
+
+    for f in files:
+        rel = f.relative_to(out)
+        mlflow.log_artifact(str(f), str(rel.parent) if str(rel.parent) != "." else None)
+    if result.summary is not None:
+        title = f"{cfg.job}: summary ({' '.join(overrides()) or 'defaults'})"
+        for name, text in (("summary.md", summary_markdown(result.summary, title)),
+                           ("summary.html", summary_html(result.summary, title))):
+            write_atomic(out / name, text.encode())
+            mlflow.log_artifact(str(out / name))
+    for p in profile_files(cfg):  # the device-profile numbers: a file, not 150 params
+        mlflow.log_artifact(str(p), "profiles")
+    log_dir_artifacts(out / ".hydra", "hydra")
 
 
 def execute(cfg: DictConfig) -> JobResult:
     """Validate, run and track one job. Bad configs fail before an MLflow run exists."""
+    from .run_records import child_records, used_params
+    from .tracking import log_children
+
     module = job_module(cfg)
+    check_common(cfg)  # seeds, source, model devices: one line each, before any run exists
     module.validate(cfg)
     out = out_dir(cfg)
     out.mkdir(parents=True, exist_ok=True)
-    tags = {"job": str(cfg.job), "method": str(cfg.get("method", {}).get("name", ""))}
-    with tracked_run(experiment_name(cfg), run_name=str(cfg.job), cfg=cfg, tags=tags,
-                     parent_run_id=parent_run_id(cfg), uri=cfg.tracking.uri):
+    synthetic = bool(cfg.get("dataset", {}).get("synthetic", False))
+    tags = {"job": str(cfg.job), "as2d.role": "job", "synthetic": str(synthetic)}
+    if not cfg.get("methods"):
+        tags["method"] = str(cfg.get("method", {}).get("name", ""))
+    say(f"job: {cfg.job}   overrides: {' '.join(overrides()) or '(none)'}")
+    if synthetic:
+        say("SYNTHETIC: this run replays synthetic trajectories, not traces of real models")
+    sweep = parent_run_id(cfg)
+    names: list[str] = []
+    with tracked_run(experiment_name(cfg), run_name=str(cfg.job), cfg=used_params(cfg), tags=tags,
+                     parent_run_id=sweep, uri=cfg.tracking.uri) as run:
         result = module.run(cfg, out)
         mlflow.set_tags(result.tags)
+        if synthetic:
+            mlflow.set_tag("SYNTHETIC", "true")
         mlflow.log_metrics(clean_metrics(result.metrics))
-        save_result(result, out)
-        for sub in ("tables", "figures"):
-            log_dir_artifacts(out / sub, sub)
-        for extra in ("summary.parquet", "metrics.json"):
-            if (out / extra).exists():
-                mlflow.log_artifact(str(out / extra))
-        log_dir_artifacts(out / ".hydra", "hydra")
+        files = save_result(result, out)
+        _log_summary_files(result, cfg, out, files)
+        if result.summary is not None and {"device", "method"} <= set(result.summary.columns):
+            records = child_records(result.summary, result.metrics, result.tables, cfg)
+            names = [r["name"] for r in records]
+            log_children(run.info.run_id, records, sweep_parent=sweep)
         if result.metrics.get("exactness_mismatches", 0) > 0:
             log.error("%d window(s) did NOT match the greedy target output", result.metrics["exactness_mismatches"])
-    print_summary(result)
+    print_summary(result, names)
+    uri = mlflow.get_tracking_uri()
+    say(f"MLflow run {run.info.run_id} ({len(names)} configuration child runs) in experiment "
+        f"{experiment_name(cfg)!r}")
+    say(f"open it: {ui_command(uri, run.info.run_id, run.info.experiment_id)}")
     return result
 
 

@@ -31,11 +31,15 @@ from typing import Any
 
 import mlflow
 from hydra.experimental.callback import Callback
+from mlflow.entities import Metric, Param
 from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig, OmegaConf
 
 log = logging.getLogger(__name__)
 DEFAULT_STORE = "mlruns"
+# MLflow 3 opens an experiment without a kind in GenAI mode (a traces dashboard saying "No data");
+# this kind opens it on the runs list.
+EXPERIMENT_TAGS = {"mlflow.experimentKind": "custom_model_development"}
 SWEEP_FILE = "mlflow_parent_run.txt"
 
 
@@ -79,13 +83,36 @@ def ensure_experiment(name: str, root: str | Path = ".") -> str:
     """
     uri = mlflow.get_tracking_uri()
     exp = mlflow.get_experiment_by_name(name)
-    if exp is not None:
-        return exp.experiment_id
-    with store_lock(uri):
-        exp = mlflow.get_experiment_by_name(name)  # another job may have created it while we waited
-        if exp is not None:
-            return exp.experiment_id
-        return mlflow.create_experiment(name, artifact_location=artifact_location(uri, root))
+    if exp is None:
+        with store_lock(uri):
+            exp = mlflow.get_experiment_by_name(name)  # another job may have created it while we waited
+            if exp is None:
+                return mlflow.create_experiment(name, artifact_location=artifact_location(uri, root),
+                                                tags=EXPERIMENT_TAGS)
+    if any(exp.tags.get(k) != v for k, v in EXPERIMENT_TAGS.items()):  # an experiment made before the tag
+        for k, v in EXPERIMENT_TAGS.items():
+            MlflowClient().set_experiment_tag(exp.experiment_id, k, v)
+    return exp.experiment_id
+
+
+def log_children(parent_run_id: str, records: list[dict[str, Any]], sweep_parent: str | None = None) -> list[str]:
+    """One FINISHED child run of ``parent_run_id`` per record (``name``, ``params``, ``metrics``).
+
+    Params are also set as tags so the runs list can group and filter by device/method/source.
+    """
+    client = MlflowClient()
+    exp_id = client.get_run(parent_run_id).info.experiment_id
+    ids = []
+    for rec in records:
+        tags = {"mlflow.parentRunId": parent_run_id, "as2d.role": "config", **rec["params"]}
+        if sweep_parent:
+            tags["sweep_parent"] = sweep_parent
+        run = client.create_run(exp_id, run_name=rec["name"], tags=tags)
+        client.log_batch(run.info.run_id, params=[Param(k, str(v)) for k, v in rec["params"].items()],
+                         metrics=[Metric(k, v, 0, 0) for k, v in clean_metrics(rec["metrics"]).items()])
+        client.set_terminated(run.info.run_id, "FINISHED")
+        ids.append(run.info.run_id)
+    return ids
 
 
 def flatten(cfg: Mapping[str, Any] | DictConfig, prefix: str = "") -> dict[str, str]:
@@ -385,7 +412,11 @@ class SweepCallback(Callback):
         exp_id = ensure_experiment(experiment_name(config))
         client = MlflowClient()
         run = client.create_run(exp_id, run_name=f"sweep:{sweep_dir.name}",
-                                tags={"sweep_dir": str(sweep_dir), **owner_tags()})
+                                tags={"sweep_dir": str(sweep_dir), "as2d.role": "sweep", **owner_tags()})
+        overrides = [str(o) for o in config.hydra.overrides.task]
+        params = [Param(k.lstrip("+~"), v[:6000]) for k, _, v in (o.partition("=") for o in overrides)]
+        if params:  # what this sweep varies and fixes, e.g. model.budget=1,3 device=k70_pro
+            client.log_batch(run.info.run_id, params=params)
         atomic_write_text(sweep_dir / SWEEP_FILE, run.info.run_id)
         self._signals = _SweepSignals(run.info.run_id)
         self._signals.install()
@@ -401,6 +432,10 @@ class SweepCallback(Callback):
         exp_id = client.get_run(parent).info.experiment_id
         children = client.search_runs([exp_id], f"tags.sweep_parent = '{parent}'")
         failed = any(c.info.status != "FINISHED" for c in children)
+        with contextlib.suppress(Exception):  # the summary is a convenience; the statuses must be set
+            from workbench.run_records import log_sweep_summary
+
+            log_sweep_summary(client, parent, children)
         client.set_terminated(parent, "FAILED" if failed or not children else "FINISHED")
 
 
