@@ -114,6 +114,7 @@ NOTEBOOKS = ROOT / "notebooks"
 # line starting "no " and write no figure; every other notebook must show this run's figure.
 CANNOT_FEED = {
     "table1_cases": "Table 1 shows representative windows of >= 64 target tokens; the demo's clips are shorter",
+    "sensitivity": "cost scenarios re-run the oracle and the ablations: experiment=sensitivity, not the demo",
 }
 # Figures drawn from the device profiles the demo priced, not from a run's tables: written, but
 # attached to no run.

@@ -35,12 +35,14 @@ EXPECTED = {
     "table13_14_tradeoff": ["table13_14_budget_tradeoff", "table13_14_paper_table14"],
     "d27_decomposition": ["d27_decomposition"],
     "d3_agreement": ["d3_paper_table7"],  # the host agreement panel needs the native demo run
+    "sensitivity": ["sensitivity_oracle_gap", "sensitivity_ablation_tps"],  # D.4.3 / D.5 (issue 11)
 }
 
 JOBS = [  # small and SYNTHETIC: the machine is shared; each finishes in well under a minute
     ["experiment=replay", "dataset.n_windows=8", "+devices=[k70_pro,xiaomi_14]"],
     ["experiment=ablation", "dataset.n_windows=8"],
     ["experiment=oracle", "dataset.n_windows=8", "budgets=[2,3,5,7]", "+devices=[k70_pro,xiaomi_14]"],
+    ["experiment=sensitivity", "dataset.n_windows=8", "budgets=[2,3,5,7]"],
 ]
 
 
