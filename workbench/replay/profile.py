@@ -22,6 +22,8 @@ from typing import Any, Literal
 
 import yaml
 
+from .metadata import DeviceMetadata, parse_metadata
+
 DEVICE_DIR = Path(__file__).resolve().parents[2] / "conf" / "device"
 SCHEMA = "device-profile/1"
 
@@ -153,6 +155,8 @@ class DeviceProfile:
     provenance: Mapping[str, str] = field(repr=False)
     # The machine that measured it (host profiles: workbench.native.fingerprint); None for phone profiles.
     machine: Mapping[str, Any] | None = None
+    # What the phone is and how the paper deployed on it (Table 6, D.1.1); costs never read it.
+    metadata: DeviceMetadata | None = None
     # Derived per-object data (replay's resolved prices); never copied by ``replace``, never compared.
     derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -293,7 +297,7 @@ class _Reader:
 
 _TOP_REQUIRED = {"schema", "name", "device", "rules", "target_step_ms", "loop_residual_ms",
                  "queue_ms", "alignment_ms", "verifier", "sources", "serial_drafter"}
-_TOP_OPTIONAL = {"description", "asp", "machine"}
+_TOP_OPTIONAL = {"description", "asp", "machine", "metadata"}
 
 
 def parse_profile(raw: Any, file: str = "<memory>") -> DeviceProfile:
@@ -336,6 +340,7 @@ def parse_profile(raw: Any, file: str = "<memory>") -> DeviceProfile:
         asp=asp,
         provenance=MappingProxyType(r.provenance),
         machine=_parse_machine(r, raw.get("machine")),
+        metadata=parse_metadata(raw.get("metadata"), r.fail),
     )
 
 
