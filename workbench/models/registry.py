@@ -18,6 +18,7 @@ import yaml
 from workbench.models.offline import PACKAGES
 
 NETWORK_ENV = "AS2D_ALLOW_NETWORK"
+UNPINNED_ENV = "AS2D_ALLOW_UNPINNED"
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf" / "model"
 
 
@@ -36,6 +37,7 @@ class ModelSpec:
     device: str = "cpu"
     quantize: str | None = None  # "dynamic_int8": torch dynamic quantization of Linear layers
     vocabulary: str | None = None  # producer only: "shared" or "cross" (Tok_T conversion)
+    revision: str | None = None  # hub commit the weights are pinned to (supply chain; see resolve_weights)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ModelSpec:
@@ -50,6 +52,11 @@ def load_model_config(name: str, conf_dir: Path | None = None) -> dict[str, Any]
         known = sorted(p.stem for p in (conf_dir or CONF_DIR).glob("*.yaml"))
         raise KeyError(f"unknown model config {name!r}; known: {known}")
     return yaml.safe_load(path.read_text())
+
+
+def unpinned_allowed() -> bool:
+    """A hub download without a pinned commit is refused unless the user opts in."""
+    return os.environ.get(UNPINNED_ENV, "") == "1"
 
 
 def network_allowed(allow_network: bool | None = None) -> bool:
@@ -92,11 +99,14 @@ def resolve_weights(spec: ModelSpec, allow_network: bool | None = None) -> Path:
             from workbench.models.whisper_convert import convert_package
 
             return convert_package(pkg)
-    if spec.hub_id and network_allowed(allow_network):
+    if spec.hub_id and network_allowed(allow_network) and not (spec.revision or unpinned_allowed()):
+        tried.append(f"hub id {spec.hub_id!r} has no pinned revision (set {spec.name}'s revision: <commit sha> in "
+                     f"conf/model, or {UNPINNED_ENV}=1 to accept whatever the hub serves today)")
+    elif spec.hub_id and network_allowed(allow_network):
         from huggingface_hub import snapshot_download
 
         try:
-            return Path(snapshot_download(spec.hub_id))
+            return Path(snapshot_download(spec.hub_id, revision=spec.revision))
         except Exception as e:  # any hub failure ends in the one error below
             tried.append(f"hub download of {spec.hub_id!r} failed: {type(e).__name__}")
     elif spec.hub_id:
