@@ -141,7 +141,8 @@ def test_as2d_equals_mnn_target_only_on_real_clips(mnn_pair, clips, references):
     base, tiny = mnn_pair["base"], mnn_pair["tiny.en"]
     eos = base.protocol.eos_id
     accepted = 0
-    for (audio, _), reference in zip(clips[:3], references[:3], strict=True):
+    # Two clips here; test_mnn_native runs the third (0880) through the native driver.
+    for (audio, _), reference in zip(clips[1:], references[1:], strict=True):
         buf = PublicationBuffer(vocab_size=base.config.vocab_size)
         conv = VocabularyConverter(tiny.codec, base.codec, tiny.protocol.eos_id, eos)
         publish_all(convert_stream(mnn_producer(tiny, audio), conv), lambda tok, _t, c, b=buf: b.publish(tok, 0.0, c))
