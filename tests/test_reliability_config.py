@@ -63,3 +63,17 @@ def _count(db: Path) -> int:
 
     with sqlite3.connect(db) as con:
         return con.execute("select count(*) from runs").fetchone()[0]
+
+
+COMPOSE = """
+from hydra import compose, initialize_config_dir
+with initialize_config_dir(%r, version_base="1.3"):
+    print(compose("config", return_hydra_config=True).hydra.run.dir)
+"""
+
+
+def test_jobs_started_in_the_same_second_get_their_own_run_dirs():
+    code = COMPOSE % str(ROOT / "conf")
+    procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    dirs = [p.communicate(timeout=300)[0].strip() for p in procs]
+    assert all(dirs) and dirs[0] != dirs[1], dirs  # a shared dir would mix their .hydra/ and files
