@@ -1,11 +1,11 @@
 """Generated windows for property tests: references, candidate streams, timings, drafts.
 
-Everything that decides a window's structure -- reference, stream kind, edits, noise rates,
-publication rate and start, batch size, output cap -- is drawn through Hypothesis's own
+Everything that decides a window's structure -- reference length, stream kind, edits, noise
+rates, publication rate and start, batch size, output cap -- is drawn through Hypothesis's own
 randomness (``st.randoms``), so a failing window shrinks (shorter references, fewer edits,
-earlier publication) instead of being one opaque seed. Per-token bulk noise (timing jitter,
-confidences, the coin flips of the noisy legacy streams) and the saved SD/ASP drafts come from
-one drawn integer seed, which keeps generation cheap.
+earlier publication) instead of being one opaque seed. Per-token bulk -- reference tokens,
+timing jitter, confidences, the coin flips of the noisy legacy streams, the saved SD/ASP drafts
+-- comes from one drawn integer seed, which keeps generation cheap.
 
 Stream kinds:
 
@@ -140,13 +140,14 @@ def make_window(rng: random.Random | int, stream_kind: str, draft_seed: int = 0)
         rng, draft_seed = random.Random(rng), rng
     shortest = 8 if stream_kind in PROPOSING else 1  # room for proposals to matter
     n = rng.randrange(shortest, 60)
-    greedy = [rng.randrange(1, VOCAB) for _ in range(n - 1)] + [EOS]  # EOS only at the end
+    bulk = random.Random(draft_seed)
+    # Tokens in bulk: a shorter drawn n keeps a prefix of the same reference, so failures still shrink.
+    greedy = [bulk.randrange(1, VOCAB) for _ in range(n - 1)] + [EOS]  # EOS only at the end
     if rng.random() < 0.3:  # sometimes the output cap cuts the reference before EOS
         max_output = rng.randrange(shortest, n + 1)
     else:
         max_output = n + rng.randrange(0, 5)
     reference = greedy[:max_output]
-    bulk = random.Random(draft_seed)
     stream = make_stream(rng, bulk, greedy, stream_kind)
     if stream_kind in PROPOSING:  # published early and faster than the target steps
         rate, jitter, t = rng.choice([0.02, 0.1, 0.3]), rng.random() * 0.5, rng.random() * 0.5
