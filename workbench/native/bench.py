@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import os
 import time
 from collections.abc import Sequence
@@ -30,6 +31,7 @@ import torch
 
 from workbench import metrics
 from workbench.io import atomic_write_parquet
+from workbench.replay.profile import DeviceProfile, MissingWidthError, load_profile
 from workbench.replay.result import STAGE_SCHEMA
 
 from .driver import NativeHost
@@ -48,11 +50,30 @@ class Method:
         self.scheme, self.assistant, self.tokenizers = scheme, assistant, tokenizers
 
 
-def default_methods(model_cfg: dict[str, Any], same_vocab_cfg: dict[str, Any] | None) -> list[Method]:
+def profile_costs(profile: DeviceProfile) -> dict[int, float]:
+    """This machine's cost of one As²d round at each width (ms): the concurrent verify (the producer
+    runs beside it) plus the round's alignment and queue work -- what as2d_online weighs (as replay)."""
+    extra = profile.alignment_ms + profile.queue_ms
+    out = {}
+    for k in profile.verifier.widths():
+        try:
+            out[k] = profile.verify_ms(k, True) + extra
+        except MissingWidthError:
+            continue
+    out.setdefault(1, profile.target_step_ms + extra)
+    return out
+
+
+def default_methods(model_cfg: dict[str, Any], same_vocab_cfg: dict[str, Any] | None,
+                    profile: DeviceProfile | None = None, single_token_batches: bool = False) -> list[Method]:
     """target-only (1 and 2 threads), HF assisted (same-vocab int8 base; cross-tokenizer tiny.en),
-    SD and ASP with the serial drafter, As²d with each producer."""
+    SD and ASP with the serial drafter, As²d with each producer; with this machine's ``profile``
+    also as2d_online (chain length per round from the machine's per-width costs); with
+    ``single_token_batches`` also As²d publishing each token as it is made."""
     main = host_setup(model_cfg)
     pair = main.pair
+    if profile is not None:
+        main.costs = profile_costs(profile)
     ms = [Method("target_only@1t", "native", main, 1, "target_only"),
           Method("target_only@2t", "native", main, 2, "target_only"),
           Method(f"hf_assisted/{main.serial_source}", "hf", main, 1, assistant=main.serial)]
@@ -68,6 +89,11 @@ def default_methods(model_cfg: dict[str, Any], same_vocab_cfg: dict[str, Any] | 
         ms.append(Method(f"hf_assisted/{main.source}", "hf", main, 1, assistant=pair.producer, tokenizers=tok))
     ms += [Method("sd", "native", main, 1, "sd"), Method("asp", "native", main, 1, "asp"),
            Method(f"as2d/{main.source}", "native", main, 1, "as2d")]
+    if main.costs is not None:
+        ms.append(Method(f"as2d_online/{main.source}", "native", main, 1, "as2d_online"))
+    if single_token_batches and main.batch_tokens != 1:
+        single = dataclasses.replace(main, producer=dataclasses.replace(main.producer, batch_tokens=1))
+        ms.append(Method(f"as2d/{main.source}@batch1", "native", single, 1, "as2d"))
     if same_vocab_cfg is not None:
         # the second producer publishes batches of the main pair's size; one target model in memory
         alt = {**same_vocab_cfg["drafter"], "batch_tokens": pair.batch_tokens}
@@ -196,14 +222,59 @@ def summarize(frames: dict[str, pl.DataFrame]) -> pl.DataFrame:
         [pl.col(c) if c in rows[0] else pl.lit(None).alias(c) for c in SUMMARY_COLUMNS])
 
 
+GOALS = {"speedup": 1.5, "vs_hf": 2.0, "slower_share": 0.05, "exact": 1.0}  # issue 12
+
+
+def goal_lines(summary: pl.DataFrame) -> list[str]:
+    """One PASS/FAIL line per issue-12 goal, judged on the fastest As²d variant."""
+    rows = {r["method"]: r for r in summary.to_dicts()}
+    ours = [m for m in rows if m.startswith("as2d")]
+    if not ours:
+        return ["no As²d method ran: no goal can be judged"]
+    best = max(ours, key=lambda m: rows[m]["tps"])
+    r = rows[best]
+
+    def line(ok: bool, text: str) -> str:
+        return f"{'PASS' if ok else 'FAIL'}  {text}"
+
+    out = [line(r["ratio_target_only"] >= GOALS["speedup"],
+                f"{best}: {r['ratio_target_only']:.2f}x the best target-only (goal >= {GOALS['speedup']}x)")]
+    if r["ratio_hf"] is not None:
+        out.append(line(r["ratio_hf"] >= GOALS["vs_hf"],
+                        f"{best}: {r['ratio_hf']:.2f}x the best HF assisted (goal >= {GOALS['vs_hf']}x)"))
+    else:
+        out.append("FAIL  no HF assisted run to compare with")
+    out.append(line(r["slower_share"] <= GOALS["slower_share"],
+                    f"{best}: {100 * r['slower_share']:.0f}% of windows slower than target-only "
+                    f"(goal <= {100 * GOALS['slower_share']:.0f}%)"))
+    exact = min(rows[m]["matched_share"] for m in ours)
+    out.append(line(exact >= GOALS["exact"], f"As²d variants: {100 * exact:.0f}% of outputs exact (goal 100%)"))
+    return out
+
+
+def machine_lines() -> list[str]:
+    from .fingerprint import fingerprint_id, machine_fingerprint
+
+    fp = machine_fingerprint()
+    return [f"machine {fingerprint_id(fp)}: " + ", ".join(f"{k}={v}" for k, v in fp.items()),
+            "load average (1/5/15 min): " + " ".join(f"{x:.2f}" for x in os.getloadavg())]
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description="Native host benchmark (issue 5): As²d vs peers on the demo windows.")
+    ap = argparse.ArgumentParser(description="Native host benchmark (issue 12): As²d vs peers on the demo windows.")
     ap.add_argument("--model", default="whisper_base")
     ap.add_argument("--same-vocab-model", default="whisper_base_int8", help="second producer's conf/model ('' = none)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--windows", type=int, default=None)
     ap.add_argument("--max-seconds", type=float, default=25.0)
     ap.add_argument("--out-dir", default="outputs/native/bench")
+    ap.add_argument("--profile", default=None,
+                    help="host profile for as2d_online's costs (default: this machine's, calibrated once if needed)")
+    ap.add_argument("--on-mismatch", choices=("calibrate", "refuse"), default="calibrate",
+                    help="no profile of this machine yet: calibrate it (cached per fingerprint) or refuse")
+    ap.add_argument("--no-online", action="store_true", help="skip as2d_online (no profile needed)")
+    ap.add_argument("--single-token-batches", action="store_true",
+                    help="also As²d with a producer that publishes every token as it is made")
     ap.add_argument("--engine", choices=("torch", "mnn"), default="torch",
                     help="mnn: MNN target-only, torch target-only, MNN As²d/SD/ASP, step/verify costs, F.6")
     args = ap.parse_args(argv)
@@ -215,13 +286,26 @@ def main(argv: Sequence[str] | None = None) -> None:
                          str(args.max_seconds), "--out-dir", f"{args.out_dir}_mnn", *windows])
     from workbench.models.registry import load_model_config
 
-    _, evals = demo_windows(args.max_seconds)
+    from .fingerprint import HostProfileMismatch, host_profile
+
+    print("\n".join(machine_lines()))
     cfg = load_model_config(args.model)
+    profile = None
+    if not args.no_online:
+        try:
+            profile = load_profile(args.profile) if args.profile else host_profile(cfg, args.on_mismatch)
+        except HostProfileMismatch as err:
+            raise SystemExit(f"bench: {err}") from None
+        print(f"costs from {profile.file}: " + ", ".join(f"K{k} {v:.1f}" for k, v in profile_costs(profile).items()
+                                                         if k <= 8) + " ms ...")
+    _, evals = demo_windows(args.max_seconds)
     alt = load_model_config(args.same_vocab_model) if args.same_vocab_model else None
-    frames = run_bench(evals[: args.windows], default_methods(cfg, alt), args.repeats, out_dir=args.out_dir)
+    frames = run_bench(evals[: args.windows], default_methods(cfg, alt, profile, args.single_token_batches),
+                       args.repeats, out_dir=args.out_dir)
     with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=250, float_precision=3):
         print(frames["summary"])
-    print(f"load: {os.getloadavg()}; windows: {len(evals[: args.windows])}, repeats: {args.repeats}")
+    print(f"windows: {len(evals[: args.windows])}, repeats: {args.repeats}")
+    print("\n".join(machine_lines()[1:] + goal_lines(frames["summary"])))
 
 
 if __name__ == "__main__":

@@ -55,6 +55,9 @@ class HostSetup:
     producer: ProducerSpec
     verifier: Placement
     settings: dict[str, dict[str, Any]]  # scheme -> complete make_scheme settings
+    # Per-width verify cost of a round on this machine (ms; its host profile), for cost-aware schemes
+    # (catalog needs_costs, e.g. as2d_online); None: such schemes cannot run on this setup.
+    costs: dict[int, float] | None = None
 
     @property
     def target(self) -> Any:
@@ -105,8 +108,12 @@ def host_setup(model: Mapping[str, Any] | ModelPair, *, overrides: Mapping[str, 
 def run_scheme(host: NativeHost, setup: HostSetup, window: AudioWindow, scheme: str) -> NativeResult:
     """One native run of ``scheme`` on ``window``; the serial drafter's audio prefill is off the clock."""
     drafter = setup.pair.new_drafter(window.audio) if scheme_spec(scheme).needs_drafter else None
+    costs = setup.costs if scheme_spec(scheme).needs_costs else None
+    if scheme_spec(scheme).needs_costs and costs is None:
+        raise ValueError(f"scheme {scheme!r} needs this machine's per-width costs: HostSetup.costs "
+                         "(workbench.native.bench.profile_costs of the host profile)")
     return host.run(window.window_id, scheme, setup.pair.new_target(window.audio), audio=window.audio,
-                    max_output=setup.max_output, drafter=drafter, params=setup.params(scheme))
+                    max_output=setup.max_output, drafter=drafter, params=setup.params(scheme), costs=costs)
 
 
 # ------------------------------------------------------------------------ repeated episodes
