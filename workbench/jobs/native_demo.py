@@ -34,7 +34,7 @@ def native_runs(cfg: DictConfig, pair: ModelPair, windows: list[Window],
     audio = [AudioWindow(w.window_id, (w.window_id,), corpus.load_audio(clips[w.window_id])) for w in chosen]
     setup = host_setup(pair, overrides={n: method_settings(cfg, n) for n in names})
     # D.3 protocol: a warm-up pass per window before the measured repetitions (cold caches, first calls)
-    ep = native_episodes(setup, audio, names, int(cfg.native.repeats), warmup=int(cfg.native.get("warmup", 1)),
+    ep = native_episodes(setup, audio, names, int(cfg.native.repeats), warmup=int(cfg.native.warmup),
                          progress=True)
     runs = episode_report(ep)
     if host_profile is not None and "as2d" in names:
