@@ -208,7 +208,7 @@ def export_whisper(model_dir: str | Path, quant: str | None = None, force: bool 
 
     if quant not in QUANTS:
         raise ValueError(f"quant={quant!r} is unknown; choose one of {QUANTS}")
-    model_dir = Path(model_dir).resolve()
+    model_dir = Path(os.path.abspath(model_dir))  # not resolve(): the cache's name is a symlink to a versioned dir
     out = export_dir(model_dir, quant)
     if not force and (out / MANIFEST).is_file():
         check_export(out, model_dir, quant)
