@@ -81,3 +81,11 @@ def test_whisper_target_validates_its_audio(audio, match):
     with pytest.raises(ValueError, match=match) as err:
         bundle.features(audio)
     assert "tiny-whisper input" in str(err.value)
+
+
+def test_audio_lm_prompts_refuse_audio_the_processor_would_cut():
+    from workbench.models.prompts import _check_audio
+
+    with pytest.raises(ValueError, match="audio LM input: is 31.00 s long"):
+        _check_audio(np.zeros(31 * 16000, np.float32))
+    assert _check_audio(_tone(1.0)).shape == (16000,)

@@ -71,7 +71,10 @@ def _check_audio(audio: np.ndarray) -> np.ndarray:
     audio = np.asarray(audio, dtype=np.float32)
     if audio.ndim != 1 or audio.size == 0 or not np.isfinite(audio).all():
         raise ValueError(f"audio must be a non-empty finite mono array at {SAMPLE_RATE} Hz, got shape {audio.shape}")
-    return audio
+    from workbench.data.audio import WHISPER_MAX_SECONDS, validate_audio
+
+    # the processors' Whisper-style feature extractors cut at 30 s without a word: refuse instead
+    return validate_audio(audio, SAMPLE_RATE, WHISPER_MAX_SECONDS, source="audio LM input")
 
 
 def qwen3_asr_prompt(processor: Any, audio: np.ndarray, language: str | None = None,
