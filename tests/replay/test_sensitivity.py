@@ -85,3 +85,13 @@ def test_a_profile_without_a_sensitivity_bound_is_refused_before_work(tmp_path: 
     path.write_text(yaml.safe_dump(raw))
     with pytest.raises(ConfigError, match="^scenarios: .*no 'high' sensitivity ratio"):
         sensitivity.validate(cfg(f"+devices=[{path}]"))
+
+
+def test_scenarios_price_the_pair_validation_froze(tmp_path: Path) -> None:
+    c = cfg("validation_fraction=0.34", "scenarios=[nominal]", "methods=[target_only]", "dataset.n_windows=9")
+    sensitivity.validate(c)
+    res = sensitivity.run(c, tmp_path)
+    _, _, row = oracle_job.select_and_oracle(load_windows(c), load_profile("k70_pro"), c)
+    assert row["validation_windows"] == 3
+    got = res.tables["sensitivity_oracle"].row(0, named=True)
+    assert got["selected"] == row["selected"] and got["tps_selected"] == pytest.approx(row["tps"], rel=1e-12)

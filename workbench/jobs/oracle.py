@@ -7,6 +7,7 @@ selection cost, against the fixed selected pair.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import polars as pl
@@ -15,7 +16,14 @@ from omegaconf import DictConfig
 from workbench.figures.paper import budget_tradeoff
 from workbench.replay.catalog import as2d_catalog, run_catalog
 from workbench.replay.profile import DeviceProfile
-from workbench.replay.selection import hindsight_oracle, select_budget, split_windows
+from workbench.replay.selection import (
+    confirm_budget,
+    hindsight_oracle,
+    select_budget,
+    split_three,
+    split_windows,
+    splits_from_labels,
+)
 from workbench.replay.sources import priced_as, profile_source
 from workbench.replay.trajectory import Window
 
@@ -38,6 +46,10 @@ def validate(cfg: DictConfig) -> None:
     frac = cfg.dataset.dev_fraction
     if not 0 < frac < 1:
         raise ConfigError("dataset.dev_fraction", f"must be in (0, 1), got {frac}")
+    vfrac = cfg.validation_fraction
+    if isinstance(vfrac, bool) or not isinstance(vfrac, (int, float)) or not 0 <= vfrac < 1 - frac:
+        raise ConfigError("validation_fraction",
+                          f"must be in [0, 1 - dataset.dev_fraction = {1 - frac:g}), got {vfrac!r}")
     for p in devices(cfg):
         for b in budgets:
             try:
@@ -46,25 +58,48 @@ def validate(cfg: DictConfig) -> None:
                 raise ConfigError("budgets", f"device {p.name!r} does not price width K={b + 1}: {err}") from err
 
 
+def _splits(ws: list[Window], cfg: DictConfig, labels: Mapping[str, str] | None) -> tuple:
+    """(dev, validation or None, test): the cohort's own splits when it drew a validation split (D.2.6),
+    else a seeded split with ``validation_fraction`` of the windows confirming the dev screen."""
+    if labels and {"dev", "validation"} <= {labels.get(w.window_id) for w in ws}:
+        return splits_from_labels(ws, labels, seed=int(cfg.seed))
+    n_dev = max(1, round(len(ws) * cfg.dataset.dev_fraction))
+    n_val = round(len(ws) * cfg.validation_fraction)
+    if n_val:
+        return split_three(ws, n_dev, n_val, seed=int(cfg.seed))
+    dev, test = split_windows(ws, n_dev, seed=int(cfg.seed))
+    return dev, None, test
+
+
 def select_and_oracle(windows: list[Window], profile: DeviceProfile, cfg: DictConfig, *, oracle: bool = True,
+                      labels: Mapping[str, str] | None = None,
                       ) -> tuple[dict[str, float], dict[str, pl.DataFrame], dict]:
-    """Budget selection on the dev split, then (optionally) the hindsight oracle on the test split."""
+    """Screen on the dev split, confirm on validation when there is one, freeze; then (optionally) the
+    hindsight oracle on the test split. ``labels``: window id -> the cohort manifest's split."""
     roles = source_roles(cfg)
     ws = priced_as(windows, profile, roles)
     sources = [profile_source(profile, s, roles) for s in (cfg.sources or sorted({s for w in windows
                                                                                         for s in w.sources}))]
     sources = [s for s in sources if s in profile.sources]
-    n_dev = max(1, round(len(ws) * cfg.dataset.dev_fraction))
-    dev, test = split_windows(ws, n_dev, seed=int(cfg.seed))
+    dev, validation, test = _splits(ws, cfg, labels)
     budgets, workers, d = _budgets(cfg), int(cfg.workers), profile.name
     sel = select_budget(dev, profile, sources, budgets, workers=workers)
+    frozen = (sel.source, sel.budget)
     tables = {f"dev_budgets_{d}": sel.table.with_columns(pl.lit(d).alias("device"))}
     metrics = {f"{d}.selected_budget": float(sel.budget), f"{d}.dev_tps": sel.dev_tps}
     row = {"device": d, "selected": f"{sel.source}/b{sel.budget}", "dev_tps": sel.dev_tps,
            "dev_windows": len(dev), "test_windows": len(test)}
+    if validation is not None:  # D.2.6: confirm the dev shortlist on validation, freeze before test
+        conf = confirm_budget(sel, validation, profile, workers=workers)
+        frozen = (conf.source, conf.budget)
+        tables[f"validation_{d}"] = conf.table.with_columns(pl.lit(d).alias("device"))
+        metrics.update({f"{d}.selected_budget": float(conf.budget), f"{d}.dev_tps": conf.dev_tps,
+                        f"{d}.validation_tps": conf.validation_tps, f"{d}.dev_pick_retained": float(conf.retained)})
+        row.update(selected=f"{conf.source}/b{conf.budget}", screened=f"{sel.source}/b{sel.budget}",
+                   dev_tps=conf.dev_tps, validation_tps=conf.validation_tps, validation_windows=len(validation))
     if oracle:
         catalog = run_catalog(test.windows, as2d_catalog(sources, budgets), profile, workers=workers)
-        rep = hindsight_oracle(catalog, (sel.source, sel.budget))
+        rep = hindsight_oracle(catalog, frozen)
         datasets = pl.DataFrame({"window_id": [w.window_id for w in ws], "dataset": [w.dataset for w in ws]})
         tables[f"oracle_{d}"] = rep.per_window.join(datasets, on="window_id", how="left").with_columns(
             pl.lit(d).alias("device"))
@@ -76,9 +111,11 @@ def select_and_oracle(windows: list[Window], profile: DeviceProfile, cfg: DictCo
 
 def run(cfg: DictConfig, out: Path) -> JobResult:
     windows = load_windows(cfg)
+    cohort = cohort_tables(cfg).get("cohort")
+    labels = dict(zip(cohort["window_id"], cohort["split"], strict=True)) if cohort is not None else None
     metrics, tables, rows = {}, {}, []
     for profile in devices(cfg):
-        m, t, row = select_and_oracle(windows, profile, cfg, oracle=cfg.job == "oracle")
+        m, t, row = select_and_oracle(windows, profile, cfg, oracle=cfg.job == "oracle", labels=labels)
         metrics.update(m)
         tables.update(t)
         rows.append(row)

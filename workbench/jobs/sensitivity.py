@@ -10,6 +10,8 @@ scenario tests the cost assumption, it does not re-select the deployment.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,15 +20,16 @@ from omegaconf import DictConfig
 
 from workbench.replay.catalog import as2d_catalog, run_catalog
 from workbench.replay.profile import DeviceProfile
-from workbench.replay.selection import hindsight_oracle, select_budget, split_windows
+from workbench.replay.selection import confirm_budget, hindsight_oracle, select_budget
 from workbench.replay.sources import priced_as, profile_source
 from workbench.replay.trajectory import Window
 
+from . import oracle as oracle_job
 from .base import ConfigError, JobResult
 from .config import budget, check_widths, devices, methods, source_roles
 from .evaluate import evaluate, summarize
-from .oracle import _budgets
-from .windows import check_dataset_root, cohort_tables, load_windows
+from .oracle import _budgets, _splits
+from .windows import cohort_tables, load_windows
 
 SCENARIOS = ("nominal", "low", "high")
 
@@ -47,14 +50,10 @@ def ratio(profile: DeviceProfile) -> float | None:
 
 
 def validate(cfg: DictConfig) -> None:
+    oracle_job.validate(cfg)  # budgets, dataset root, dev and validation shares, priced widths
     budget(cfg)
-    _budgets(cfg)
-    check_dataset_root(cfg)
     names = methods(cfg)
     wanted = scenarios(cfg)
-    frac = cfg.dataset.dev_fraction
-    if not 0 < frac < 1:
-        raise ConfigError("dataset.dev_fraction", f"must be in (0, 1), got {frac}")
     for p in devices(cfg):
         for s in wanted:
             try:
@@ -71,15 +70,18 @@ def validate(cfg: DictConfig) -> None:
 
 
 def _oracle_rows(windows: list[Window], profile: DeviceProfile, wanted: list[str], cfg: DictConfig,
-                 ) -> tuple[list[dict[str, Any]], pl.DataFrame]:
+                 labels: Mapping[str, str] | None) -> tuple[list[dict[str, Any]], pl.DataFrame]:
     """Freeze the dev-selected pair under nominal costs; repeat the oracle search per scenario."""
     roles = source_roles(cfg)
     ws = priced_as(windows, profile, roles)
     named = cfg.sources or sorted({s for w in windows for s in w.sources})
     sources = [s for s in (profile_source(profile, s, roles) for s in named) if s in profile.sources]
-    dev, test = split_windows(ws, max(1, round(len(ws) * cfg.dataset.dev_fraction)), seed=int(cfg.seed))
+    dev, validation, test = _splits(ws, cfg, labels)  # the oracle job's splits: dev, validation, test
     budgets, workers = _budgets(cfg), int(cfg.workers)
     sel = select_budget(dev, profile, sources, budgets, workers=workers)
+    if validation is not None:  # D.2.6: the confirmed pair is the one frozen for test
+        conf = confirm_budget(sel, validation, profile, workers=workers)
+        sel = replace(sel, source=conf.source, budget=conf.budget, dev_tps=conf.dev_tps)
     rows, per = [], []
     for s in wanted:
         p = profile.scenario(s)
@@ -117,9 +119,11 @@ def run(cfg: DictConfig, out: Path) -> JobResult:
     windows = load_windows(cfg)
     names, wanted = methods(cfg), scenarios(cfg)
     source = cfg.source or next(iter(windows[0].sources), None)
+    cohort = cohort_tables(cfg).get("cohort")
+    labels = dict(zip(cohort["window_id"], cohort["split"], strict=True)) if cohort is not None else None
     oracle_rows, oracle_per, abl, abl_windows = [], [], [], []
     for profile in devices(cfg):
-        rows, per = _oracle_rows(windows, profile, wanted, cfg)
+        rows, per = _oracle_rows(windows, profile, wanted, cfg, labels)
         oracle_rows += rows
         oracle_per.append(per)
         t, w = _ablation_rows(windows, profile, wanted, names, cfg, source)
@@ -143,6 +147,6 @@ def run(cfg: DictConfig, out: Path) -> JobResult:
                                                     "oracle_gap")], how="diagonal_relaxed")
     tables = {"sensitivity_oracle": oracle, "sensitivity_oracle_windows": pl.concat(oracle_per),
               "sensitivity_ablation": ablation, "windows": pl.concat(abl_windows, how="diagonal_relaxed"),
-              "summary": summary, **cohort_tables(cfg)}
+              "summary": summary, **({"cohort": cohort} if cohort is not None else {})}
     tags = {"synthetic": str(bool(cfg.dataset.synthetic)), "source": str(source), "scenarios": ",".join(wanted)}
     return JobResult(metrics, tables, {}, summary, tags)

@@ -4,6 +4,12 @@ Selection only ever sees a ``DevSplit``; ``DevSplit`` objects come only from
 :func:`split_windows`, which also returns the disjoint ``TestSplit``. Passing test windows,
 a ``TestSplit``, or a hand-made list to :func:`select_budget` is a ``TypeError``.
 
+D.2.6's full protocol has three stages: screen every setting on dev windows, confirm the dev
+shortlist on a separate ``ValidationSplit`` (:func:`confirm_budget`), and freeze the confirmed pair
+before any test window is replayed. :func:`split_three` (a seeded split, dev identical to
+``split_windows``') and :func:`splits_from_labels` (a cohort manifest's own split column) issue the
+three splits; ``confirm_budget`` accepts nothing but a ``ValidationSplit``.
+
 The oracle is evaluated on test windows: for each window it takes the minimum-time eligible
 (source, budget) at zero selection cost. A fixed configuration whose source is ineligible on a
 window falls back to Qwen at the same budget, as the paper's fixed-source controls do.
@@ -12,7 +18,7 @@ window falls back to Qwen at the same budget, as the paper's fixed-source contro
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import polars as pl
@@ -53,6 +59,10 @@ class DevSplit(_Split):
     """Development windows: the only input budget selection accepts."""
 
 
+class ValidationSplit(_Split):
+    """Validation windows: confirm the dev screen's shortlist (D.2.6); never screening, never test."""
+
+
 class TestSplit(_Split):
     """Held-out windows: for evaluation and the oracle, never for selection."""
 
@@ -66,6 +76,53 @@ def split_windows(windows: Sequence[Window], n_dev: int, seed: int = 0) -> tuple
         raise ValueError("windows: duplicate window ids; splits must be disjoint")
     if not 0 < n_dev < len(windows):
         raise ValueError(f"n_dev must be in (0, {len(windows)}), got {n_dev}")
+    order = _balanced_order(windows, seed)
+    dev, test = order[:n_dev], order[n_dev:]
+    return DevSplit._issue(dev, seed), TestSplit._issue(test, seed)
+
+
+def split_three(windows: Sequence[Window], n_dev: int, n_validation: int, seed: int = 0,
+                ) -> tuple[DevSplit, ValidationSplit, TestSplit]:
+    """Dev, validation and test windows. Dev equals ``split_windows(windows, n_dev, seed)``'s dev;
+    validation is taken from what would otherwise be test, in the same balanced order."""
+    _check_ids(windows)
+    if n_dev < 1 or n_validation < 1 or n_dev + n_validation >= len(windows):
+        raise ValueError(f"n_dev={n_dev} and n_validation={n_validation} must be >= 1 and leave test windows "
+                         f"(have {len(windows)})")
+    order = _balanced_order(windows, seed)
+    return (DevSplit._issue(order[:n_dev], seed), ValidationSplit._issue(order[n_dev:n_dev + n_validation], seed),
+            TestSplit._issue(order[n_dev + n_validation:], seed))
+
+
+def splits_from_labels(windows: Sequence[Window], labels: Mapping[str, str], seed: int = 0,
+                       ) -> tuple[DevSplit, ValidationSplit, TestSplit]:
+    """The splits a dataset's cohort drew (manifest column ``split``: dev / validation / test).
+
+    Windows of other splits (calibration) stay out; a window the manifest does not name is an error.
+    """
+    _check_ids(windows)
+    missing = [w.window_id for w in windows if w.window_id not in labels]
+    if missing:
+        raise ValueError(f"window {missing[0]!r} (and {len(missing) - 1} more) is not in the cohort manifest; "
+                         "the splits must come from the same cohort as the windows")
+    parts: dict[str, list[Window]] = {"dev": [], "validation": [], "test": []}
+    for w in windows:
+        parts.get(labels[w.window_id], []).append(w)
+    empty = [k for k, v in parts.items() if not v]
+    if empty:
+        raise ValueError(f"the cohort has no {'/'.join(empty)} windows among these {len(windows)}; "
+                         "use dataset.split=all with a cohort that draws dev, validation and test")
+    return (DevSplit._issue(parts["dev"], seed), ValidationSplit._issue(parts["validation"], seed),
+            TestSplit._issue(parts["test"], seed))
+
+
+def _check_ids(windows: Sequence[Window]) -> None:
+    ids = [w.window_id for w in windows]
+    if len(set(ids)) != len(ids):
+        raise ValueError("windows: duplicate window ids; splits must be disjoint")
+
+
+def _balanced_order(windows: Sequence[Window], seed: int) -> list[Window]:
     rng = random.Random(seed)
     by_dataset: dict[str, list[Window]] = {}
     for w in windows:
@@ -79,8 +136,7 @@ def split_windows(windows: Sequence[Window], n_dev: int, seed: int = 0) -> tuple
         for g in groups:
             if g:
                 order.append(g.pop())
-    dev, test = order[:n_dev], order[n_dev:]
-    return DevSplit._issue(dev, seed), TestSplit._issue(test, seed)
+    return order
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +175,46 @@ def select_budget(dev: DevSplit, profile: DeviceProfile, sources: Sequence[str],
     table = pl.DataFrame(rows).sort(["tps", "budget"], descending=[True, False])
     best = table.row(0, named=True)
     return Selection(best["source"], best["budget"], best["tps"], table)
+
+
+SHORTLIST = 3  # dev-screened configurations carried to validation (D.2.6: screen, then confirm)
+
+
+@dataclass(frozen=True, slots=True)
+class Confirmation:
+    """The configuration frozen for test: the validation best among the dev shortlist (D.2.6)."""
+
+    source: str
+    budget: int
+    dev_tps: float
+    validation_tps: float
+    screened: tuple[str, int]  # the dev screen's pick
+    retained: bool  # validation kept the dev pick (the paper: "the setting is retained")
+    table: pl.DataFrame  # the shortlist: source, budget, dev_tps, validation_tps
+
+
+def confirm_budget(screen: Selection, validation: ValidationSplit, profile: DeviceProfile,
+                   shortlist: int = SHORTLIST, workers: int | None = 1) -> Confirmation:
+    """Replay the dev screen's top ``shortlist`` (source, budget) on validation windows; freeze the best."""
+    if type(validation) is not ValidationSplit:
+        raise TypeError(f"confirm_budget takes a ValidationSplit (split_three / splits_from_labels), got "
+                        f"{type(validation).__name__}; dev windows screen, test windows never confirm")
+    if shortlist < 1:
+        raise ValueError(f"shortlist must be >= 1, got {shortlist}")
+    top = screen.table.head(shortlist)
+    sources = sorted(set(screen.table["source"]))  # every source: ineligible windows fall back to qwen
+    catalog = run_catalog(validation.windows, as2d_catalog(sources, sorted(set(top["budget"]))), profile,
+                          workers=workers)
+    rows = []
+    for s, b, dev_tps in top.select("source", "budget", "tps").iter_rows():
+        t = fixed_config_times(catalog, s, b)
+        rows.append({"source": s, "budget": b, "dev_tps": dev_tps,
+                     "validation_tps": t["tokens"].sum() / t["time"].sum()})
+    table = pl.DataFrame(rows).sort(["validation_tps", "budget"], descending=[True, False])
+    best = table.row(0, named=True)
+    pick = (screen.source, screen.budget)
+    return Confirmation(best["source"], best["budget"], best["dev_tps"], best["validation_tps"], pick,
+                        (best["source"], best["budget"]) == pick, table)
 
 
 @dataclass(frozen=True, slots=True)
