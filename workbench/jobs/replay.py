@@ -12,6 +12,7 @@ from pathlib import Path
 import polars as pl
 from omegaconf import DictConfig
 
+from workbench import metrics as M
 from workbench.figures.paper import decomposition, tps_cdf
 
 from .base import ConfigError, JobResult
@@ -28,6 +29,15 @@ def validate(cfg: DictConfig) -> None:
         raise ConfigError("methods", "the ablation job compares as2d with as2d_wo_td and as2d_wo_bc")
     for profile in devices(cfg):
         check_widths(profile, names, cfg)
+
+
+def work_tables(frames: dict[str, pl.DataFrame], per: pl.DataFrame) -> dict[str, pl.DataFrame]:
+    """Table 10 (work behind each configuration's TPS) and Table 11 (per-window change by regime)."""
+    out = {"work_by_config": M.work_by_config(frames["windows"], frames["rounds"])} if "rounds" in frames else {}
+    if (per["method"] == "target_only").any() and per["method"].n_unique() > 1:
+        datasets = frames["windows"].select("window_id", "dataset").unique()
+        out["regime_changes"] = M.regime_changes(per.join(datasets, on="window_id", how="left"))
+    return out
 
 
 def run(cfg: DictConfig, out: Path) -> JobResult:
@@ -47,4 +57,5 @@ def run(cfg: DictConfig, out: Path) -> JobResult:
         figures["decomposition"] = decomposition(dec)
     tags = {"synthetic": str(bool(cfg.dataset.synthetic)), "source": str(source)}
     tables = {**frames, "per_window": per, "summary": summary, **cohort_tables(cfg), **quality_tables}
+    tables.update(work_tables(frames, per))
     return JobResult(flat, tables, figures, summary, tags)
