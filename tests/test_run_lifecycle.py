@@ -82,7 +82,8 @@ def test_sigterm_ends_the_run_failed(uri, tmp_path):
 
 def _sweep(uri: str, tmp_path: Path, child_fails: bool) -> str:
     exp = f"sweep-{child_fails}"
-    cfg = OmegaConf.create({"hydra": {"sweep": {"dir": str(tmp_path / "sweep")}},
+    cfg = OmegaConf.create({"hydra": {"sweep": {"dir": str(tmp_path / "sweep")},
+                                      "overrides": {"task": ["model.budget=1,3"]}},
                             "tracking": {"uri": uri, "experiment": exp}, "job": "replay"})
     cb = SweepCallback()
     cb.on_multirun_start(cfg)
