@@ -174,3 +174,16 @@ def test_a_trajectory_dir_without_sources_parquet_is_named(tmp_path):
     (tmp_path / "sources.parquet").unlink()
     with pytest.raises(FileNotFoundError, match=r"sources\.parquet: missing"):
         load_windows(tmp_path)
+
+
+def test_the_key_is_logged_as_a_run_param(tmp_path):
+    from mlflow.tracking import MlflowClient
+
+    from workbench.traces.cache import open_trace_cache
+    from workbench.tracking import tracked_run
+
+    uri = f"sqlite:///{tmp_path}/m.db"
+    with tracked_run("keys", "r", uri=uri) as run:
+        cache = open_trace_cache(tmp_path / "traces", "pair", _model(tmp_path), {"name": "demo"}, cap=224, asp_cap=24,
+                                 corpus_version="demo-v1")
+    assert MlflowClient(uri).get_run(run.info.run_id).data.params["trace_cache_key.pair"] == cache.key.digest
