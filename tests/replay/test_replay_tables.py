@@ -48,3 +48,10 @@ def test_regime_changes_are_the_median_per_window_change_over_target_only(result
     changes = [100 * (statistics.mean(v) / base[k] - 1) for k, v in sd.items()]
     assert row["windows"] == len(changes)
     assert row["median_pct"] == pytest.approx(statistics.median(changes), rel=1e-9)
+
+
+def test_the_replay_run_carries_table6_for_its_phone(result) -> None:
+    t = result.tables["device_metadata"]  # experiment=sd_widths replays on k70_pro
+    assert t.columns == ["attribute", "Redmi K70 Pro"]
+    row = dict(zip(t["attribute"], t["Redmi K70 Pro"], strict=True))
+    assert row["Model ID"] == "23117RK66C" and row["Proposal budget b"] == "7"

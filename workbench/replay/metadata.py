@@ -143,3 +143,4 @@ def device_table(profiles: Sequence[DeviceProfile]) -> pl.DataFrame:
     for p in profiles:
         cols[p.device] = [show(p.metadata) for _, show in ROWS]
     return pl.DataFrame(cols)
+
