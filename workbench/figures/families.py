@@ -197,8 +197,9 @@ def table13_14_tradeoff(exp: str | None = None) -> Result:
     """Tables 13 / 14: source and budget trade-off -- this run's dev-split sweep beside the paper's native cases."""
     exp = exp or experiment("as2d-oracle")
     budgets, runs = tables_by_device(exp, "dev_budgets", prefix=True)
-    t14 = PV.table14().filter(pl.col("source") != "target_only")
-    paper_chart = P.budget_tradeoff(t14.select("source", "budget", "tps"),
+    # One line per drafter (the citation lives in `source` of every paper frame; the drafter in `drafter`).
+    t14 = PV.table14().filter(pl.col("drafter") != "target_only")
+    paper_chart = P.budget_tradeoff(t14.select(pl.col("drafter").alias("source"), "budget", "tps"),
                                     title="Paper (phones): native drafters on one AMI window, Redmi K70 Pro (Table 14)",
                                     subtitle=f"{PV.PAPER}; budget = max K - 1; target-only 14.58 tokens/s")
     best = budgets.sort("tps", descending=True).group_by("device", maintain_order=True).first()

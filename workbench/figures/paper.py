@@ -58,9 +58,13 @@ def batching_saving(df: pl.DataFrame, title: str = "Per-position batching saving
         "y": alt.Y("saving_pct:Q", title="Saving per verified position (%)"),
         "color": alt.Color(color, title="Device"),
     }
-    if "provenance" in df.columns:
-        enc["strokeDash"] = alt.StrokeDash("provenance:N", title="Source of numbers")
-    return alt.Chart(df).mark_line(point=True).encode(**enc).properties(width=420, height=260, title=title)
+    enc["shape"] = alt.Shape(color, legend=None)  # equal curves stay visible: distinct point shapes
+    enc["tooltip"] = ["device", "K", alt.Tooltip("saving_pct:Q", format=".1f")]
+    chart = alt.Chart(df).mark_line(point=alt.OverlayMarkDef(size=50, filled=True), opacity=0.8).encode(**enc)
+    if "provenance" in df.columns:  # one panel per source of numbers, named once in its header
+        return chart.properties(width=300, height=240).facet(
+            column=alt.Column("provenance:N", title=None, sort=["paper (phones)"])).properties(title=title)
+    return chart.properties(width=420, height=260, title=title)
 
 
 def drafting_share(df: pl.DataFrame, title: str = "Drafting share of serial SD time (Fig. 3a)") -> alt.Chart:
@@ -147,12 +151,20 @@ def decomposition(df: pl.DataFrame, title: str = "Overlap decomposition D, V, O,
                   subtitle: str | None = None) -> alt.Chart:
     """Stacked service times per method (columns method, term in {D,V,O,H}, seconds)."""
     _need(df, ["method", "term", "seconds"], "decomposition")
-    return alt.Chart(df).mark_bar().encode(
-        x=alt.X("method:N", title="Method"),
-        y=alt.Y("seconds:Q", title="Time (s)"),
-        xOffset=alt.XOffset("term:N"),
-        color=alt.Color("term:N", title="Term", sort=["D", "V", "O", "H"]),
-    ).properties(width=420, height=240, title=_title(title, subtitle))
+    if "device" in df.columns:  # jobs label rows "device/method": one panel per device, methods on x
+        df = df.with_columns(pl.col("method").str.replace(r"^[^/]+/", ""))
+    chart = alt.Chart(df).mark_bar().encode(
+        x=alt.X("method:N", title="Method", axis=alt.Axis(labelAngle=-30)),
+        y=alt.Y("seconds:Q", title="Service time per window set (s)"),
+        xOffset=alt.XOffset("term:N", sort=["D", "V", "O", "H"]),
+        color=alt.Color("term:N", title="Term (D.2.7)", sort=["D", "V", "O", "H"]),
+        tooltip=["method", "term", alt.Tooltip("seconds:Q", format=".3f")],
+    ).properties(width=260, height=200)
+    if "device" in df.columns:
+        return chart.facet(facet=alt.Facet("device:N", title="Device profile"), columns=3).resolve_scale(
+            x="independent", xOffset="independent", y="independent").properties(title=_title(
+                title, subtitle or "y scale per panel (devices differ by 10x)"))
+    return chart.properties(title=_title(title, subtitle))
 
 
 def _title(title: str, subtitle: str | None) -> alt.TitleParams | str:
@@ -172,18 +184,21 @@ def side_by_side_bars(df: pl.DataFrame, x: str, y: str, color: str, title: str, 
         color=alt.Color(f"{color}:N", title=color_title),
         tooltip=[x, color, alt.Tooltip(f"{y}:Q", format=".2f")],
     ).properties(width=300, height=220)
+    # One shared y scale (the panels compare directly); x and its offset resolved per panel, or Vega-Lite
+    # shares the offset band across panels and draws hairline bars.
     return base.facet(column=alt.Column("provenance:N", title=None, sort=["paper (phones)"])).resolve_scale(
-        x="independent", y="independent").properties(title=_title(title, subtitle))
+        x="independent", xOffset="independent", y="shared").properties(title=_title(title, subtitle))
 
 
 def saving_panels(df: pl.DataFrame, title: str = "Per-position batching saving R(K) (Fig. 8, eq. 2)",
                   subtitle: str | None = None) -> alt.FacetChart:
     """R(K) lines per device, one panel per provenance (phone profiles, host measured, paper text)."""
     _need(df, ["device", "K", "saving_pct", "provenance"], "saving_panels")
-    base = alt.Chart(df).mark_line(point=True).encode(
+    base = alt.Chart(df).mark_line(point=alt.OverlayMarkDef(size=60, filled=True), opacity=0.75).encode(
         x=alt.X("K:Q", title="Physical verification width K (tokens)", scale=alt.Scale(domainMin=1)),
         y=alt.Y("saving_pct:Q", title="Saving per verified position R(K) (%)"),
         color=alt.Color("device:N", title="Device"),
+        shape=alt.Shape("device:N", legend=None),  # equal curves (derived profiles) stay distinguishable
         tooltip=["device", "K", alt.Tooltip("saving_pct:Q", format=".1f")],
     ).properties(width=260, height=220)
     return base.facet(column=alt.Column("provenance:N", title=None)).properties(title=_title(title, subtitle))

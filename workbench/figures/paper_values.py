@@ -143,7 +143,7 @@ def table14() -> pl.DataFrame:
             ("parakeet", 4, 16.25, 11.5, 39, 172), ("parakeet", 8, 15.66, 7.4, 43, 168),
             ("sensevoice", 3, 16.03, 10.0, 24, 187), ("sensevoice", 4, 16.03, 9.9, 26, 185),
             ("sensevoice", 8, 15.94, 9.3, 30, 181)]
-    return _frame([{"device": "k70_pro", "source": s, "max_K": k, "budget": k - 1, "tps": t, "gain_pct": g,
+    return _frame([{"device": "k70_pro", "drafter": s, "max_K": k, "budget": k - 1, "tps": t, "gain_pct": g,
                     "extra_tokens": e, "target_calls": c} for s, k, t, g, e, c in rows],
                   "Table 14 (D.4.5), native, one AMI window")
 

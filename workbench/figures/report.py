@@ -40,7 +40,7 @@ def run_subtitle(runs: list[Run]) -> str:
     if not runs:
         return "paper values only"
     parts = []
-    for r in runs:
+    for r in {r.info.run_id: r for r in runs}.values():  # a run feeding two tables is named once
         synthetic = r.data.tags.get("synthetic") == "True"
         parts.append(f"{r.data.tags.get('job', '?')} run {r.info.run_id[:8]}"
                      + (" (SYNTHETIC windows, not speech)" if synthetic else ""))
@@ -84,7 +84,19 @@ def show(result: Result | None) -> None:
             display(Markdown(f"**{label}**"))
             display(df)
     for chart in result.charts.values():
-        display(chart)
+        display(as_image(chart))
+
+
+def as_image(chart: alt.TopLevelMixin) -> Any:
+    """The chart as a PNG rendered here by vl-convert: no Vega from a CDN, so it shows offline (JupyterLab
+    without internet), and an executed notebook keeps the figure as an image."""
+    import vl_convert as vlc
+
+    try:
+        from IPython.display import Image
+    except ImportError:
+        return chart
+    return Image(data=vlc.vegalite_to_png(chart.to_json(), scale=1.5))
 
 
 def export(result: Result | None, out_dir: Path | None = None, log: bool = True) -> list[Path]:

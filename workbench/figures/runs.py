@@ -56,9 +56,30 @@ def store_uri(uri: str | None = None) -> str:
     return f"sqlite:///{root / 'mlruns' / 'mlflow.db'}"
 
 
-def experiment(default: str) -> str:
-    """The experiment a notebook reads: ``$AS2D_NOTEBOOK_EXPERIMENT`` if set, else ``default``."""
-    return os.environ.get(EXPERIMENT_ENV) or default
+# Where every notebook looks when its own job's experiment has no runs: `make demo` feeds them all.
+DEMO_EXPERIMENT = "as2d-demo"
+
+
+def _has_runs(name: str, uri: str | None = None) -> bool:
+    client, _ = _client(uri)
+    exp = client.get_experiment_by_name(name) if client is not None else None
+    if exp is None:
+        return False
+    return bool(client.search_runs([exp.experiment_id], "attributes.status = 'FINISHED'", max_results=1))
+
+
+def experiment(default: str, uri: str | None = None) -> str:
+    """The experiment a notebook reads.
+
+    ``$AS2D_NOTEBOOK_EXPERIMENT`` if set; else ``default`` (the job's own, e.g. ``as2d-replay``) when it
+    has finished runs; else the demo's experiment when it has, so after ``make demo`` every notebook
+    shows the demo's data with no setup; else ``default`` (whose "no runs" line names both commands).
+    """
+    if os.environ.get(EXPERIMENT_ENV):
+        return os.environ[EXPERIMENT_ENV]
+    if not _has_runs(default, uri) and _has_runs(DEMO_EXPERIMENT, uri):
+        return DEMO_EXPERIMENT
+    return default
 
 
 def _client(uri: str | None) -> tuple[MlflowClient, str]:
@@ -66,12 +87,17 @@ def _client(uri: str | None) -> tuple[MlflowClient, str]:
     if u.startswith("sqlite:///") and not Path(u[len("sqlite:///"):]).exists():
         # Opening a missing sqlite file would create an empty store; say "no runs" instead.
         return None, u  # type: ignore[return-value]
+    from workbench.tracking import relocate_store
+
+    relocate_store(u)  # a copied mlruns/ still finds its artifacts
     return MlflowClient(tracking_uri=u), u
 
 
 def _hint(name: str) -> str:
     cmd = HINTS.get(name) or HINTS.get(name.split(":")[0]) or "python -m workbench.run experiment=<name>"
-    return f"run `{cmd}` first"
+    if name == DEMO_EXPERIMENT:
+        return f"run `make demo` (or `{cmd}`) first"
+    return f"run `make demo` (feeds every notebook) or `{cmd}` first"
 
 
 def find_runs(experiment_name: str, tags: Mapping[str, str] | None = None, uri: str | None = None,
@@ -95,7 +121,8 @@ def find_runs(experiment_name: str, tags: Mapping[str, str] | None = None, uri: 
         filters.append(f"tags.`{k}` = '{v}'")
     runs = client.search_runs([exp.experiment_id], " and ".join(filters), order_by=["attributes.start_time DESC"],
                               max_results=500)
-    runs = [r for r in runs if "sweep_dir" not in r.data.tags]
+    # Sweep parents and per-configuration child runs carry no tables; the job runs do.
+    runs = [r for r in runs if "sweep_dir" not in r.data.tags and r.data.tags.get("as2d.role") != "config"]
     if not runs:
         raise NoRuns(f"no {status.lower() if status else ''} runs in experiment '{experiment_name}'{where} at {u}: "
                      f"{_hint(experiment_name)}")
