@@ -211,6 +211,39 @@ def store_lock(uri: str) -> Iterator[None]:
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
+def relocate_store(uri: str) -> int:
+    """Point a copied local store's artifact locations at the ``artifacts/`` folder beside it.
+
+    MLflow records absolute artifact URIs; a ``mlruns/`` copied or moved elsewhere would keep pointing
+    at the old place. Rows under another local ``.../artifacts`` root are rewritten to this store's
+    ``artifacts/`` when that folder holds their runs' files. Returns the rows changed (remote stores: 0).
+    """
+    if not uri.startswith("sqlite:///"):
+        return 0
+    import sqlite3
+
+    db = Path(uri[len("sqlite:///"):])
+    here = db.resolve().parent / "artifacts"
+    if not db.exists() or not here.is_dir():
+        return 0
+    new = here.as_uri()
+    changed = 0
+    with contextlib.closing(sqlite3.connect(db)) as con:
+        rows = con.execute("select artifact_location from experiments where artifact_location like 'file:///%'")
+        for (loc,) in rows.fetchall():
+            if loc == new or not loc.endswith("/artifacts"):
+                continue
+            run = con.execute("select run_uuid from runs where artifact_uri like ? || '/%' limit 1", (loc,)).fetchone()
+            if run is None or not (here / run[0]).is_dir():  # the artifacts beside this store are not that root's
+                continue
+            with con:
+                changed += con.execute("update experiments set artifact_location = ? where artifact_location = ?",
+                                       (new, loc)).rowcount
+                changed += con.execute("update runs set artifact_uri = ? || substr(artifact_uri, ?) "
+                                       "where artifact_uri like ? || '/%'", (new, len(loc) + 1, loc)).rowcount
+    return changed
+
+
 def prepare_store(uri: str) -> None:
     """Make ``uri`` the tracking store, creating its schema under the store lock (once per process)."""
     mlflow.set_tracking_uri(uri)
@@ -218,6 +251,7 @@ def prepare_store(uri: str) -> None:
         return
     with store_lock(uri):
         MlflowClient(uri).search_experiments(max_results=1)  # instantiating the store creates/migrates it
+        relocate_store(uri)  # a copied mlruns/ keeps working
     _prepared.add(uri)
 
 
