@@ -30,9 +30,9 @@ def _cfg(name: str, *overrides: str):
 def pair_name():
     name = f"test-trace-key-{uuid.uuid4().hex[:8]}"
     yield name
-    for d in (cache_root() / "traces").glob(f"{name}-*"):
-        shutil.rmtree(d, ignore_errors=True)
-    shutil.rmtree(cache_root() / "traces" / "quarantine", ignore_errors=True)
+    traces = cache_root() / "traces"
+    for d in [*traces.glob(f"{name}-*"), *(traces / "quarantine").glob(f"{name}-*")]:
+        shutil.rmtree(d, ignore_errors=True)  # only this test's folders: the cache is shared
 
 
 def test_changed_cap_recollects_and_says_so_then_reuses(pair_name, caplog):
