@@ -61,6 +61,7 @@ class NativeResult:
     producer_forwards: int = 0
     placement: dict[str, Any] = field(default_factory=dict)
     fault: str | None = None
+    origin: float = math.nan  # the decode clock's zero on time.perf_counter (s): on-demand request timing
 
     @property
     def tps(self) -> float:
@@ -187,7 +188,7 @@ class NativeHost:
                 self.stop_evt.set()
         result = NativeResult(window_id, scheme_name, tuple(scheme.output), tuple(records), tuple(stages),
                               t_eos, t_eos, capped=bool(records) and records[-1].outcome == "cap",
-                              placement=dict(self.placement))
+                              placement=dict(self.placement), origin=t0)
         if not decoupled:
             return result
         try:
