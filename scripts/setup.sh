@@ -16,6 +16,8 @@ APT_PACKAGES=(
   adb                    # the real adb server for phone_runner (issue 15)
   cmake                  # host build of the C++ on-device runner, phone_runner/runner (issue 16)
   g++                    # host build of the C++ on-device runner, phone_runner/runner (issue 16)
+  chromium               # headless browser for tests/browser: MLflow UI and JupyterLab (issue 20)
+  chromium-driver        # chromedriver that Selenium drives Chromium with (issue 20)
 )
 
 in_ci() { case "${CI:-}" in "" | 0 | false | no) return 1 ;; *) return 0 ;; esac; }

@@ -1,4 +1,7 @@
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -54,3 +57,16 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int) -> None:  # noqa:
         for line in _unexpected_skips:
             terminalreporter.line(line, red=True)
         terminalreporter.line(f"{len(_unexpected_skips)} unexpected skip(s): the run fails (CI is set)", red=True)
+
+
+@pytest.fixture(scope="session")
+def demo_store(tmp_path_factory):
+    """The reduced demo, run ONCE per session (tests/test_demo.py, tests/browser): (dir, db, stdout)."""
+    d = tmp_path_factory.mktemp("demo")
+    db = d / "mlflow.db"
+    res = subprocess.run(
+        [sys.executable, "-m", "workbench.run", "experiment=demo", "dataset.max_windows=4", "native.max_windows=1",
+         "budgets=[1,3,7]", f"tracking.uri=sqlite:///{db}", f"hydra.run.dir={d}/out"],
+        cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True, timeout=3000)
+    assert res.returncode == 0, res.stderr[-4000:]
+    return d, db, res.stdout

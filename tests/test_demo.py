@@ -21,16 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def demo_store(tmp_path_factory):
-    d = tmp_path_factory.mktemp("demo")
-    db = d / "mlflow.db"
-    res = subprocess.run(
-        [sys.executable, "-m", "workbench.run", "experiment=demo", "dataset.max_windows=4", "native.max_windows=1",
-         "budgets=[1,3,7]", f"tracking.uri=sqlite:///{db}", f"hydra.run.dir={d}/out"],
-        cwd=ROOT, capture_output=True, text=True, timeout=3000)
-    assert res.returncode == 0, res.stderr[-4000:]
-    return d, db, res.stdout
+# demo_store: the reduced demo, session-scoped in tests/conftest.py (shared with tests/browser).
 
 
 def _free_port() -> int:
