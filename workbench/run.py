@@ -38,6 +38,8 @@ JOBS = {
     "phone_info": "phone",  # phone_runner over adb (issue 15)
     "calibrate_phone": "phone",
     "native_phone": "phone",
+    "ondemand": "ondemand",  # native on-demand requests, Fig. 7 (issue 18)
+    "streaming": "streaming",  # sustained native streaming, Fig. 9 / Table 16 (issue 18)
 }
 
 
@@ -85,6 +87,24 @@ def print_summary(result: JobResult, names: list[str] | None = None) -> None:
     with pl.Config(tbl_rows=60, tbl_cols=20, tbl_width_chars=180, float_precision=3, tbl_hide_dataframe_shape=True,
                    tbl_hide_column_data_types=True):
         say(str(table))
+
+
+AGREEMENT_TARGET_PCT = 5.0  # D.3: replay within 5% of native TPS
+
+
+def print_checks(metrics: dict[str, float]) -> None:
+    """Oracle gap per device and replay-vs-native agreement (pass/fail against the 5% target), when measured."""
+    gaps = {k[: -len(".oracle_gap")]: v for k, v in metrics.items() if k.endswith(".oracle_gap")}
+    for device, gap in gaps.items():
+        sel, orc = metrics.get(f"{device}.tps_selected"), metrics.get(f"{device}.tps_oracle")
+        extra = f" (selected {sel:.2f} vs oracle {orc:.2f} tokens/s)" if sel is not None and orc is not None else ""
+        say(f"oracle gap {device}: {gap:.3g}{extra}")
+    for key in ("agreement.mae_pct", "agreement.pooled_error_pct"):
+        if key in metrics:
+            err = abs(metrics[key])
+            verdict = "PASS" if err <= AGREEMENT_TARGET_PCT else "FAIL"
+            say(f"replay vs native agreement {key.split('.')[1]}: {err:.2f}% -> {verdict} "
+                f"(target <= {AGREEMENT_TARGET_PCT:g}%; timing on a loaded machine is noisy)")
 
 
 def overrides() -> list[str]:
@@ -155,6 +175,7 @@ def execute(cfg: DictConfig) -> JobResult:
         if result.metrics.get("exactness_mismatches", 0) > 0:
             log.error("%d window(s) did NOT match the greedy target output", result.metrics["exactness_mismatches"])
     print_summary(result, names)
+    print_checks(result.metrics)
     uri = mlflow.get_tracking_uri()
     say(f"MLflow run {run.info.run_id} ({len(names)} configuration child runs) in experiment "
         f"{experiment_name(cfg)!r}")

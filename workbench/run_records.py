@@ -103,6 +103,25 @@ def _configs(tables: Mapping[str, pl.DataFrame], device: str, method: str) -> li
         maintain_order=True).to_list()
 
 
+def source_names(params: Mapping[str, str]) -> dict[str, str]:
+    """Profile source name -> what produced it, from a run's flat params (``source_roles.*``, ``model.*``).
+
+    ``{"qwen": "whisper-tiny.en (priced as qwen)", "parakeet": "pocketsphinx_en (priced as parakeet)"}``:
+    a phone profile prices this run's producer with the paper's model costs; the legend must say so.
+    """
+    if params.get("dataset.synthetic") == "True":
+        made = {"producer": "synthetic trajectories", "chunk": "synthetic trajectories"}
+    else:
+        external = params.get("model.external_sources", "").strip("[]").replace("'", "").split(",")[0].strip()
+        made = {"producer": params.get("model.drafter.name", ""), "chunk": external}
+    out = {}
+    for role, who in made.items():
+        priced = params.get(f"source_roles.{role}")
+        if priced and who and who != priced:
+            out[priced] = f"{who} (priced as {priced})"
+    return out
+
+
 def source_label(source: str, producer: str | None, synthetic: bool) -> str:
     """A candidate source named by what produced it: ``whisper-tiny.en (priced as qwen)``."""
     made_by = "synthetic trajectories" if synthetic else producer
@@ -121,6 +140,7 @@ def child_records(summary: pl.DataFrame, metrics: Mapping[str, float], tables: M
     """One record per summary row: ``name``, ``params`` (= tags) and plain-named ``metrics``."""
     synthetic = bool(cfg.get("dataset", {}).get("synthetic", False))
     producer = str(cfg.model.drafter.name) if cfg.get("model") is not None and cfg.model.get("drafter") else None
+    names = source_names(flatten(cfg))
     out = []
     for row in summary.iter_rows(named=True):
         device, method = str(row.get("device")), str(row.get("method"))
@@ -131,7 +151,7 @@ def child_records(summary: pl.DataFrame, metrics: Mapping[str, float], tables: M
             fields = {"config": ",".join(configs)}
         params = {"device": device, "method": method, "clock": clock, "job": str(cfg.get("job")), **fields}
         if "source" in fields:
-            params["source_label"] = source_label(fields["source"], producer, synthetic)
+            params["source_label"] = names.get(fields["source"]) or source_label(fields["source"], producer, synthetic)
         params["synthetic"] = str(synthetic)
         m = {k: row[k] for k in CHILD_METRICS if k in row}
         if method.startswith("as2d") and clock == "replay":
@@ -142,7 +162,7 @@ def child_records(summary: pl.DataFrame, metrics: Mapping[str, float], tables: M
     return out
 
 
-__all__ = ["ROLE_TAG", "child_records", "device_names", "parse_label", "profile_files", "source_label",
+__all__ = ["ROLE_TAG", "child_records", "device_names", "parse_label", "profile_files", "source_label", "source_names",
            "summary_html", "summary_markdown", "used_params"]
 
 
