@@ -3,7 +3,8 @@
 D.4.3 repeats the full oracle search "under nominal, low-ratio, and high-ratio scenarios"; D.5.1-D.5.3
 replace the extrapolated concurrent/idle ratio of the w/o-BC arm by the profile's stated extremes.
 ``DeviceProfile.scenario`` makes each variant (only the extrapolated ratio changes: direct concurrent
-figures, source, publication and idle costs stay fixed). The deployed (source, budget) is selected
+figures, source, publication and idle costs stay fixed, and with ``fixed_widths: 8`` so do physical
+K1-8, as D.4.3 states; the larger, modeled widths move). The deployed (source, budget) is selected
 once on the development split under nominal costs and frozen before any scenario (D.2.6): a cost
 scenario tests the cost assumption, it does not re-select the deployment.
 """
@@ -43,6 +44,14 @@ def scenarios(cfg: DictConfig) -> list[str]:
     return names
 
 
+def fixed_widths(cfg: DictConfig) -> int | None:
+    """Widths whose concurrent cost stays nominal in every scenario (D.4.3: physical K1-8)."""
+    k = cfg.fixed_widths
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+        raise ConfigError("fixed_widths", f"a physical width >= 1, or null, got {k!r}")
+    return k
+
+
 def ratio(profile: DeviceProfile) -> float | None:
     """The concurrent/idle ratio a scenario sets: the constant factor, else the median-ratio fallback."""
     v = profile.verifier
@@ -57,7 +66,7 @@ def validate(cfg: DictConfig) -> None:
     for p in devices(cfg):
         for s in wanted:
             try:
-                check_widths(p.scenario(s), names, cfg)
+                check_widths(p.scenario(s, fixed_widths(cfg)), names, cfg)
             except ValueError as err:
                 if isinstance(err, ConfigError):
                     raise
@@ -84,7 +93,7 @@ def _oracle_rows(windows: list[Window], profile: DeviceProfile, wanted: list[str
         sel = replace(sel, source=conf.source, budget=conf.budget, dev_tps=conf.dev_tps)
     rows, per = [], []
     for s in wanted:
-        p = profile.scenario(s)
+        p = profile.scenario(s, fixed_widths(cfg))
         rep = hindsight_oracle(run_catalog(test.windows, as2d_catalog(sources, budgets), p, workers=workers),
                                (sel.source, sel.budget))
         rows.append({"device": profile.name, "scenario": s, "ratio": ratio(p),
@@ -100,7 +109,7 @@ def _ablation_rows(windows: list[Window], profile: DeviceProfile, wanted: list[s
     """Every ablation arm replayed under each scenario: pooled TPS and the change from nominal."""
     summaries, per = [], []
     for s in wanted:
-        p = profile.scenario(s)
+        p = profile.scenario(s, fixed_widths(cfg))
         frames = evaluate(windows, names, [p], cfg, source, keep_rounds=False)
         summary, _ = summarize(frames)
         tag = (pl.lit(profile.name).alias("device"), pl.lit(s).alias("scenario"))

@@ -178,11 +178,13 @@ class DeviceProfile:
             )
         return self.asp.kv_refresh_ms[k]
 
-    def scenario(self, which: Scenario) -> DeviceProfile:
+    def scenario(self, which: Scenario, fixed_up_to: int | None = None) -> DeviceProfile:
         """Cost-sensitivity variant (D.4.3): replace the extrapolated concurrent ratio.
 
         Widths with a direct concurrent figure keep it; the constant factor or the median-ratio
-        fallback is replaced by the profile's stated low/high ratio.
+        fallback is replaced by the profile's stated low/high ratio. With ``fixed_up_to=8``, physical
+        K1-8 keep their nominal concurrent cost too (D.4.3: "physical K1-8 costs remain fixed";
+        D.5.1-D.5.3 vary only the rounds above K8), so only the larger, modeled widths move.
         """
         if which == "nominal":
             return self
@@ -190,8 +192,12 @@ class DeviceProfile:
         if ratio is None:
             raise ValueError(f"{self.file}: no '{which}' sensitivity ratio in verifier.concurrent")
         v = self.verifier
+        keep = {k: v.cost_ms(k, True, self.name) for k in v.idle_ms
+                if fixed_up_to is not None and k <= fixed_up_to and k not in v.concurrent_ms
+                and (v.factor is not None or v.fallback_ratio is not None)}
         new = replace(v, factor=ratio if v.factor is not None else None,
-                      fallback_ratio=ratio if v.factor is None and v.fallback_ratio is not None else None)
+                      fallback_ratio=ratio if v.factor is None and v.fallback_ratio is not None else None,
+                      concurrent_ms=MappingProxyType(dict(sorted({**v.concurrent_ms, **keep}.items()))))
         return replace(self, verifier=new, name=f"{self.name}@{which}")
 
 
