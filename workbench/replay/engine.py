@@ -90,6 +90,8 @@ def _scheme(window: Window, cfg: ReplayConfig, buffer: object | None, price: Pri
     if cfg.spec.needs_costs:  # what a round costs while the producer runs, plus the round's fixed overhead
         costs = {k: c + price.loop_s + price.align_s for k, c in price.conc_s.items()}
         costs.setdefault(1, price.step_s + price.loop_s + price.align_s)
+        if cfg.spec.needs_drafter:  # key 0: one serial drafter forward (hybrid candidates, issue 19)
+            costs[0] = price.forward_s
     return make_scheme(cfg.scheme, max_output=window.max_output, eos_id=window.eos_id, drafter=drafter,
                        source=buffer, costs=costs, **cfg.settings)
 
@@ -170,7 +172,8 @@ class _ProducerClock:
         return self.t
 
     def start(self, call: Call, t_decide: float) -> float:
-        return t_decide + self.price.align_s
+        # Hybrid candidates (issue 19) draft serially in the verifier's loop before the call.
+        return t_decide + self.price.align_s + self.price.draft(call.work)
 
     def end(self, call: Call, t_start: float) -> float:
         price, producer, static_end = self.price, self.producer, self.static_end

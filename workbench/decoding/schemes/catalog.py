@@ -24,11 +24,14 @@ from typing import Any
 
 from ..alignment import ANCHOR_NEXT_TOKEN, DEFAULT_ALIGN_SPAN
 from ..protocols import Drafter
+from .adaptive import As2dAdaptive
 from .as2d import As2d, CandidateSource
 from .asp import ASP_CAP, ASP_THRESHOLD, SpecASR
 from .base import Scheme
+from .hybrid import As2dHybrid
 from .online import As2dOnline
 from .sd import StandardSD
+from .substitution import As2dSubstitution
 from .target_only import TargetOnly
 
 DEFAULT_BUDGET = 7  # As²d proposal budget b when nothing selects one (jobs take model.budget)
@@ -90,7 +93,7 @@ class SchemeSpec:
 
     def proposal_budget(self, **settings: Any) -> int | None:
         """The budget a catalog row reports: As²d's b, or the cap of the ablations built on it."""
-        if self.name not in ("as2d", "as2d_wo_td", "as2d_wo_bc", "as2d_online"):
+        if self.name not in ("as2d", "as2d_wo_td", "as2d_wo_bc", "as2d_online", *ADAPTIVE):
             return None
         return int(self.settings(**settings)[self.chain_setting])
 
@@ -148,6 +151,25 @@ def _as2d_online(*, max_output: int, eos_id: int | None, source: CandidateSource
                       lookback=lookback, confidence_required=False, anchor_order=anchor_order)
 
 
+def _as2d_subst(*, max_output: int, eos_id: int | None, source: CandidateSource, budget: int,
+                threshold: float | None, span: int, lookback: int | None, anchor_order: str, **_: Any) -> Scheme:
+    return As2dSubstitution(source, budget, max_output, eos_id, span, threshold, lookback,
+                            confidence_required=False, anchor_order=anchor_order)
+
+
+def _as2d_hybrid(*, max_output: int, eos_id: int | None, source: CandidateSource, drafter: Drafter, budget: int,
+                 threshold: float | None, span: int, lookback: int | None, anchor_order: str, **_: Any) -> Scheme:
+    return As2dHybrid(source, drafter, budget, max_output, eos_id, span=span, threshold=threshold,
+                      lookback=lookback, confidence_required=False, anchor_order=anchor_order)
+
+
+def _as2d_adaptive(*, max_output: int, eos_id: int | None, source: CandidateSource, drafter: Drafter | None,
+                   budget: int, threshold: float | None, span: int, lookback: int | None, anchor_order: str,
+                   costs: Mapping[int, float], decay: float, hybrid: bool, **_: Any) -> Scheme:
+    return As2dAdaptive(source, budget, max_output, eos_id, costs, decay, drafter if hybrid else None, span=span,
+                        threshold=threshold, lookback=lookback, confidence_required=False, anchor_order=anchor_order)
+
+
 def _spec(name: str, label: str, factory: Callable[..., Scheme], *, decoupled: bool = False,
           needs_drafter: bool = False, chain: str | None = None, tag: str = "", needs_costs: bool = False,
           **defaults: Any) -> SchemeSpec:
@@ -174,7 +196,18 @@ CATALOG: Mapping[str, SchemeSpec] = MappingProxyType({s.name: s for s in (
     # candidates worth their verify time (decoding/width.py). ``decay`` forgets old outcomes.
     _spec("as2d_online", "As²d online budget", _as2d_online, decoupled=True, chain="budget", tag="b",
           needs_costs=True, budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD, decay=0.9, **_ALIGN),
+    # Issue 19 variants (schemes/substitution.py, hybrid.py, adaptive.py): after a rejection verify
+    # the correction plus the continuation (substitution guess); draft when the buffer has nothing
+    # usable (hybrid candidates, F.1); and all of them with the online budget in one scheme.
+    _spec("as2d_subst", "As²d substitution guess", _as2d_subst, decoupled=True, chain="budget", tag="b",
+          budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD, **_ALIGN),
+    _spec("as2d_hybrid", "As²d hybrid candidates", _as2d_hybrid, decoupled=True, needs_drafter=True,
+          chain="budget", tag="b", budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD, **_ALIGN),
+    _spec("as2d_adaptive", "Adaptive As²d", _as2d_adaptive, decoupled=True, needs_drafter=True, chain="budget",
+          tag="b", needs_costs=True, budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD, decay=0.9, hybrid=True,
+          **_ALIGN),
 )})
+ADAPTIVE: tuple[str, ...] = ("as2d_subst", "as2d_hybrid", "as2d_adaptive")
 
 DECOUPLED: frozenset[str] = frozenset(n for n, s in CATALOG.items() if s.decoupled)
 SERIAL: frozenset[str] = frozenset(n for n, s in CATALOG.items() if s.serial)

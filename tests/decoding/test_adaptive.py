@@ -1,0 +1,79 @@
+"""Issue 19 variants on hand-built windows: what each one verifies, and that the output stays exact."""
+
+from __future__ import annotations
+
+import pytest
+
+from workbench.decoding import PublicationBuffer, ReferenceTarget, audit_exact, decode, make_scheme
+from workbench.decoding.drafter import TrajectoryDrafter
+from workbench.decoding.records import FRESH
+
+EOS, VOCAB = 99, 100
+R0, A, B, X, Y, D, E = 1, 2, 3, 4, 5, 6, 7
+
+
+def buffer(tokens, t=0.0) -> PublicationBuffer:
+    return PublicationBuffer.from_stream(tokens, [t] * len(tokens), [0.9] * len(tokens), vocab_size=VOCAB)
+
+
+def drafter_for(reference, conf=0.9) -> TrajectoryDrafter:
+    """A drafter that proposes the reference's continuation after every committed prefix."""
+    return TrajectoryDrafter(reference, {c: (reference[c:], [conf] * len(reference[c:]))
+                                         for c in range(1, len(reference) + 1)})
+
+
+def run(name, reference, stream, t_publish=0.0, costs=None, **settings):
+    scheme = make_scheme(name, max_output=len(reference) + 4, eos_id=EOS, source=buffer(stream, t_publish),
+                         drafter=drafter_for(reference), costs=costs, **settings)
+    res = decode(scheme, ReferenceTarget(reference, EOS, VOCAB))
+    audit_exact(res.output, reference, name)
+    return res.records
+
+
+SUBSTITUTED = [R0, A, B, Y, D, E, EOS]  # the producer heard X where the target says Y
+PRODUCED = [R0, A, B, X, D, E, EOS]
+
+
+def test_as2d_spends_a_plain_step_on_the_correction_and_the_guess_does_not():
+    plain = run("as2d", SUBSTITUTED, PRODUCED)
+    assert [(r.width, r.accepted, r.k1_reason) for r in plain] == [
+        (7, 2, None), (1, 0, "correction"), (3, 2, None)]
+    guess = run("as2d_subst", SUBSTITUTED, PRODUCED)
+    # Round 1 verifies the correction Y plus the continuation after the mismatch slot: d, e, EOS.
+    assert [(r.width, r.accepted) for r in guess] == [(7, 2), (4, 3)]
+    assert guess[1].chain == (D, E, EOS) and guess[1].provenance == (4, 5, 6)
+
+
+def test_a_wrong_guess_falls_back_to_the_papers_realignment():
+    inserted = [R0, A, B, Y, X, D, E, EOS]  # the target inserted Y: no substitution happened
+    recs = run("as2d_subst", inserted, PRODUCED)
+    assert recs[1].chain[0] == D and recs[1].accepted == 0  # the guess is verified and rejected
+    # Next round anchors the target's X at its buffer slot and reuses d, e, EOS.
+    assert recs[2].provenance[0] == 4 and recs[2].accepted == 3
+
+
+def test_hybrid_drafts_when_the_buffer_has_nothing_and_reads_the_buffer_otherwise():
+    late = run("as2d_hybrid", SUBSTITUTED, PRODUCED, t_publish=1e9)  # never published in time
+    assert late[0].provenance[0] == FRESH and late[0].work.forwards > 0
+    assert len(late) == 1  # the drafter proposes the reference: one round commits everything
+    ready = run("as2d_hybrid", SUBSTITUTED, PRODUCED)
+    assert ready[0].provenance[0] == 1 and ready[0].work.forwards == 0
+
+
+@pytest.mark.parametrize("verify", [1.0, 100.0])
+def test_adaptive_verifies_wide_when_cheap_and_steps_when_verifies_cost_too_much(verify):
+    reference = [R0, A, B, D, E, X, Y, D, E, A, EOS]
+    costs = {1: 1.0, **{k: verify for k in range(2, 26)}}
+    recs = run("as2d_adaptive", reference, reference, costs=costs, budget=24, hybrid=False)
+    if verify == 1.0:  # a wide verify costs a step: verify every ready candidate
+        assert recs[0].width == len(reference)
+    else:  # no chain can earn 100 steps' worth: plain steps only
+        assert all(r.width == 1 for r in recs) and recs[0].k1_reason == "cost"
+
+
+def test_adaptive_drafts_only_when_drafting_is_worth_it():
+    costs = {1: 1.0, **{k: 1.0 for k in range(2, 26)}}
+    cheap = run("as2d_adaptive", SUBSTITUTED, PRODUCED, t_publish=1e9, costs={**costs, 0: 0.01})
+    assert cheap[0].provenance and cheap[0].provenance[0] == FRESH
+    dear = run("as2d_adaptive", SUBSTITUTED, PRODUCED, t_publish=1e9, costs={**costs, 0: 50.0})
+    assert all(r.width == 1 and r.work.forwards == 0 for r in dear)
