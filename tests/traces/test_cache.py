@@ -45,6 +45,7 @@ def test_key_changes_with_everything_that_determines_the_traces(tmp_path):
         "dtype": _key(_model(tmp_path, dtype="bfloat16")),
         "corpus": _key(base, corpus="demo-v2"),
         "prompt": _key({**base, "target": {**base["target"], "prompt": "Transcribe:"}}),
+        "engine": _key({**base, "engine": "mnn"}),
     }
     for what, other in changed.items():
         assert other.digest != k.digest, what

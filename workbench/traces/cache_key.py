@@ -34,7 +34,7 @@ from workbench.traces.schema import SCHEMA_VERSION
 KEY_VERSION = 1  # bump when the key's material changes layout
 COLLECTOR_VERSION = 1  # bump when traces.collect changes what it records
 ROLES = ("target", "drafter", "serial_drafter")
-MODEL_FIELDS = ("family", "dtype", "device", "quantize", "vocabulary", "engine", "batch_tokens")
+MODEL_FIELDS = ("family", "dtype", "device", "quantize", "vocabulary", "engine", "mnn", "batch_tokens")
 PROMPT_FIELDS = ("prompt", "instruction", "system_prompt", "language", "task")
 # How the demo turns a corpus clip into a window: the whole clip, mono float32 at 16 kHz, <= 30 s.
 WINDOW_DEFINITION = "whole-clip/mono/16000Hz/max30s"
@@ -167,7 +167,7 @@ def trace_key(model: Mapping[str, Any], dataset: Mapping[str, Any], *, cap: int,
         "key_version": KEY_VERSION,
         "schema_version": SCHEMA_VERSION,
         "collector_version": COLLECTOR_VERSION,
-        "engine": engine_identity(),
+        "engine": {**engine_identity(), "pair_engine": model.get("engine") or "torch", "mnn": model.get("mnn")},
         "models": roles,
         "external_sources": sorted(model.get("external_sources") or []),
         "prompt": {f: model.get(f) for f in PROMPT_FIELDS if model.get(f) is not None},
