@@ -179,28 +179,34 @@ def word_agreement(ref: str, hyp: str, max_edits: int = 3, max_rate: float = 0.0
 
 
 # ------------------------------------------------------------------------------ the sweep
-def run_request(host: NativeHost, setup: HostSetup, window: AudioWindow, scheme: str) -> tuple[NativeResult,
-                                                                                              RequestTarget]:
-    """One on-demand request: prepare audio state (off the clock), then the timed request."""
+def run_request(host: NativeHost, setup: HostSetup, window: AudioWindow, scheme: str,
+                meter: Any = None) -> tuple[NativeResult, RequestTarget, float | None]:
+    """One on-demand request: prepare audio state (off the clock), then the timed request.
+    Returns (result, timed target, joules read by ``meter`` around the request or None)."""
     pair = setup.pair
     drafter = pair.new_drafter(window.audio) if scheme_spec(scheme).needs_drafter else None
     target = RequestTarget(pair.new_target(window.audio))
     target.prepare()
     costs = setup.costs if scheme_spec(scheme).needs_costs else None
+    before = meter.read_uj() if meter is not None else None
     r = host.run(window.window_id, scheme, target, audio=window.audio, max_output=setup.max_output,
                  drafter=drafter, params=setup.params(scheme), costs=costs)
-    return r, target
+    joules = None if meter is None else meter.joules_between(before, meter.read_uj())
+    return r, target, joules
 
 
 def run_ondemand(setup: HostSetup, trace: RequestTrace, schemes: Sequence[str] = METHODS, *, window_s: float = 60.0,
                  warmup: int = 1, memory_budget_mb: float | None = None, decode: Any = None,
-                 host: NativeHost | None = None, progress: bool = False) -> pl.DataFrame:
+                 meter: Any = None, host: NativeHost | None = None, progress: bool = False) -> pl.DataFrame:
     """Every checkpoint x scheme, one formal request each after ``warmup`` unrecorded requests per
-    scheme (the paper's initial execution check). ``decode``: ids -> text for word agreement."""
+    scheme (the paper's initial execution check). ``decode``: ids -> text for word agreement.
+    ``meter``: a ``workbench.energy.RaplMeter`` (host energy per request, read around ``host.run``:
+    it also covers the producer's window preparation), or None: no energy columns."""
     if host is None:
         with NativeHost(setup.producer, setup.verifier) as h:
             return run_ondemand(setup, trace, schemes, window_s=window_s, warmup=warmup,
-                                memory_budget_mb=memory_budget_mb, decode=decode, host=h, progress=progress)
+                                memory_budget_mb=memory_budget_mb, decode=decode, meter=meter, host=h,
+                                progress=progress)
     from tqdm.auto import tqdm
 
     limit = setup.pair.max_audio_seconds
@@ -214,7 +220,8 @@ def run_ondemand(setup: HostSetup, trace: RequestTrace, schemes: Sequence[str] =
     todo = [(c, s) for c in trace.checkpoints for s in schemes]
     for checkpoint, scheme in tqdm(todo, desc="on-demand requests", unit="request", disable=not progress):
         w = trace.window(checkpoint, seconds)
-        r, target = run_request(host, setup, w, scheme)
+        r, target, joules = run_request(host, setup, w, scheme, meter)
+        energy = {} if joules is None else {"energy_j": joules, "j_per_token": joules / max(len(r.output), 1)}
         timing = RequestTiming.of(target, r)
         text = decode(list(r.output)) if decode is not None else None
         if scheme == "target_only":
@@ -227,7 +234,7 @@ def run_ondemand(setup: HostSetup, trace: RequestTrace, schemes: Sequence[str] =
                      "request_tps": len(r.output) / timing.latency_s, "peak_rss_mb": rss,
                      "memory_budget_mb": memory_budget_mb,
                      "within_budget": None if memory_budget_mb is None else rss <= memory_budget_mb,
-                     "capped": r.capped, "text": text, "output": list(r.output)})
+                     "capped": r.capped, **energy, "text": text, "output": list(r.output)})
     out = pl.DataFrame(rows, infer_schema_length=None)
     return with_agreement(out, reference)
 
