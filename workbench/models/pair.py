@@ -7,8 +7,10 @@ number (budget, max_new_tokens, the producer's batch_tokens) comes from the mapp
 * ``engine`` names what runs the weights: ``"torch"`` today; another engine (MNN) adds a branch in
   ``_load`` and its name to ``ENGINES``.
 * ``family`` picks the loader (Whisper, the Qwen audio LMs, CTC sources) through the registry.
-  Per-window sessions (``new_target``, ``new_drafter``, ``producer_stream``) are wired for Whisper
-  pairs so far; the other families load here and get their sessions in ``SESSION_FAMILIES`` later.
+  Per-window sessions (``new_target``, ``new_drafter``, ``producer_stream``) exist for every family
+  in ``SESSION_FAMILIES``; audio LMs build them from their own processor and chat template
+  (``models.lm_sessions``) with the request's instruction (``instruction=``, the cohort manifest's).
+* ``external`` names the chunked sources (``pocketsphinx_en``, ``parakeet_ctc``): ``chunk_stream``.
 
 Heavy members load lazily: the producer's bundle only when a stream is built in this process (the
 native producer process loads its own), the serial drafter only when SD/ASP need it.
@@ -23,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 ENGINES = ("torch", "mnn")  # mnn: workbench.models.mnn (Whisper exported to MNN, run by MNN's Python package)
-SESSION_FAMILIES = ("whisper",)  # families whose per-window sessions are wired here
+EXTERNAL_SOURCES = ("pocketsphinx_en", "parakeet_ctc")  # chunked sources (C.1)
+SESSION_FAMILIES = ("whisper", "qwen3_asr", "qwen2_audio", "qwen2_5_omni")  # per-window sessions wired here
 
 
 class PairError(ValueError):
@@ -101,17 +104,51 @@ class ModelPair:
         return str(self.target_dir / "tokenizer.json") if self.cross_vocabulary else None
 
     @property
+    def audio_lm(self) -> bool:
+        from .lm_sessions import is_audio_lm
+
+        return is_audio_lm(self.family)
+
+    @property
+    def prompt_cfg(self) -> dict[str, Any]:
+        """The pair's ``prompt:`` block (audio LMs; each family takes the keys its prompt helper has)."""
+        return dict(self.config.get("prompt") or {})
+
+    @property
+    def target_codec(self) -> Any:
+        from .lm_sessions import lm_codec
+
+        return lm_codec(self.target) if self.audio_lm else self.target.codec
+
+    @property
     def eos_id(self) -> int:
-        return self.target.protocol.eos_id
+        from .lm_sessions import lm_eos
+
+        return lm_eos(self.target) if self.audio_lm else self.target.protocol.eos_id
 
     @property
     def vocab_size(self) -> int:
-        return self.target.config.vocab_size
+        from .lm_sessions import lm_vocab_size
+
+        return lm_vocab_size(self.target) if self.audio_lm else self.target.config.vocab_size
 
     @property
     def max_output(self) -> int:
+        """``max_new_tokens``, within the target's positions (Whisper: its 448-token decoder; audio
+        LMs: their context, which long audio shares -- the prompt is checked per window)."""
+        from .lm_sessions import lm_max_positions
+
+        if self.audio_lm:
+            return min(self.max_new_tokens, lm_max_positions(self.target))
         cap = self.target.config.max_target_positions - len(self.target.protocol.prompt_ids)
         return min(self.max_new_tokens, cap)
+
+    @property
+    def max_audio_seconds(self) -> float | None:
+        """The target's audio limit (``model.max_audio_seconds`` or its family's; None: long audio)."""
+        from workbench.data.datasets.windows import model_max_seconds
+
+        return model_max_seconds(self.config)
 
     @cached_property
     def producer(self) -> Any:
@@ -138,44 +175,85 @@ class ModelPair:
         """The same loaded target with another producer (the benchmark's second As²d producer)."""
         return replace(self, producer_cfg=dict(block), _bundles=self._bundles)
 
-    # ---- per-window sessions (Whisper pairs so far) ---------------------------------------------
+    # ---- per-window sessions ---------------------------------------------------------------------
     def _sessions(self) -> None:
         if self.family not in SESSION_FAMILIES:
-            raise PairError("model.target.family", f"per-window sessions are wired for {list(SESSION_FAMILIES)} "
-                            f"pairs so far, not {self.family!r}: collect traces with workbench.traces.collect "
-                            "and replay them")
+            raise PairError("model.target.family", f"per-window sessions exist for {list(SESSION_FAMILIES)}, "
+                            f"not {self.family!r}")
 
-    def new_target(self, audio: Any) -> Any:
+    def _block_prompt(self, block: Mapping[str, Any] | None) -> dict[str, Any]:
+        """A member's own ``prompt:`` (e.g. the Qwen3-ASR drafter of an Omni target), else the pair's."""
+        return dict((block or {}).get("prompt") or self.prompt_cfg)
+
+    def new_target(self, audio: Any, instruction: str | None = None) -> Any:
         """A fresh ``Target`` on ``audio`` (its prefill is the caller's, before the clock)."""
+        self._sessions()
+        if self.audio_lm:
+            from .lm_sessions import lm_target
+
+            return lm_target(self.target, self.prompt_cfg, audio, instruction)
         from .whisper import WhisperTarget
 
-        self._sessions()
         if self.engine == "mnn":
             from .mnn.whisper import MnnWhisperTarget as WhisperTarget
         return WhisperTarget(self.target, audio)
 
-    def new_drafter(self, audio: Any) -> Any:
+    def new_drafter(self, audio: Any, instruction: str | None = None) -> Any:
         """A fresh prefix-conditioned ``Drafter`` on ``audio`` (its audio prefill happens here)."""
+        self._sessions()
+        if getattr(self.serial, "processor", None) is not None:  # an audio-LM serial drafter
+            from .lm_sessions import lm_drafter
+
+            return lm_drafter(self.serial, self._block_prompt(self.serial_cfg), audio, self.max_output, instruction)
         from .whisper import whisper_drafter
 
-        self._sessions()
         if self.engine == "mnn":
             from .mnn.whisper import mnn_drafter as whisper_drafter
         return whisper_drafter(self.serial, audio)
 
-    def producer_stream(self, audio: Any) -> Any:
+    def producer_stream(self, audio: Any, instruction: str | None = None) -> Any:
         """(stream, inner): the producer's tokens in the target vocabulary, and its own-token iterator."""
         from .vocab import VocabularyConverter, convert_stream
-        from .whisper import whisper_producer
 
         self._sessions()
-        if self.engine == "mnn":
-            from .mnn.whisper import mnn_producer as whisper_producer
-        inner = whisper_producer(self.producer, audio, max_new_tokens=self.max_output)
+        bundle = self.producer
+        if getattr(bundle, "processor", None) is not None:  # an audio-LM producer
+            from .lm_sessions import lm_codec, lm_eos, lm_producer
+
+            inner = lm_producer(bundle, self._block_prompt(self.producer_cfg), audio, self.max_output, instruction)
+            codec, eos = (lm_codec(bundle), lm_eos(bundle)) if self.cross_vocabulary else (None, None)
+        else:
+            from .whisper import whisper_producer
+
+            if self.engine == "mnn":
+                from .mnn.whisper import mnn_producer as whisper_producer
+            inner = whisper_producer(bundle, audio, max_new_tokens=self.max_output)
+            codec, eos = bundle.codec, bundle.protocol.eos_id
         if not self.cross_vocabulary:
             return inner, inner
-        conv = VocabularyConverter(self.producer.codec, self.target.codec, self.producer.protocol.eos_id, self.eos_id)
+        conv = VocabularyConverter(codec, self.target_codec, eos, self.eos_id)
         return convert_stream(inner, conv), inner
+
+    def chunk_stream(self, name: str, audio: Any) -> Any:
+        """One external chunked source (C.1): atomic chunk publications, no confidence."""
+        from .external import parakeet_ctc_chunks, pocketsphinx_chunks
+
+        if name == "pocketsphinx_en":
+            return pocketsphinx_chunks(audio, self.target_codec)
+        if name == "parakeet_ctc":
+            block = self.config.get("parakeet_ctc")
+            if not block:
+                raise PairError("model.parakeet_ctc", "external source parakeet_ctc needs its block "
+                                "(name, family: parakeet_ctc, local_path, chunk_seconds)")
+            if "parakeet_ctc" not in self._bundles:  # CTC sources run on torch whatever the pair's engine
+                from .registry import ModelSpec
+
+                self._bundles["parakeet_ctc"] = _load(ModelSpec.from_dict(dict(block)), "torch")
+            ctc = self._bundles["parakeet_ctc"]
+            return parakeet_ctc_chunks(audio, self.target_codec, ctc.model, ctc.processor,
+                                       float(block.get("chunk_seconds") or 2.56))
+        raise PairError("model.external_sources", f"unknown external source {name!r}; known: "
+                        f"{list(EXTERNAL_SOURCES)}")
 
 
 def load_pair(model_cfg: Mapping[str, Any], *, engine: str | None = None) -> ModelPair:
@@ -198,6 +276,8 @@ def load_pair(model_cfg: Mapping[str, Any], *, engine: str | None = None) -> Mod
     producer = dict(_need(m, "drafter", "model"))
     if engine == "mnn":  # the producer process builds its model from this block alone
         producer.update(engine="mnn", mnn=dict(m.get("mnn") or {}))
+    if m.get("prompt") and not producer.get("prompt"):  # ... including an audio LM's prompt settings
+        producer["prompt"] = dict(m["prompt"])
     serial = m.get("serial_drafter") or (producer if producer.get("vocabulary") == "shared" else None)
     spec = ModelSpec.from_dict(dict(_need(m, "target", "model")))
     budget = _need(m, "budget", "model")
@@ -205,4 +285,4 @@ def load_pair(model_cfg: Mapping[str, Any], *, engine: str | None = None) -> Mod
                      int(_need(m, "max_new_tokens", "model")), tuple(m.get("external_sources") or ()))
 
 
-__all__ = ["ENGINES", "ModelPair", "PairError", "load_pair"]
+__all__ = ["ENGINES", "EXTERNAL_SOURCES", "SESSION_FAMILIES", "ModelPair", "PairError", "load_pair"]

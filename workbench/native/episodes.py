@@ -98,6 +98,9 @@ def host_setup(model: Mapping[str, Any] | ModelPair, *, overrides: Mapping[str, 
     ``overrides``: scheme -> settings (a job's ``conf/method`` values); default: ``host_overrides``."""
     pair = model if isinstance(model, ModelPair) else load_pair(model)
     vdef, pdef = default_placements()
+    placed = pair.config.get("placement") or {}  # a pair's own threads (conf/model placement:, e.g. Omni-7B on 6)
+    vdef, pdef = (Placement(int(placed[r]["threads"]), tuple(placed[r]["cpus"]) if placed[r].get("cpus") else None)
+                  if placed.get(r) else d for r, d in (("verifier", vdef), ("producer", pdef)))
     over = host_overrides(pair.budget) if overrides is None else overrides
     settings = {s: scheme_settings(s, pair.budget, over.get(s)) for s in SCHEMES}
     spec = ProducerSpec(drafter=pair.producer_cfg, target_tokenizer=pair.target_tokenizer, target_eos=pair.eos_id,

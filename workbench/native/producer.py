@@ -68,14 +68,17 @@ class ProducerModel:
     """The producer's model inside its process: loaded once, one fresh token stream per window."""
 
     def __init__(self, spec: ProducerSpec) -> None:
-        from workbench.models.registry import ModelSpec, load_whisper_spec
+        from workbench.models.lm_sessions import is_audio_lm
+        from workbench.models.registry import ModelSpec, load_audio_lm_spec, load_whisper_spec
 
         ms = ModelSpec.from_dict(spec.drafter)
-        if ms.family != "whisper":
-            raise ValueError(f"producer {ms.name}: native producers support the whisper family so far, "
-                             f"not {ms.family}")
+        self.audio_lm = is_audio_lm(ms.family)
+        if ms.family != "whisper" and not self.audio_lm:
+            raise ValueError(f"producer {ms.name}: native producers run whisper or audio-LM families, not {ms.family}")
         self.spec = spec
-        if spec.drafter.get("engine") == "mnn":  # the same producer on MNN (workbench.models.mnn)
+        if self.audio_lm:  # Qwen3-ASR / Qwen2-Audio / Omni thinker: its own processor and prompt
+            self.bundle = load_audio_lm_spec(ms)
+        elif spec.drafter.get("engine") == "mnn":  # the same producer on MNN (workbench.models.mnn)
             from workbench.models.mnn.runtime import MnnSettings
             from workbench.models.mnn.whisper import load_mnn_spec
 
@@ -87,6 +90,10 @@ class ProducerModel:
         """The audio prefill (features + encoder): a decoder state ready for the prompt."""
         from workbench.models.whisper import WhisperDecoderState
 
+        if self.audio_lm:  # the processor's prompt; the audio KV is built at the first iteration step
+            from workbench.models.lm_sessions import lm_prompt
+
+            return lm_prompt(self.bundle, self.spec.drafter.get("prompt"), audio)
         if hasattr(self.bundle, "decoder_state"):  # MNN
             return self.bundle.decoder_state(self.bundle.features(audio))
         return WhisperDecoderState(self.bundle, self.bundle.features(audio))
@@ -99,6 +106,8 @@ class ProducerModel:
         from workbench.models.drafting import AutoregressiveProducer
 
         bundle, spec = self.bundle, self.spec
+        if self.audio_lm:
+            return self._lm_stream(audio, cap, encoded)
         proto = bundle.protocol
         state = self.encode(audio) if encoded is None else _fresh(encoded)  # audio prefill, outside the clock
         n = min(cap, bundle.config.max_target_positions - len(proto.prompt_ids))
@@ -111,6 +120,27 @@ class ProducerModel:
                 raise ValueError(f"producer {spec.drafter.get('name')}: cross-vocabulary needs both tokenizers")
             conv = VocabularyConverter(bundle.codec, TextCodec.from_file(spec.target_tokenizer), proto.eos_id,
                                        spec.target_eos)
+            stream = convert_stream(stream, conv)
+        return stream
+
+
+    def _lm_stream(self, audio: Any, cap: int, encoded: Any = None) -> Iterator[Any]:
+        from workbench.models.audio_lm import audio_lm_producer
+        from workbench.models.lm_sessions import lm_codec, lm_eos, lm_max_positions
+
+        p = self.encode(audio) if encoded is None else encoded  # a fresh session per iteration
+        n = min(cap, lm_max_positions(self.bundle))
+        stream: Iterator[Any] = iter(audio_lm_producer(self.bundle.model, p.audio_ids, p.instruction_ids,
+                                                       p.audio_inputs, p.eos_id, n, p.suppress_ids))
+        if self.spec.drafter.get("vocabulary") == "cross":
+            from workbench.models.tokenizer import TextCodec
+            from workbench.models.vocab import VocabularyConverter, convert_stream
+
+            if self.spec.target_tokenizer is None:
+                name = self.spec.drafter.get("name")
+                raise ValueError(f"producer {name}: cross-vocabulary needs the target tokenizer")
+            conv = VocabularyConverter(lm_codec(self.bundle), TextCodec.from_file(self.spec.target_tokenizer),
+                                       lm_eos(self.bundle), self.spec.target_eos)
             stream = convert_stream(stream, conv)
         return stream
 
