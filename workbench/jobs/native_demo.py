@@ -18,7 +18,7 @@ from workbench.replay.selection import split_windows
 from workbench.replay.trajectory import Window
 
 from .config import method_settings
-from .demo_traces import demo_corpus
+from .demo_traces import clip_audio, demo_corpus
 
 
 def native_runs(cfg: DictConfig, pair: ModelPair, windows: list[Window],
@@ -31,7 +31,7 @@ def native_runs(cfg: DictConfig, pair: ModelPair, windows: list[Window],
     chosen = test.windows[: cfg.native.max_windows or len(test.windows)]
     corpus = demo_corpus(cfg)
     clips = {c.window_id: c for c in corpus.clips}
-    audio = [AudioWindow(w.window_id, (w.window_id,), corpus.load_audio(clips[w.window_id])) for w in chosen]
+    audio = [AudioWindow(w.window_id, (w.window_id,), clip_audio(clips[w.window_id], cfg.model)) for w in chosen]
     setup = host_setup(pair, overrides={n: method_settings(cfg, n) for n in names})
     # D.3 protocol: a warm-up pass per window before the measured repetitions (cold caches, first calls)
     ep = native_episodes(setup, audio, names, int(cfg.native.repeats), warmup=int(cfg.native.warmup),

@@ -75,9 +75,13 @@ def default_methods(model_cfg: dict[str, Any], same_vocab_cfg: dict[str, Any] | 
     if profile is not None:
         main.costs = profile_costs(profile)
     ms = [Method("target_only@1t", "native", main, 1, "target_only"),
-          Method("target_only@2t", "native", main, 2, "target_only"),
-          Method(f"hf_assisted/{main.serial_source}", "hf", main, 1, assistant=main.serial)]
-    if main.source != main.serial_source:
+          Method("target_only@2t", "native", main, 2, "target_only")]
+    # HF assisted generate is driven as an encoder-decoder call (_hf_run); audio-LM pairs compare the
+    # paper's native set (D.6.1: target-only, SD, SpecASR, As²d)
+    hf = not pair.audio_lm
+    if hf:
+        ms.append(Method(f"hf_assisted/{main.serial_source}", "hf", main, 1, assistant=main.serial))
+    if hf and main.source != main.serial_source:
         tok = None
         if pair.cross_vocabulary:  # universal assisted generation
             from transformers import AutoTokenizer
