@@ -19,7 +19,8 @@ from .protocol import Request
 from .runtime import RunnerFailure, resolve
 
 
-def _audio(base: Path, entry: dict[str, Any]) -> np.ndarray:
+def _audio(base: Path, entry: dict[str, Any], max_seconds: float | None = 30.0) -> np.ndarray:
+    """The window's samples; ``max_seconds`` is the target's own audio limit (Whisper 30 s, Qwen longer)."""
     path = resolve(base, entry.get("audio") or entry.get("features"))
     if path is None or not path.is_file():
         raise RunnerFailure("missing_file", f"window {entry['window_id']!r}: audio {path} does not exist",
@@ -28,7 +29,7 @@ def _audio(base: Path, entry: dict[str, Any]) -> np.ndarray:
         return np.load(path, allow_pickle=False).astype(np.float32)
     from workbench.data.audio import load_audio
 
-    return load_audio(path)
+    return load_audio(path, max_seconds=max_seconds)
 
 
 def _model_cfg(req: Request, base: Path) -> dict[str, Any]:
@@ -94,7 +95,7 @@ def run_torch(req: Request, base: Path, out: Any) -> dict[str, float]:
     with NativeHost(setup.producer if decoupled else None, setup.verifier) as host:
         for entry in req.windows:
             wid = entry["window_id"]
-            aw = AudioWindow(wid, (), _audio(base, entry))
+            aw = AudioWindow(wid, (), _audio(base, entry, setup.pair.max_audio_seconds))
             for rep in range(-req.warmups, req.repetitions):
                 r = run_scheme(host, setup, aw, name)
                 if rep < 0:
