@@ -110,7 +110,7 @@ def test_reaper_spares_live_owners_remote_hosts_and_reused_pids(tmp_path):
 
 def test_jobs_started_together_on_a_fresh_store_all_succeed(tmp_path):
     db = tmp_path / "fresh.db"
-    procs = [_spawn("race", db) for _ in range(3)]
+    procs = [_spawn("race", db) for _ in range(2)]  # two suffice: the old code lost one of them
     deadline = time.time() + 300
     while len(list(tmp_path.glob("fresh.db.ready.*"))) < len(procs) and time.time() < deadline:
         time.sleep(0.05)  # every child has imported everything and waits at the barrier
