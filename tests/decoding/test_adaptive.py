@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from workbench.decoding import PublicationBuffer, ReferenceTarget, audit_exact, decode, make_scheme
 from workbench.decoding.drafter import TrajectoryDrafter
 from workbench.decoding.records import FRESH
+from workbench.decoding.schemes.source_choice import SOURCE_STRIDE, MultiSource
+
+from . import strategies as gen
+from .strategies import STREAMS, make_stream, make_window, windows
 
 EOS, VOCAB = 99, 100
 R0, A, B, X, Y, D, E = 1, 2, 3, 4, 5, 6, 7
@@ -77,3 +83,54 @@ def test_adaptive_drafts_only_when_drafting_is_worth_it():
     assert cheap[0].provenance and cheap[0].provenance[0] == FRESH
     dear = run("as2d_adaptive", SUBSTITUTED, PRODUCED, t_publish=1e9, costs={**costs, 0: 50.0})
     assert all(r.width == 1 and r.work.forwards == 0 for r in dear)
+
+
+# -- several resident sources ---------------------------------------------------------------------
+
+COSTS = {k: 1 + 0.1 * k for k in range(1, 26)}
+
+
+def test_source_choice_verifies_the_source_that_has_the_candidates():
+    empty = PublicationBuffer(vocab_size=VOCAB)  # a resident source that never publishes in time
+    src = MultiSource({"late": buffer(PRODUCED, 1e9), "ready": buffer(SUBSTITUTED)})
+    scheme = make_scheme("as2d_sources", max_output=12, eos_id=EOS, source=src, costs=COSTS)
+    res = decode(scheme, ReferenceTarget(SUBSTITUTED, EOS, VOCAB))
+    audit_exact(res.output, SUBSTITUTED, "as2d_sources")
+    assert res.records[0].provenance[0] == SOURCE_STRIDE + 1  # source 1 ("ready"), slot 1
+    assert all(p >= SOURCE_STRIDE for r in res.records for p in r.provenance)
+    one = make_scheme("as2d_sources", max_output=12, eos_id=EOS, source=MultiSource({"e": empty}), costs=COSTS)
+    assert all(r.width == 1 for r in decode(one, ReferenceTarget(SUBSTITUTED, EOS, VOCAB)).records)
+
+
+@settings(max_examples=400, deadline=None)
+@given(w=windows(), rng=st.randoms(use_true_random=False), kind=st.sampled_from(STREAMS),
+       name=st.sampled_from(["as2d_sources", "as2d_adaptive"]), budget=st.integers(1, 24),
+       span=st.integers(1, 10))
+def test_several_sources_reproduce_the_greedy_reference(w, rng, kind, name, budget, span):
+    stream = make_stream(rng, rng, list(w.reference), kind)
+    times = [0.05 * (i + 1) * (0.5 + rng.random()) for i in range(len(stream))]
+    times = [max(times[: i + 1]) for i in range(len(times))]
+    second = (PublicationBuffer.from_stream(stream, times, [rng.random() for _ in stream], vocab_size=gen.VOCAB)
+              if stream else PublicationBuffer(vocab_size=gen.VOCAB))
+    src = MultiSource({"a": w.buffer, "b": second})
+    scheme = make_scheme(name, max_output=w.max_output, eos_id=gen.EOS, source=src, drafter=w.drafter,
+                         costs={**COSTS, 0: 0.3}, budget=budget, span=span)
+    res = decode(scheme, ReferenceTarget(w.reference, gen.EOS, gen.VOCAB), verify_cost=lambda k: 1 + 0.1 * k,
+                 draft_cost=lambda wk: 0.3 * wk.forwards)
+    audit_exact(res.output, w.reference, name)
+    for r in res.records:
+        assert 1 <= r.width <= budget + 1
+        for pos in r.provenance:  # every candidate was published by its decision time, in its own source
+            assert pos == FRESH or src.publish_time_of(pos) <= r.t_decide
+
+
+def test_one_source_choice_is_the_online_budget():
+    """With one resident source the choice has nothing to choose: As²d online, round for round."""
+    for seed in range(30):
+        w = make_window(seed, STREAMS[seed % len(STREAMS)])
+        got = []
+        for name in ("as2d_online", "as2d_sources"):
+            s = make_scheme(name, max_output=w.max_output, eos_id=gen.EOS, source=w.buffer, costs=COSTS, budget=9)
+            got.append([(r.width, r.accepted, r.provenance) for r in
+                        decode(s, ReferenceTarget(w.reference, gen.EOS, gen.VOCAB)).records])
+        assert got[0] == got[1]

@@ -38,6 +38,7 @@ from workbench.decoding import (
 )
 
 from .audit import audit_run
+from .multi_source import SEPARATOR, MultiPlan
 from .pricing import Pricing, pricing_for
 from .producer import Producer, ProducerPlan
 from .profile import DeviceProfile
@@ -112,7 +113,7 @@ def replay(
     if config.scheme in DECOUPLED:
         if plan is None:
             plan = producer_plan(window, config.source, profile)
-        producer = Producer(plan)
+        producer = Producer(plan) if isinstance(plan, ProducerPlan) else plan.producer()  # several sources
         buffer = producer.buffer
         result = _run_decoupled(window, config, price, producer, drain)
     elif config.scheme in SERIAL:
@@ -124,7 +125,9 @@ def replay(
     return result
 
 
-def producer_plan(window: Window, source: str | None, profile: DeviceProfile) -> ProducerPlan:
+def producer_plan(window: Window, source: str | None, profile: DeviceProfile) -> ProducerPlan | MultiPlan:
+    if source is not None and SEPARATOR in source:  # several resident sources (issue 19): "qwen+parakeet"
+        return MultiPlan(tuple(producer_plan(window, s, profile) for s in source.split(SEPARATOR)))
     if source is None or source not in window.sources:
         raise ValueError(f"window {window.window_id!r} has no source {source!r} (has {sorted(window.sources)})")
     return ProducerPlan.build(window.sources[source], profile.source(source), window.vocab_size)

@@ -31,6 +31,7 @@ from .base import Scheme
 from .hybrid import As2dHybrid
 from .online import As2dOnline
 from .sd import StandardSD
+from .source_choice import As2dSourceChoice
 from .substitution import As2dSubstitution
 from .target_only import TargetOnly
 
@@ -170,6 +171,13 @@ def _as2d_adaptive(*, max_output: int, eos_id: int | None, source: CandidateSour
                         threshold=threshold, lookback=lookback, confidence_required=False, anchor_order=anchor_order)
 
 
+def _as2d_sources(*, max_output: int, eos_id: int | None, source: CandidateSource, budget: int,
+                  threshold: float | None, span: int, lookback: int | None, anchor_order: str,
+                  costs: Mapping[int, float], decay: float, **_: Any) -> Scheme:
+    return As2dSourceChoice(source, budget, max_output, eos_id, costs, decay, span=span, threshold=threshold,
+                            lookback=lookback, confidence_required=False, anchor_order=anchor_order)
+
+
 def _spec(name: str, label: str, factory: Callable[..., Scheme], *, decoupled: bool = False,
           needs_drafter: bool = False, chain: str | None = None, tag: str = "", needs_costs: bool = False,
           **defaults: Any) -> SchemeSpec:
@@ -198,16 +206,19 @@ CATALOG: Mapping[str, SchemeSpec] = MappingProxyType({s.name: s for s in (
           needs_costs=True, budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD, decay=0.9, **_ALIGN),
     # Issue 19 variants (schemes/substitution.py, hybrid.py, adaptive.py): after a rejection verify
     # the correction plus the continuation (substitution guess); draft when the buffer has nothing
-    # usable (hybrid candidates, F.1); and all of them with the online budget in one scheme.
+    # usable (hybrid candidates, F.1); choose per round among several resident sources (a
+    # ``MultiSource``; replay: source "qwen+parakeet"); and all of them with the online budget.
     _spec("as2d_subst", "As²d substitution guess", _as2d_subst, decoupled=True, chain="budget", tag="b",
           budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD, **_ALIGN),
     _spec("as2d_hybrid", "As²d hybrid candidates", _as2d_hybrid, decoupled=True, needs_drafter=True,
           chain="budget", tag="b", budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD, **_ALIGN),
+    _spec("as2d_sources", "As²d online source choice", _as2d_sources, decoupled=True, chain="budget", tag="b",
+          needs_costs=True, budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD, decay=0.9, **_ALIGN),
     _spec("as2d_adaptive", "Adaptive As²d", _as2d_adaptive, decoupled=True, needs_drafter=True, chain="budget",
           tag="b", needs_costs=True, budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD, decay=0.9, hybrid=True,
           **_ALIGN),
 )})
-ADAPTIVE: tuple[str, ...] = ("as2d_subst", "as2d_hybrid", "as2d_adaptive")
+ADAPTIVE: tuple[str, ...] = ("as2d_subst", "as2d_hybrid", "as2d_sources", "as2d_adaptive")
 
 DECOUPLED: frozenset[str] = frozenset(n for n, s in CATALOG.items() if s.decoupled)
 SERIAL: frozenset[str] = frozenset(n for n, s in CATALOG.items() if s.serial)

@@ -1,0 +1,151 @@
+"""Several resident candidate sources, one buffer each (issue 19 variant 4).
+
+``MultiSource`` bundles the publication buffers of several sources resident at once (for
+example an autoregressive producer and a CTC chunk source). Each keeps its own positions; a round
+that verifies candidates of source ``i`` records them as ``i * SOURCE_STRIDE + position``, so one
+provenance column still names exactly one published token (``publish_time_of`` decodes it, and the
+audits check it like any buffer position). With one source the encoding is the plain position.
+
+``As2dSourceChoice`` (``as2d_sources``) reads every source with its own As²d read cursor and, per
+round, verifies the chain of the source with the best expected committed tokens per unit verify
+time under a running per-source acceptance estimate (the online budget's rule, ``width.py``).
+The choice is the combination scheme's (``adaptive.py``) with plain As²d readers and no drafter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from ..buffer import Snapshot
+from ..records import Call
+from ..verification import Verdict
+from ..width import AcceptanceEstimate, choose_chain_length, expected_tokens
+from .as2d import As2d, CandidateSource
+from .base import Scheme
+from .hybrid import drafted_cursor
+
+SOURCE_STRIDE = 1 << 24  # provenance = source index * stride + buffer position (positions stay far below)
+
+
+class MultiSource:
+    """The buffers of several resident sources, in a fixed order (the first is the primary)."""
+
+    def __init__(self, sources: Mapping[str, object]) -> None:
+        if not sources:
+            raise ValueError("sources: a multi-source needs at least one candidate source")
+        self.names: tuple[str, ...] = tuple(sources)
+        self.buffers: tuple = tuple(sources.values())
+
+    def snapshot(self, t: float = float("inf")) -> Snapshot:
+        return self.buffers[0].snapshot(t)  # the primary's view, for readers that know one source
+
+    def publish_time_of(self, provenance: int) -> float:
+        i, pos = divmod(provenance, SOURCE_STRIDE)
+        return self.buffers[i].publish_time_of(pos)
+
+
+def sources_of(source: object) -> Sequence[object]:
+    """Every buffer behind ``source``: a ``MultiSource``'s, or the one buffer itself."""
+    return source.buffers if isinstance(source, MultiSource) else (source,)
+
+
+def encode(i: int, positions: Sequence[int]) -> tuple[int, ...]:
+    return tuple(p + i * SOURCE_STRIDE if p >= 0 else p for p in positions)
+
+
+class As2dSourceChoice(Scheme):
+    name = "as2d_sources"
+    uses_buffer = True
+    reader_class: type[As2d] = As2d
+
+    def __init__(self, source: CandidateSource, budget: int, max_output: int, eos_id: int | None,
+                 costs: Mapping[int, float], decay: float = 0.9, **as2d: object) -> None:
+        super().__init__(max_output, eos_id)
+        if not costs or 1 not in costs:
+            raise ValueError(f"{self.name}: costs must give each priced width's verify time, width 1 included")
+        if not 0.0 < decay <= 1.0:
+            raise ValueError(f"{self.name}: decay must be in (0, 1], got {decay}")
+        self.costs = {int(k): float(v) for k, v in costs.items() if int(k) >= 1}
+        self.decay = decay
+        self.source = source
+        self.readers = [self.reader_class(s, budget, max_output, eos_id, **as2d)  # type: ignore[arg-type]
+                        for s in sources_of(source)]
+        self.budget, self.threshold, self.lookback = budget, self.readers[0].threshold, self.readers[0].lookback
+
+    def _reset(self) -> None:
+        for r in self.readers:  # every reader sees the one committed prefix (the same list)
+            r.output, r.records, r.done = self.output, [], False
+            r._reset()
+        self.estimates: dict[tuple[int, str], AcceptanceEstimate] = {}
+        self._chosen: tuple[int, str] | None = None  # (reader, kind) of this round's chain
+        self._calls: list[Call] = []
+
+    def estimate(self, key: tuple[int, str]) -> AcceptanceEstimate:
+        est = self.estimates.get(key)
+        if est is None:
+            est = self.estimates[key] = AcceptanceEstimate(decay=self.decay)
+        return est
+
+    def _kind(self, reader: As2d, call: Call) -> str:
+        return "anchor"
+
+    def _fallback(self, call: Call) -> Call | None:
+        """A round when no source has a chain worth verifying (``None``: a plain step)."""
+        return None
+
+    def plan(self, now: float) -> Call:
+        self._chosen, calls = None, []
+        best: tuple[float, int, int, str] | None = None  # rate, reader, chain length, kind
+        for i, r in enumerate(self.readers):
+            call = r.plan(now)
+            kind = self._kind(r, call)
+            calls.append(call)
+            if not call.chain:
+                continue
+            q = self.estimate((i, kind)).slots(len(call.chain))
+            n = choose_chain_length(len(call.chain), self.costs, q)
+            rate = expected_tokens(n, q) / self.costs[n + 1]
+            if n > 0 and (best is None or rate > best[0] * (1.0 + 1e-12)):
+                best = (rate, i, n, kind)
+        self._calls = calls
+        if best is not None:
+            _, i, n, kind = best
+            call = calls[i]
+            self._chosen = (i, kind)
+            return Call(root=call.root, chain=call.chain[:n], provenance=encode(i, call.provenance[:n]),
+                        ready=call.ready, cursor_before=call.cursor_before, anchor=call.anchor)
+        primary = calls[0]
+        drafted = self._fallback(primary)
+        if drafted is not None:
+            return drafted
+        cut = any(c.chain for c in calls)
+        return Call(root=primary.root, k1_reason="cost" if cut else primary.k1_reason, ready=primary.ready,
+                    cursor_before=primary.cursor_before)
+
+    def _after(self, call: Call, verdict: Verdict) -> int | None:
+        chosen = self._chosen
+        if chosen is not None:
+            i, kind = chosen
+            self.estimate(chosen).observe(len(call.chain), verdict.accepted)
+            own = self._calls[i]
+            mine = Call(root=own.root, chain=call.chain, provenance=own.provenance[: len(call.chain)],
+                        ready=own.ready, cursor_before=own.cursor_before, anchor=own.anchor)
+            for j, r in enumerate(self.readers):
+                if j == i:
+                    r._after(mine, verdict)
+                else:  # the target advanced past this source's cursor on another source's chain
+                    r.cursor = drafted_cursor(r.cursor, verdict.accepted, r.lookback)
+                    r._processing, r._correction = False, None
+            return self.readers[0].cursor.cursor
+        if call.chain:  # a drafted round (hybrid candidates): no source's candidates were used
+            for r in self.readers:
+                r.cursor = drafted_cursor(r.cursor, verdict.accepted, r.lookback)
+                r._processing, r._correction = False, None
+            return self.readers[0].cursor.cursor
+        for own, r in zip(self._calls, self.readers, strict=True):  # a plain step: each reader's own rule
+            if own.chain:  # cut by cost: the root sat at the anchor (a guess cut is the correction step)
+                kind = self._kind(r, own)
+                own = Call(root=own.root, k1_reason="correction" if kind == "guess" else "cost",
+                           cursor_before=own.cursor_before, anchor=None if kind == "guess" else own.anchor)
+            r._after(own, verdict)
+        return self.readers[0].cursor.cursor
