@@ -120,3 +120,18 @@ def test_replay_job_on_another_machines_host_profile_refuses_in_one_line_before_
     (line,) = [ln for ln in res.stderr.splitlines() if ln.startswith("config error")]
     assert line.startswith("config error: calibration.on_mismatch:") and "another machine" in line
     assert "Traceback" not in res.stderr and runs(db) == []
+
+
+def test_pinning_this_process_does_not_change_the_machine():
+    """Calibration pins itself to one core (placements); the fingerprint it records must stay this machine's."""
+    if not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2:
+        before = machine_fingerprint()
+        assert machine_fingerprint() == before
+        return
+    allowed = os.sched_getaffinity(0)
+    before = machine_fingerprint()
+    try:
+        os.sched_setaffinity(0, {min(allowed)})
+        assert machine_fingerprint() == before
+    finally:
+        os.sched_setaffinity(0, allowed)

@@ -26,6 +26,11 @@ FIELDS = ("cpu", "cores", "threads", "torch", "engine")
 QUICK_REPS = 3  # quick calibration: fewer repetitions than the D.2 protocol's 5, same fields
 
 
+# CPUs this process may use, read once at import: calibration and runs pin themselves to one core
+# (placements), which must not change which machine this is.
+_THREADS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 class HostProfileMismatch(RuntimeError):
     """The host profile was measured on another machine and this run may not calibrate."""
 
@@ -44,8 +49,7 @@ def machine_fingerprint(engine: str = "torch") -> dict[str, Any]:
     """This machine as the host profile sees it: what changes a profile's costs."""
     import torch
 
-    threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return {"cpu": cpu_model(), "cores": os.cpu_count() or 1, "threads": threads,
+    return {"cpu": cpu_model(), "cores": os.cpu_count() or 1, "threads": _THREADS,
             "torch": str(torch.__version__), "engine": engine}
 
 
