@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--list", action="store_true", help="print the mutants and their tests, run nothing")
     ap.add_argument("-k", default="", help="only mutants whose name contains this text")
     ap.add_argument("--worktree", action="store_true", help="mutate a copy of the working tree, not of HEAD")
-    ap.add_argument("--timeout", type=float, default=300.0, help="seconds per pytest run")
+    ap.add_argument("--timeout", type=float, default=900.0, help="seconds per pytest run (a loaded machine is slow)")
     args = ap.parse_args(argv)
     chosen = [m for m in MUTANTS if args.k.lower() in m.name.lower()]
     if args.list:
