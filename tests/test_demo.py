@@ -106,6 +106,7 @@ NOTEBOOKS = ROOT / "notebooks"
 CANNOT_FEED = {
     "table1_cases": "Table 1 shows representative windows of >= 64 target tokens; the demo's clips are shorter",
     "sensitivity": "cost scenarios re-run the oracle and the ablations: experiment=sensitivity, not the demo",
+    "adaptive_ablation": "reads benchmarks/adaptive_bench.py's parquet ($AS2D_ADAPTIVE_BENCH), not a demo run",
 }
 # Figures drawn from the device profiles the demo priced, not from a run's tables: written, but
 # attached to no run.
