@@ -36,7 +36,10 @@ def repair_tokenizer_json(data: dict) -> tuple[dict, list[str]]:
     """Return ``(data, restored)`` with any missing required merges prepended."""
     merges = data["model"]["merges"]
     present = {_merge_str(m) for m in merges}
-    restored = [m for m in REQUIRED_FIRST_MERGES if m not in present]
+    vocab = data["model"].get("vocab") or {}
+    # only a merge whose result is a vocabulary token can be missing (a byte-level vocabulary without
+    # merges, e.g. a test tokenizer, has no "Ġt" to restore)
+    restored = [m for m in REQUIRED_FIRST_MERGES if m not in present and m.replace(" ", "") in vocab]
     if restored:
         as_list = bool(merges) and not isinstance(merges[0], str)
         new = [m.split(" ") if as_list else m for m in restored]
