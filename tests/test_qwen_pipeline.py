@@ -36,9 +36,10 @@ from tests.models.tiny_processors import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow  # two Hydra runs with a producer process: minutes on a loaded 2-core machine
 TWO_WINDOWS = ["dataset.window.mode=utterance", "dataset.cohort.splits.test=2", "dataset.cohort.splits.dev=1",
                "dataset.cohort.splits.validation=0", "dataset.cohort.splits.calibration=0"]
-QUICK = ["model.max_new_tokens=12", "devices=[k70_pro]", "budgets=[1,3]"]
+QUICK = ["model.max_new_tokens=8", "devices=[k70_pro]", "budgets=[1,3]"]
 
 
 def tiny_parakeet(path: Path) -> Path:
@@ -154,11 +155,11 @@ def test_qwen2_audio_translation_prompts_each_window_with_its_instruction(tmp_pa
     db, out = tmp_path / "m.db", tmp_path / "out"
     res = run_cli("experiment=replay", "model=qwen2_audio", f"model.target.local_path={releases['qwen2_audio.target']}",
                   f"model.drafter.local_path={releases['qwen2_audio.drafter']}", "dataset=covost2_en_zh",
-                  f"dataset.root={data}", *TWO_WINDOWS, *QUICK, f"tracking.uri=sqlite:///{db}",
+                  f"dataset.root={data}", "dataset.cohort.splits.test=2", *QUICK, f"tracking.uri=sqlite:///{db}",
                   f"hydra.run.dir={out}", f"out_dir={out}")
     assert res.returncode == 0, res.stderr[-4000:]
     cohort = pl.read_parquet(out / "tables" / "cohort.parquet")
-    test_ids = cohort.filter(pl.col("split") == "test")["window_id"].to_list()
+    test_ids = cohort["window_id"].to_list()
     assert set(cohort["instruction"]) == {"Translate the speech into Chinese. Output only the translation."}
     windows = pl.read_parquet(out / "tables" / "windows.parquet")
     assert set(windows["window_id"]) == set(test_ids)
@@ -195,5 +196,6 @@ def test_qwen2_audio_translation_prompts_each_window_with_its_instruction(tmp_pa
     assert "Translate the speech into Chinese" in text
     default = pair.new_target(audio)
     assert "Transcribe the speech." in pair.target_codec.decode(default.instruction_ids)
-    assert greedy_reference(target, 12) != greedy_reference(default, 12) or target.instruction_ids != \
-        default.instruction_ids
+    # audio first: the retained audio state C_u is the same for any instruction; only the suffix differs
+    assert target.audio_ids == default.audio_ids and target.instruction_ids != default.instruction_ids
+    assert len(greedy_reference(target, 8)) == 8  # the instruction-prompted target decodes
