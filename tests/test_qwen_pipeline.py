@@ -146,8 +146,10 @@ def test_chunk_source_publishes_whole_chunks_without_confidence(releases):
     assert stream.forwards == 3  # 6 s -> three chunks, each one atomic operation
     assert all(p.confidence is None for p in items)
     assert len({p.t_generated for p in items}) <= 3  # a chunk's tokens share one publication time
-    with pytest.raises(ValueError, match="unknown external source"):
+    with pytest.raises(ValueError, match="sensevoice has no runtime wired here.*pip install sherpa-onnx"):
         pair.chunk_stream("sensevoice", audio)
+    with pytest.raises(ValueError, match="unknown external source 'whisperx'"):
+        pair.chunk_stream("whisperx", audio)
 
 
 def test_qwen2_audio_translation_prompts_each_window_with_its_instruction(tmp_path, releases, speech):

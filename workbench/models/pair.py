@@ -252,6 +252,11 @@ class ModelPair:
             ctc = self._bundles["parakeet_ctc"]
             return parakeet_ctc_chunks(audio, self.target_codec, ctc.model, ctc.processor,
                                        float(block.get("chunk_seconds") or 2.56))
+        if name == "sensevoice":  # the paper's third chunk source (priced in the phone profiles)
+            raise PairError("model.external_sources", "sensevoice has no runtime wired here: its weights are not on "
+                            "any package registry. Install sherpa-onnx (pip install sherpa-onnx) and the "
+                            "sherpa-onnx-sense-voice-zh-en-ja-ko-yue model from k2-fsa's releases, or funasr with "
+                            "iic/SenseVoiceSmall from ModelScope; use parakeet_ctc or pocketsphinx_en meanwhile")
         raise PairError("model.external_sources", f"unknown external source {name!r}; known: "
                         f"{list(EXTERNAL_SOURCES)}")
 
