@@ -8,12 +8,21 @@ import pytest
 import torch
 from transformers import Qwen3Config, Qwen3ForCausalLM
 
-from tests.models.tiny_audio_lms import perturbed, spread
+from tests.models.tiny_audio_lms import perturbed, spread, tiny_omni_thinker, tiny_qwen2_audio
 from tests.models.tiny_processors import byte_tokenizer
 from workbench.decoding import PublicationBuffer, audit_exact, decode, make_scheme
 from workbench.decoding.protocols import Drafter, Target
 from workbench.decoding.schemes.catalog import scheme_spec
-from workbench.models.mnn.llm import MnnLlmDrafter, MnnLlmError, MnnLlmTarget, export_llm, load_llm, refuse
+from workbench.models.mnn.llm import (
+    MnnLlmDrafter,
+    MnnLlmError,
+    MnnLlmTarget,
+    export_llm,
+    load_llm,
+    refuse,
+    run_llmexport,
+)
+from workbench.models.mnn.runtime import EngineConfigError, check_engine
 
 PROMPTS = ([5, 6, 7, 8, 9], [40, 41, 42], [70, 3, 99, 12, 13, 14])
 
@@ -150,10 +159,27 @@ def test_families_mnn_cannot_run_get_one_clear_line(family):
     msg = str(err.value)
     assert "\n" not in msg and family in msg and "engine mnn" in msg
     if family == "qwen3_asr":
-        assert "llmexport 0.0.5 has no Qwen3-ASR exporter" in msg
+        assert "llmexport 0.0.5 has no qwen3_asr exporter" in msg
 
 
 def test_missing_export_file_names_it(tmp_path):
     (tmp_path / "config.json").write_text("{}")
     with pytest.raises(MnnLlmError, match=r"llm\.mnn; re-export with"):
         load_llm(tmp_path)
+
+
+@pytest.mark.parametrize("build", [tiny_qwen2_audio, tiny_omni_thinker])
+def test_llmexport_cannot_export_the_audio_families(build, tmp_path):
+    """The measured reason the audio families are refused: llmexport 0.0.5 fails to load them under
+    transformers 5. If a new llmexport succeeds, this fails and the MNN.llm path can be wired."""
+    model = build()
+    model.save_pretrained(tmp_path / "m")
+    byte_tokenizer({}).save_pretrained(tmp_path / "m")
+    with pytest.raises(MnnLlmError, match="'NoneType' object has no attribute 'weight'"):
+        run_llmexport(tmp_path / "m", tmp_path / "out")
+    family = "qwen2_audio" if build is tiny_qwen2_audio else "qwen2_5_omni"
+    with pytest.raises(MnnLlmError, match=f"engine mnn: cannot run {family}: llmexport 0.0.5 cannot load it"):
+        export_llm(tmp_path / "m")
+    cfg = {"name": "pair", "engine": "mnn", "target": {"name": "t", "family": family}}
+    with pytest.raises(EngineConfigError, match=f"engine mnn cannot run target t \\({family}\\): llmexport"):
+        check_engine(cfg)

@@ -30,19 +30,12 @@ import numpy as np
 
 from workbench.decoding.protocols import Proposal
 from workbench.models.cache import atomic_dir, cache_root
-from workbench.models.mnn.runtime import MnnSettings
+from workbench.models.mnn.runtime import WHY_NOT, MnnSettings
 
-# families whose MNN.llm export is wired here; the audio families export (llmexport 0.0.5 knows them) but
-# MNN.llm takes their audio only as a file path inside a text prompt, not as the window's fixed features
+# families whose MNN.llm export works here (text Qwen3); the audio families are refused with the reason
 SUPPORTED = ("qwen3",)
-REFUSED = {
-    "qwen3_asr": "llmexport 0.0.5 has no Qwen3-ASR exporter (model_type qwen3_asr is unknown to it); "
-                 "run Qwen3-ASR with engine: torch",
-    "qwen2_audio": "MNN.llm takes audio only as a wav path inside the prompt, not as the window's features; "
-                   "run Qwen2-Audio with engine: torch",
-    "qwen2_5_omni": "MNN.llm takes audio only as a wav path inside the prompt, not as the window's features; "
-                    "run the Qwen2.5-Omni thinker with engine: torch",
-}
+REFUSED = dict(WHY_NOT)  # qwen3_asr: no exporter; qwen2_audio / omni: llmexport fails on transformers 5
+ALIASES = {"qwen2_5_omni_thinker": "qwen2_5_omni"}  # config.json model_type -> conf/model family
 EXPORT_VERSION = "1"  # bump when export arguments change: old cache entries stop matching
 _WEIGHT_FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json")
 
@@ -125,6 +118,18 @@ def _llmexport() -> types.ModuleType:
     return sys.modules["_as2d_llmexport"]
 
 
+def run_llmexport(model_dir: Path, dst: Path) -> None:
+    """llmexport 0.0.5 with float weights, converter in-process; a failure is one MnnLlmError line."""
+    err = io.StringIO()
+    try:
+        with _in_process_converter(), contextlib.redirect_stderr(err):
+            _llmexport().export(str(model_dir), dst_path=str(dst), export="mnn", quant_bit=16,
+                                mnnconvert="/nonexistent/MNNConvert")  # no binary: use the (stubbed) pymnn path
+    except SystemExit:  # llmexport's spinner prints the traceback and calls exit(1)
+        lines = [ln.strip() for ln in err.getvalue().splitlines() if ln.strip()]
+        raise MnnLlmError(f"llmexport 0.0.5 failed on {model_dir}: {lines[-1] if lines else 'exit 1'}") from None
+
+
 def export_llm(model_dir: str | Path, *, force: bool = False) -> Path:
     """Export a saved Qwen LM folder with llmexport (fp weights, no quantization) into the cache.
 
@@ -132,17 +137,15 @@ def export_llm(model_dir: str | Path, *, force: bool = False) -> Path:
     under ``$AS2D_CACHE/mnn_llm``; written atomically, so a crash never leaves a loadable half export.
     """
     model_dir = Path(model_dir)
-    family = _family(model_dir)
+    family = ALIASES.get(_family(model_dir), _family(model_dir))
     refuse(family)
     out = cache_root() / "mnn_llm" / f"{family}-{weights_hash(model_dir)}"
     if (out / "config.json").is_file() and (out / "llm.mnn").is_file() and not force:
         return out
-    with _in_process_converter(), atomic_dir(out) as tmp, contextlib.redirect_stdout(io.StringIO()):
-        exporter = _llmexport()
+    with atomic_dir(out) as tmp, contextlib.redirect_stdout(io.StringIO()):
         # quant_bit 16 keeps float weights: the MNN target is exact against itself at any precision,
         # but int4 would make the tiny test models' logits near-ties
-        exporter.export(str(model_dir), dst_path=str(tmp), export="mnn", quant_bit=16,
-                        mnnconvert="/nonexistent/MNNConvert")
+        run_llmexport(model_dir, Path(tmp))
         if not (Path(tmp) / "llm.mnn").is_file():
             raise MnnLlmError(f"llmexport wrote no llm.mnn for {model_dir}; see {Path(tmp) / '.export.log'}")
     return out

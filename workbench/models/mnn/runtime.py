@@ -22,8 +22,10 @@ HOST_BACKENDS = ("cpu",)  # what MNN's Python package runs here; the rest are fo
 MNN_FAMILIES = ("whisper",)
 WHY_NOT = {
     "qwen3_asr": "llmexport 0.0.5 has no qwen3_asr exporter (it exports qwen3, qwen2_audio, qwen2.5-omni)",
-    "qwen2_audio": "the llmexport + MNN.llm path for qwen2_audio is not built in this workbench yet",
-    "qwen2_5_omni": "the llmexport + MNN.llm path for qwen2.5-omni thinkers is not built in this workbench yet",
+    # measured with tiny configs (tests/models/test_mnn_llm.py): llmexport 0.0.5 fails in
+    # utils/model.py:134 with AttributeError 'NoneType' object has no attribute 'weight'
+    "qwen2_audio": "llmexport 0.0.5 cannot load it under transformers 5 (its model mapper finds no embedding)",
+    "qwen2_5_omni": "llmexport 0.0.5 cannot load it under transformers 5 (its model mapper finds no embedding)",
     "parakeet_ctc": "no MNN export of Parakeet CTC exists in this workbench",
 }
 
