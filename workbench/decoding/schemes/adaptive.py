@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from ..protocols import Drafter
 from ..records import Call
 from ..verification import Verdict
-from ..width import choose_chain_length
+from ..width import AcceptanceEstimate, choose_chain_length
 from .as2d import As2d, CandidateSource
 from .hybrid import UNUSABLE, drafted_call
 from .source_choice import As2dSourceChoice
@@ -50,6 +50,13 @@ class As2dAdaptive(As2dSourceChoice):
         self.drafter = drafter
         self.uses_drafter = drafter is not None
         self._drafted = False
+
+    def estimate(self, key: tuple[int, str]) -> AcceptanceEstimate:
+        # A guess is tried only after a rejection, so it has few rounds to learn from: start it from
+        # a pessimistic prior (1 in 3) so a source whose mismatches are not substitutions stops paying.
+        if key[1] == "guess" and key not in self.estimates:
+            self.estimates[key] = AcceptanceEstimate(decay=self.decay, prior=1.0)
+        return super().estimate(key)
 
     def _kind(self, reader: As2d, call: Call) -> str:
         return "guess" if reader._processing and call.anchor is not None else "anchor"
