@@ -78,7 +78,7 @@ def browser() -> Iterator:
     for flag in (*CHROME_FLAGS, f"--user-data-dir={profile}"):
         opts.add_argument(flag)
     drv = webdriver.Chrome(options=opts, service=Service(driver_path))
-    drv.set_page_load_timeout(120)
+    drv.set_page_load_timeout(300)
     try:
         yield drv
     finally:
@@ -127,20 +127,20 @@ def test_mlflow_ui_lists_runs_with_tps_and_previews_a_figure(browser, mlflow_ui,
 
     # The experiment opens on its runs (not the GenAI traces view), the child runs listed by name.
     browser.get(f"{mlflow_ui}/#/experiments/{exp.experiment_id}/runs")
-    _wait_for(browser, lambda d: "demo" in _text(d) and kid.info.run_name in _text(d), 90, "demo runs list")
+    _wait_for(browser, lambda d: "demo" in _text(d) and kid.info.run_name in _text(d), 240, "demo runs list")
     assert "No data" not in _text(browser) or "Run Name" in _text(browser)
     browser.save_screenshot(str(shots_dir() / "mlflow_runs.png"))
 
     # A child run's page shows the plain `tps` metric with its value.
     browser.get(f"{mlflow_ui}/#/experiments/{exp.experiment_id}/runs/{kid.info.run_id}")
-    _wait_for(browser, lambda d: "tps" in _text(d).split() or "\ntps" in _text(d), 90, "child run tps metric")
+    _wait_for(browser, lambda d: "tps" in _text(d).split() or "\ntps" in _text(d), 240, "child run tps metric")
     browser.save_screenshot(str(shots_dir() / "mlflow_child_run.png"))
 
     # The job run's figure artifact previews as an image that actually loaded.
     browser.get(f"{mlflow_ui}/#/experiments/{exp.experiment_id}/runs/{job.info.run_id}/artifacts/figures/tps_cdf.png")
     _wait_for(browser, lambda d: d.execute_script(
         "return [...document.images].some(i => i.complete && i.naturalWidth > 200 && /tps_cdf/.test(i.src))"),
-        90, "figure artifact preview")
+        240, "figure artifact preview")
     browser.save_screenshot(str(shots_dir() / "mlflow_artifact_preview.png"))
 
 
@@ -173,12 +173,12 @@ def test_jupyterlab_runs_fig5_and_renders_the_chart_offline(browser, jupyter_lab
         "const a = window.jupyterapp; if (!a) return false;"
         "const w = a.shell.currentWidget; return !!(w && w.sessionContext && w.sessionContext.session"
         " && w.sessionContext.session.kernel && w.sessionContext.session.kernel.connectionStatus === 'connected')"),
-        120, "notebook with a connected kernel")
+        300, "notebook with a connected kernel")
     browser.execute_script("window.jupyterapp.commands.execute('notebook:run-all-cells')")
     # Done when the last cell printed the exported files; the charts are images in the output area.
     _wait_for(browser, lambda d: "wrote " in _text(d) and d.execute_script(
         "return [...document.querySelectorAll('.jp-OutputArea-output img')]"
-        ".filter(i => i.complete && i.naturalWidth > 200).length") >= 2, 240, "rendered fig5 charts")
+        ".filter(i => i.complete && i.naturalWidth > 200).length") >= 2, 420, "rendered fig5 charts")
     text = _text(browser)
     browser.save_screenshot(str(shots_dir() / "jupyterlab_fig5.png"))
     assert "Error loading script" not in text
