@@ -45,6 +45,16 @@ def models(tmp_path_factory):
     _save(target, tok, root / "target")
     _save(perturbed(target, scale=0.15, seed=7), tok, root / "drafter")
     t, d = load_llm(export_llm(root / "target")), load_llm(export_llm(root / "drafter"))
+    # a session on a used Llm starts from an empty KV: same tokens and logits as a just-loaded Llm
+    dirty = MnnLlmTarget(t, PROMPTS[2], eos, cfg.vocab_size)
+    dirty.verify(dirty.prefill(), [1, 2])
+    used = MnnLlmTarget(t, PROMPTS[0], eos, cfg.vocab_size)
+    new = load_llm(export_llm(root / "target"))
+    clean = MnnLlmTarget(new, PROMPTS[0], eos, cfg.vocab_size)
+    assert used.prefill() == clean.prefill()
+    assert used.verify(4, [5]) == clean.verify(4, [5])
+    np.testing.assert_allclose(used.last_logits, clean.last_logits, rtol=0, atol=1e-5)
+    del clean, new
     yield t, d, eos, cfg.vocab_size
     del t, d  # every Var was dropped inside the sessions; the Llms go last
 
