@@ -156,8 +156,8 @@ def test_speculative_output_equals_target_only(family, seed):
         rejected += sum(r.width - 1 - r.accepted for r in res.records)
     # a diverging producer (perturbed head) and one that follows the target's own path
     for label, producer in (("perturbed", drafter_model), ("same-model", model)):
-        for name in ("as2d", "as2d_wo_bc"):
-            res = decode(make_scheme(name, max_output=cap, eos_id=EOS, source=buffer(producer), budget=3),
+        for name, bound in (("as2d", {"budget": 3}), ("as2d_wo_bc", {"cap": 3})):  # w/o BC bounds by ASP's cap
+            res = decode(make_scheme(name, max_output=cap, eos_id=EOS, source=buffer(producer), **bound),
                          _target(case))
             audit_exact(res.output, reference, f"{name} ({label} producer) seed {seed}")
             if label == "same-model":  # the target's own path: most candidates are accepted

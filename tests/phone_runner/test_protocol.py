@@ -101,12 +101,14 @@ def test_the_protocol_follows_the_core_vocabulary() -> None:
     import typing
     from pathlib import Path
 
-    from phone_runner.protocol import K1_REASONS, LINE_FIELDS, SCHEME_NAMES
+    from phone_runner.protocol import HOST_ONLY_SCHEMES, K1_REASONS, LINE_FIELDS, SCHEME_NAMES
     from workbench.decoding import ROUND_COLUMNS, SCHEMES
     from workbench.decoding.records import K1Reason
 
     assert set(ROUND_COLUMNS) <= set(LINE_FIELDS["round"])
-    assert set(SCHEMES) == set(SCHEME_NAMES)
+    # every catalog scheme is either carried by the protocol or named as host-only, never silently dropped
+    assert set(SCHEMES) == set(SCHEME_NAMES) | set(HOST_ONLY_SCHEMES)
+    assert not set(SCHEME_NAMES) & set(HOST_ONLY_SCHEMES)
     assert set(typing.get_args(K1Reason)) == set(K1_REASONS)
     doc = (Path(__file__).resolve().parents[2] / "phone_runner/PROTOCOL.md").read_text()
     for name in (*SCHEMES, *K1_REASONS):

@@ -109,5 +109,5 @@ def lm_producer(bundle: Any, prompt: Mapping[str, Any] | None, audio: Any, max_n
                              max_new_tokens, p.suppress_ids)
 
 
-__all__ = ["AUDIO_LM_FAMILIES", "is_audio_lm", "lm_codec", "lm_drafter", "lm_eos", "lm_max_positions", "lm_meta", "lm_producer",
-           "lm_prompt", "lm_target", "lm_vocab_size", "prompt_kwargs"]
+__all__ = ["AUDIO_LM_FAMILIES", "is_audio_lm", "lm_codec", "lm_drafter", "lm_eos", "lm_max_positions", "lm_meta",
+           "lm_producer", "lm_prompt", "lm_target", "lm_vocab_size", "prompt_kwargs"]
