@@ -67,7 +67,8 @@ def test_context_probe_job_on_a_dataset_layout(tmp_path: Path, speech: fx.Speech
         assert 1 <= row[f"{cond}_proposed"] <= 32 and 0 <= row[f"{cond}_accepted"] <= row[f"{cond}_proposed"]
     assert row["difference"] == pytest.approx(row["stale_acceptance"] - row["fresh_acceptance"])
     mlflow.set_tracking_uri(f"sqlite:///{db}")
-    (run,) = mlflow.search_runs(search_all_experiments=True, output_format="list")
+    (run,) = mlflow.search_runs(search_all_experiments=True, output_format="list",
+                                filter_string="tags.`as2d.role` = 'job'")
     assert run.info.status == "FINISHED" and run.data.metrics["probe.blocks"] == 1.0
     assert run.data.metrics["probe.median_difference"] == pytest.approx(row["difference"])
     bad = subprocess.run([sys.executable, "-m", "workbench.run", "experiment=context_probe", "model=qwen3_asr",

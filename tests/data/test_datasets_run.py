@@ -54,7 +54,8 @@ def test_replay_on_librispeech_layout(tmp_path: Path, speech: fx.Speech) -> None
     # every method committed the same number of target tokens on the window (exactness is audited in replay)
     assert windows.group_by("method").agg(pl.col("tokens").first())["tokens"].n_unique() == 1
     mlflow.set_tracking_uri(f"sqlite:///{db}")
-    (run,) = mlflow.search_runs(search_all_experiments=True, output_format="list")
+    (run,) = mlflow.search_runs(search_all_experiments=True, output_format="list",
+                                filter_string="tags.`as2d.role` = 'job'")  # not its per-config children
     assert run.info.status == "FINISHED" and run.data.metrics["exactness_mismatches"] == 0.0
     assert run.data.params.get("dataset.name") == "librispeech"
     # the cohort manifest names the run's window (test) and the disjoint dev window, and is logged

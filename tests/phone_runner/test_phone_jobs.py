@@ -33,7 +33,8 @@ def job_cfg(tmp: Path, experiment: str, *over: str):
 
 def runs(tmp: Path) -> list:
     mlflow.set_tracking_uri(f"sqlite:///{tmp}/mlflow.db")
-    return mlflow.search_runs(search_all_experiments=True, output_format="list")
+    found = mlflow.search_runs(search_all_experiments=True, output_format="list")
+    return [r for r in found if r.data.tags.get("as2d.role") != "config"]  # job runs, not per-config children
 
 
 def test_info_calibrate_and_native_runs_land_in_mlflow(loopback: LoopbackDevice, tmp_path: Path) -> None:
