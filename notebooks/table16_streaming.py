@@ -20,6 +20,8 @@ import os
 import mlflow
 import polars as pl
 
+import workbench.figures  # noqa: F401 - notebook defaults: no MLflow artifact progress bars on stderr
+
 # %% tags=["parameters"]
 # None: $AS2D_NOTEBOOK_EXPERIMENT if set, else the job's default experiment.
 EXPERIMENT = None
