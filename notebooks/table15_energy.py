@@ -15,12 +15,10 @@
 # notebook says so in one line and writes no figure.
 
 # %%
-import os
 
-import mlflow
 import polars as pl
 
-import workbench.figures  # noqa: F401 - notebook defaults: no MLflow artifact progress bars on stderr
+from workbench.figures.runs import MissingTable, NoRuns, experiment, latest_table
 
 # %% tags=["parameters"]
 # None: $AS2D_NOTEBOOK_EXPERIMENT if set, else the job's default experiment.
@@ -28,22 +26,12 @@ EXPERIMENT = None
 TABLE = "requests"
 
 # %%
-mlflow.set_tracking_uri(os.environ.get("MLFLOW_TRACKING_URI", "sqlite:///mlruns/mlflow.db"))
-name = EXPERIMENT or os.environ.get("AS2D_NOTEBOOK_EXPERIMENT") or "as2d-ondemand"
-exp = mlflow.get_experiment_by_name(name)
-runs = [] if exp is None else mlflow.search_runs([exp.experiment_id], "tags.`as2d.role` = 'job'",
-                                                 order_by=["start_time DESC"], output_format="list")
-frame, run = None, None
-for r in runs:
-    try:
-        path = mlflow.artifacts.download_artifacts(run_id=r.info.run_id, artifact_path=f"tables/{TABLE}.parquet")
-    except Exception:  # noqa: BLE001 - a run without this table (another job's)
-        continue
-    frame, run = pl.read_parquet(path), r
-    break
-if frame is None:
-    print(f"no ondemand run with tables/{TABLE}.parquet in experiment {name!r}"
-          f": run `python -m workbench.run experiment=ondemand`")
+name = EXPERIMENT or experiment("as2d-ondemand")
+try:
+    frame, run = latest_table(name, TABLE)
+except (NoRuns, MissingTable) as why:  # says what is missing and the command that makes it
+    frame, run = None, None
+    print(f"{why}; this figure needs `python -m workbench.run experiment=ondemand`")
 
 # %%
 if frame is not None:
