@@ -24,8 +24,11 @@ ROOT = Path(__file__).resolve().parents[1]
 def _sweep(tmp: Path, name: str) -> tuple[subprocess.Popen, Path]:
     db = tmp / f"{name}.db"
     proc = subprocess.Popen([sys.executable, "-m", "workbench.run", "-m", "job=oracle", "dataset.n_windows=600",
-                             "model.budget=1,3", f"tracking.uri=sqlite:///{db}", f"hydra.sweep.dir={tmp}/{name}"],
-                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                             "model.budget=1,3", f"tracking.uri=sqlite:///{db}", f"hydra.sweep.dir={tmp}/{name}",
+                             # n_jobs=-1 (the default) follows the CPU quota, which can be one core on a CI
+                             # runner: then the two jobs run one after the other and never both RUNNING.
+                             "hydra.launcher.n_jobs=2"],
+                            cwd=ROOT, stdout=(tmp / f"{name}.out").open("w"), stderr=subprocess.PIPE, text=True,
                             start_new_session=True)  # its own process group, like a job in a terminal
     return proc, db
 
@@ -69,7 +72,7 @@ def test_interrupted_sweeps_end_every_run_and_leave_no_processes(tmp_path):
                     if q.poll() is None:
                         os.killpg(q.pid, signal.SIGKILL)
                 pytest.fail(f"sweep {name} ended (rc {p.returncode}) before its runs were all RUNNING: "
-                            + p.stderr.read()[-1500:])
+                            + p.stderr.read()[-1500:] + (tmp_path / f"{name}.out").read_text()[-1500:])
             if _running(db) >= 3:
                 trees[name] = _tree(p.pid)
                 assert len(trees[name]) >= 3, (name, trees[name])  # the parent and its workers
