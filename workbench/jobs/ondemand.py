@@ -52,11 +52,11 @@ def run(cfg: DictConfig, out: Path) -> JobResult:
     from workbench.native.episodes import host_setup
     from workbench.native.ondemand import cpu_note, request_trace, run_ondemand, tail_latency
 
-    from .demo_traces import demo_corpus, load_model_pair
+    from .demo_traces import clip_audio, demo_corpus, load_model_pair
 
     o = _opts(cfg)
     corpus = demo_corpus(cfg)
-    trace = request_trace([(c.window_id, corpus.load_audio(c)) for c in corpus.clips], float(o["duration_s"]),
+    trace = request_trace([(c.window_id, clip_audio(c, cfg.model)) for c in corpus.clips], float(o["duration_s"]),
                           checkpoints(o))
     pair = load_model_pair(cfg)
     setup = host_setup(pair)

@@ -49,11 +49,11 @@ def run(cfg: DictConfig, out: Path) -> JobResult:
     from workbench.native.ondemand import cpu_note, request_trace
     from workbench.native.streaming import host_processor, run_stream, summarize, temperature_reader
 
-    from .demo_traces import demo_corpus, load_model_pair
+    from .demo_traces import clip_audio, demo_corpus, load_model_pair
 
     o = _opts(cfg)
     corpus = demo_corpus(cfg)
-    stream = request_trace([(c.window_id, corpus.load_audio(c)) for c in corpus.clips], float(o["duration_s"]),
+    stream = request_trace([(c.window_id, clip_audio(c, cfg.model)) for c in corpus.clips], float(o["duration_s"]),
                            checkpoints=[float(o["duration_s"])])
     setup = host_setup(load_model_pair(cfg))
     temp = temperature_reader()
