@@ -28,7 +28,7 @@ def run(cfg: DictConfig, out: Path) -> JobResult:
 
     c = cfg.calibration
     model = OmegaConf.to_container(cfg.model, resolve=True)
-    calib, evals = demo_windows(float(c.max_seconds))
+    calib, evals = demo_windows(float(c.max_seconds), model=model)  # under the target's own audio limit
     path = Path(c.profile_path or DEVICE_DIR / "host.yaml")
     profile, raw = calibrate_host(calib[: c.windows], model, c.reps, range(1, c.max_width + 1),
                                   out / "calibration", profile_path=path)

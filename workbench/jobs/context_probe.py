@@ -38,11 +38,12 @@ def run(cfg: DictConfig, out: Path) -> JobResult:
     from workbench.diagnostics import context_probe as cp
     from workbench.models.pair import load_pair
 
-    from .demo_traces import demo_corpus
+    from .demo_traces import clip_audio, demo_corpus
 
     p = _probe_cfg(cfg)
     corpus = demo_corpus(cfg)
-    sources = [(c.window_id, str(c.origin), corpus.load_audio(c), c.text) for c in corpus.clips]
+    # under the target's own audio limit (a paper dataset's windows were packed to it), not a fixed 30 s
+    sources = [(c.window_id, str(c.origin), clip_audio(c, cfg.model), c.text) for c in corpus.clips]
     blocks = cp.make_blocks(sources, float(p["block_start"]), float(p["block_seconds"]))
     if p.get("max_blocks") is not None:
         blocks = blocks[: int(p["max_blocks"])]

@@ -36,7 +36,7 @@ def run(cfg: DictConfig, out: Path) -> JobResult:
     n = cfg.native
     model = OmegaConf.to_container(cfg.model, resolve=True)
     alt = load_model_config(n.same_vocab_model) if n.same_vocab_model else None
-    _, evals = demo_windows(float(n.max_seconds))
+    _, evals = demo_windows(float(n.max_seconds), model=model)  # under the target's own audio limit
     evals = evals[: n.max_windows or len(evals)]
     if cfg.model.engine == "mnn":  # issue 14: MNN target-only/As²d/SD/ASP beside torch target-only
         from workbench.models.mnn.bench import mnn_methods

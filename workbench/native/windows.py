@@ -4,17 +4,21 @@ The demo clips are 1-8 s (3-28 words), far shorter than the paper's ~137-token w
 short window is dominated by startup and drain. Packing consecutive clips (corpus order, a short
 silence between them) up to ``max_seconds`` (< Whisper's 30 s input) gives windows of a few dozen
 to ~100 target tokens. Calibration and evaluation windows come from disjoint clips: the corpus's
-own stratified dev/test ``split``.
+own stratified dev/test ``split``. Clips load under the target's own audio limit (``audio_limit``:
+Whisper 30 s, Qwen3-ASR/Omni long audio), and a packed window never exceeds it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from workbench.data.audio import WHISPER_MAX_SECONDS, load_audio
 from workbench.data.corpus import Clip, Corpus, build_demo_corpus, split
+from workbench.data.datasets.windows import model_max_seconds
 
 SAMPLE_RATE = 16000
 
@@ -24,6 +28,9 @@ class AudioWindow:
     window_id: str
     clip_ids: tuple[str, ...]
     audio: np.ndarray
+    # the request's instruction (translation target, QA question; the cohort manifest's), which the
+    # target, the serial drafter and the producer are all prompted with; None: the pair's own prompt
+    instruction: str | None = None
 
     @property
     def seconds(self) -> float:
@@ -31,8 +38,13 @@ class AudioWindow:
 
 
 def pack_windows(corpus: Corpus, clips: Sequence[Clip], max_seconds: float = 25.0, gap_s: float = 0.3,
-                 prefix: str = "w") -> list[AudioWindow]:
-    """Greedily pack consecutive clips (given order) into windows of at most ``max_seconds``."""
+                 prefix: str = "w", audio_limit: float | None = WHISPER_MAX_SECONDS) -> list[AudioWindow]:
+    """Greedily pack consecutive clips (given order) into windows of at most ``max_seconds``.
+
+    ``audio_limit``: the target's own limit (``model_max_seconds``; None: long audio). A clip over it
+    is one clear error (``load_audio``); windows are packed to the smaller of the two limits."""
+    if audio_limit is not None:
+        max_seconds = min(max_seconds, audio_limit)
     gap = np.zeros(int(gap_s * SAMPLE_RATE), dtype=np.float32)
     out: list[AudioWindow] = []
     parts: list[np.ndarray] = []
@@ -46,7 +58,7 @@ def pack_windows(corpus: Corpus, clips: Sequence[Clip], max_seconds: float = 25.
             ids.clear()
 
     for clip in clips:
-        audio = corpus.load_audio(clip)
+        audio = load_audio(clip.path, max_seconds=audio_limit)
         total = sum(len(p) + len(gap) for p in parts) + len(audio)
         if ids and total > max_seconds * SAMPLE_RATE:
             flush()
@@ -57,9 +69,13 @@ def pack_windows(corpus: Corpus, clips: Sequence[Clip], max_seconds: float = 25.
 
 
 def demo_windows(max_seconds: float = 25.0, dev_fraction: float = 0.25, seed: int = 0,
-                 corpus: Corpus | None = None) -> tuple[list[AudioWindow], list[AudioWindow]]:
-    """(calibration windows, evaluation windows) from the demo corpus's dev/test split."""
+                 corpus: Corpus | None = None,
+                 model: Mapping[str, Any] | None = None) -> tuple[list[AudioWindow], list[AudioWindow]]:
+    """(calibration windows, evaluation windows) from the demo corpus's dev/test split.
+
+    ``model``: the ``conf/model`` mapping whose target limit applies (default: Whisper's 30 s)."""
     corpus = corpus or build_demo_corpus()
+    limit = model_max_seconds(model) if model is not None else WHISPER_MAX_SECONDS
     dev, test = split(corpus, dev_fraction, seed)
-    return (pack_windows(corpus, dev, max_seconds, prefix="calib"),
-            pack_windows(corpus, test, max_seconds, prefix="eval"))
+    return (pack_windows(corpus, dev, max_seconds, prefix="calib", audio_limit=limit),
+            pack_windows(corpus, test, max_seconds, prefix="eval", audio_limit=limit))
