@@ -206,6 +206,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             if req.mode == "calibrate":
                 calibrate_torch(req, req_path.parent, out)
                 totals = {"rounds": 0, "tokens": 0, "time": 0.0}
+            elif req.mode == "ondemand":  # issue 18: request-time prefill + decode, request lines
+                from .ondemand import run_ondemand_native
+
+                totals = run_ondemand_native(req, req_path.parent, out)
             else:
                 totals = run_torch(req, req_path.parent, out)
         else:

@@ -21,6 +21,7 @@ SCHEME_NAMES = ("target_only", "sd", "asp", "as2d", "as2d_wo_td", "as2d_wo_bc", 
 # sources, a drafter beside the buffer) exist in replay and on the host only, not in the runners yet.
 HOST_ONLY_SCHEMES = ("as2d_subst", "as2d_hybrid", "as2d_sources", "as2d_adaptive")
 ENGINES = ("reference", "torch", "mnn")
+MODES = ("run", "calibrate", "ondemand")  # ondemand: phone_runner/ondemand.py
 ERROR_CODES = ("bad_request", "missing_file", "unsupported_backend", "width_not_priced", "exactness",
                "internal")
 K1_REASONS = ("target_only", "not_ready", "no_match", "exhausted", "output_cap", "confidence", "drafter",
@@ -59,12 +60,16 @@ LINE_FIELDS: dict[str, dict[str, str]] = {
                "cleanup": "num", "rounds": "int", "output": "ints"},
     "measure": {"op": "str", "width": "int?", "offset": "int?", "concurrent": "bool", "source": "str?",
                 "repetition": "int", "ms": "num"},
+    # mode ondemand: the pieces of L_u, request to EOS (phone_runner/ondemand.py checks that they add up)
+    "request": {**_WIN, "request_s": "num", "prepared_s": "num", "residual_audio_s": "num",
+                "instruction_prefill_s": "num", "handoff_s": "num", "decode_s": "num", "drain_s": "num",
+                "latency_s": "num", "ttft_s": "num", "cleanup_s": "num"},
     "summary": {"windows": "int", "rounds": "int", "tokens": "int", "time": "num", "wall_s": "num"},
     "error": {"code": "str", "message": "str", "window_id": "str?"},
 }
 _ENUMS = {("round", "k1_reason"): K1_REASONS, ("round", "outcome"): OUTCOMES,
           ("round", "scheme"): SCHEME_NAMES, ("window", "scheme"): SCHEME_NAMES,
-          ("stage", "resource"): ("producer", "verifier", "other"), ("header", "mode"): ("run", "calibrate"),
+          ("stage", "resource"): ("producer", "verifier", "other"), ("header", "mode"): MODES,
           ("measure", "op"): MEASURE_OPS, ("error", "code"): ERROR_CODES}
 
 
@@ -116,6 +121,10 @@ def validate_obj(obj: Any, where: str) -> dict[str, Any]:
             raise ProtocolError(where, f"round accepted {r['accepted']} outside 0..{len(r['chain'])}")
         if not r["t_decide"] <= r["t_start"] <= r["t_end"]:
             raise ProtocolError(where, "round times out of order (t_decide <= t_start <= t_end)")
+    if kind == "request":
+        from .ondemand import check_request_line
+
+        check_request_line(obj, where)
     if kind == "stage" and obj["end"] < obj["start"]:
         raise ProtocolError(where, f"stage ends ({obj['end']}) before it starts ({obj['start']})")
     return obj
@@ -172,6 +181,7 @@ class Request:
     max_output: int = 224
     pricing: dict[str, Any] | None = None
     calibrate: dict[str, Any] | None = None
+    ondemand: dict[str, Any] | None = None  # mode ondemand only (phone_runner/ondemand.py)
     output: str = f"{DEVICE_ROOT}/out.jsonl"
     v: int = VERSION
     extra: dict[str, Any] = field(default_factory=dict)
@@ -191,6 +201,8 @@ class Request:
                                "repetitions": self.repetitions, "warmups": self.warmups,
                                "max_output": self.max_output, "pricing": self.pricing,
                                "calibrate": self.calibrate, "output": self.output}
+        if self.ondemand is not None:
+            out["ondemand"] = self.ondemand
         return out
 
 
@@ -208,7 +220,7 @@ def parse_request(obj: Any) -> Request:
     _need(obj.get("v") == VERSION, "v", f"protocol version {obj.get('v')!r}; this runner speaks v{VERSION}")
     for key in ("run_id", "mode", "scheme", "engine", "windows", "output"):
         _need(key in obj, key, "missing")
-    _need(obj["mode"] in ("run", "calibrate"), "mode", f"{obj['mode']!r}; expected run or calibrate")
+    _need(obj["mode"] in MODES, "mode", f"{obj['mode']!r}; expected one of {MODES}")
     scheme = obj["scheme"]
     _need(isinstance(scheme, dict) and scheme.get("name") in SCHEME_NAMES, "scheme.name",
           f"{scheme.get('name') if isinstance(scheme, dict) else scheme!r}; expected one of {SCHEME_NAMES}")
@@ -219,6 +231,8 @@ def parse_request(obj: Any) -> Request:
     _need(engine.get("clock", "real") in ("virtual", "real"), "engine.clock", "expected virtual or real")
     _need(engine.get("kind") == "reference" or engine.get("clock", "real") == "real", "engine.clock",
           "only the reference engine has a virtual clock")
+    _need(obj["mode"] != "ondemand" or engine["kind"] != "reference", "engine.kind",
+          "mode ondemand times real prefill and decoding: use the torch or mnn engine")
     models: dict[str, ModelSpec] = {}
     for role, spec in (obj.get("models") or {}).items():
         _need(isinstance(spec, dict) and set(spec) <= _MODEL_FIELDS, f"models.{role}",
@@ -253,6 +267,10 @@ def parse_request(obj: Any) -> Request:
         check_pricing(obj["pricing"])
     if obj["mode"] == "calibrate":
         _need(isinstance(obj.get("calibrate"), dict), "calibrate", "calibrate mode needs a calibrate plan")
+    if obj["mode"] == "ondemand":
+        from .ondemand import check_ondemand
+
+        check_ondemand(obj)
     known = set(Request.__dataclass_fields__) - {"extra"}
     return Request(**{k: v for k, v in obj.items() if k in known and k not in ("models", "windows", "producer")},
                    models=models, windows=tuple(wins), producer=producer,

@@ -179,18 +179,22 @@ def word_agreement(ref: str, hyp: str, max_edits: int = 3, max_rate: float = 0.0
 
 
 # ------------------------------------------------------------------------------ the sweep
-def run_request(host: NativeHost, setup: HostSetup, window: AudioWindow, scheme: str,
-                meter: Any = None) -> tuple[NativeResult, RequestTarget, float | None]:
-    """One on-demand request: prepare audio state (off the clock), then the timed request.
-    Returns (result, timed target, joules read by ``meter`` around the request or None)."""
+def run_request(host: NativeHost, setup: HostSetup, window: AudioWindow, scheme: str, meter: Any = None, *,
+                instruction: str | None = None, prepare: bool = True
+                ) -> tuple[NativeResult, RequestTarget, float | None]:
+    """One on-demand request: prepare audio state (off the clock; ``prepare=False``: inside the
+    request, as residual preparation), then the timed request with ``instruction`` (None: the
+    pair's own prompt). Returns (result, timed target, joules read by ``meter`` or None)."""
     pair = setup.pair
-    drafter = pair.new_drafter(window.audio) if scheme_spec(scheme).needs_drafter else None
-    target = RequestTarget(pair.new_target(window.audio))
-    target.prepare()
+    ask = {} if instruction is None else {"instruction": instruction}
+    drafter = pair.new_drafter(window.audio, **ask) if scheme_spec(scheme).needs_drafter else None
+    target = RequestTarget(pair.new_target(window.audio, **ask))
+    if prepare:
+        target.prepare()
     costs = setup.costs if scheme_spec(scheme).needs_costs else None
     before = meter.read_uj() if meter is not None else None
     r = host.run(window.window_id, scheme, target, audio=window.audio, max_output=setup.max_output,
-                 drafter=drafter, params=setup.params(scheme), costs=costs)
+                 drafter=drafter, params=setup.params(scheme), costs=costs, **ask)
     joules = None if meter is None else meter.joules_between(before, meter.read_uj())
     return r, target, joules
 
