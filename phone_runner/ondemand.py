@@ -84,10 +84,12 @@ def ondemand_request(trace: Any, staging: Path, *, run_id: str, scheme: Mapping[
                      models: Mapping[str, Mapping[str, Any]], engine: str = "torch", window_s: float = 60.0,
                      max_audio_s: float | None = None, instruction: str | None = None,
                      prepare: str = "before_request", max_output: int = 224, warmups: int = 1,
-                     repetitions: int = 1, batch_tokens: int = 8, trace_id: str = "demo-600s") -> dict[str, Any]:
+                     repetitions: int = 1, batch_tokens: int | None = None, trace_id: str = "demo-600s"
+                     ) -> dict[str, Any]:
     """The mode-``ondemand`` request for ``trace`` (a ``RequestTrace``): each checkpoint's window
     is written to ``staging/<window_id>.npy`` (float32 16 kHz), named relative to the request file.
-    Returns the request object, already validated."""
+    ``batch_tokens``: the producer's publication batch (None: the model pair's own). Returns the
+    request object, already validated."""
     seconds = min(window_s, max_audio_s) if max_audio_s else window_s
     staging = Path(staging)
     staging.mkdir(parents=True, exist_ok=True)
@@ -105,7 +107,8 @@ def ondemand_request(trace: Any, staging: Path, *, run_id: str, scheme: Mapping[
     obj = {"v": 1, "run_id": run_id, "mode": "ondemand", "scheme": dict(scheme),
            "engine": {"kind": engine, "clock": "real", "drain": "boundary"},
            "models": {k: {**ModelSpec(**v).__dict__, "cpus": list(v.get("cpus") or ())} for k, v in models.items()},
-           "producer": {"source": scheme.get("source") or "producer", "batch_tokens": batch_tokens},
+           "producer": {"source": scheme.get("source") or "producer",
+                        **({} if batch_tokens is None else {"batch_tokens": batch_tokens})},
            "windows": windows, "repetitions": repetitions, "warmups": warmups, "max_output": max_output,
            "pricing": None, "calibrate": None, "output": f"{DEVICE_ROOT}/{run_id}.jsonl",
            "ondemand": {"trace_id": trace_id, "trace_s": float(trace.seconds), "window_s": float(seconds),
