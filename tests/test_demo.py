@@ -111,6 +111,8 @@ CANNOT_FEED = {
     "table15_energy": "request energy comes with experiment=ondemand (RAPL) or a phone monitor, not the demo",
     "fig9_streaming": "sustained streaming: experiment=streaming, not the demo (issue 18)",
     "table16_streaming": "sustained streaming: experiment=streaming, not the demo (issue 18)",
+    "table3_tasks": "translation/QA replays on CoVoST 2 / Spoken SQuAD (task quality tables), not the demo",
+    "b1_acceptance": "per-corpus acceptance comes from experiment=context_probe runs, not the demo",
 }
 # Figures drawn from the device profiles the demo priced, not from a run's tables: written, but
 # attached to no run.
