@@ -113,6 +113,8 @@ def replay(
     if config.scheme in DECOUPLED:
         if plan is None:
             plan = producer_plan(window, config.source, profile)
+        if isinstance(plan, ProducerPlan) and config.spec.needs_drafter:
+            plan = MultiPlan((plan,))  # its serial drafting shares the producer's workers (multi_source.py)
         producer = Producer(plan) if isinstance(plan, ProducerPlan) else plan.producer()  # several sources
         buffer = producer.buffer
         result = _run_decoupled(window, config, price, producer, drain)
@@ -175,8 +177,12 @@ class _ProducerClock:
         return self.t
 
     def start(self, call: Call, t_decide: float) -> float:
-        # Hybrid candidates (issue 19) draft serially in the verifier's loop before the call.
-        return t_decide + self.price.align_s + self.price.draft(call.work)
+        # Hybrid candidates (issue 19) draft serially in the verifier's loop before the call, on the
+        # drafting workers the producers use (shared with the busy ones: multi_source.py).
+        t = t_decide + self.price.align_s
+        work = self.price.draft(call.work)
+        share = getattr(self.producer, "draft", None)
+        return t + work if share is None or work == 0.0 else share(t, work)
 
     def end(self, call: Call, t_start: float) -> float:
         price, producer, static_end = self.price, self.producer, self.static_end

@@ -108,11 +108,14 @@ class Producer:
     def busy(self) -> bool:
         return self.remaining > 0.0
 
-    def advance(self, t: float, slowed: bool) -> None:
-        """Run from ``self.time`` to real time ``t`` at the idle or the coexistence rate."""
+    def advance(self, t: float, slowed: bool, share: float = 1.0) -> None:
+        """Run from ``self.time`` to real time ``t`` at the idle or the coexistence rate.
+
+        ``share``: how many jobs split the drafting workers this producer runs on (several resident
+        producers, ``multi_source.py``); each gets ``1/share`` of its rate."""
         if t <= self.time:
             return
-        rate = 1.0 / self.plan.factor if slowed else 1.0
+        rate = (1.0 / self.plan.factor if slowed else 1.0) / share
         start_work, start_time = self.work, self.time
         self.work = min(self.plan.total_work, start_work + (t - start_time) * rate)
         if self.finished_at is None and self.work >= self.plan.total_work:

@@ -14,6 +14,8 @@ slot; otherwise its anchored chain. Then:
   loaded, the drafter proposes -- only when its expected tokens per unit time, drafting included
   (``costs[0]``: one serial drafter forward; 0 when the driver did not price it), beat a plain
   step. Drafting precedes the verify, so the decision uses the drafter's estimate, not the draft.
+  The drafter shares the drafting workers with every source still producing (replay prices it
+  so, ``replay/multi_source.py``), so a forward is counted ``1 + producing`` times its cost.
 
 No future information: estimates are updated only from verified rounds. Every committed token is
 the target's own (C.4), whatever the candidates' origin.
@@ -44,9 +46,7 @@ class As2dAdaptive(As2dSourceChoice):
                  costs: Mapping[int, float], decay: float = 0.9, drafter: Drafter | None = None,
                  **as2d: object) -> None:
         super().__init__(source, budget, max_output, eos_id, costs, decay, **as2d)
-        fwd = float(costs.get(DRAFT_FORWARD, 0.0))
-        # A drafted chain of n tokens costs its verify plus n drafter forwards before it.
-        self.draft_costs = {k: c + fwd * (k - 1) for k, c in self.costs.items()}
+        self.forward = float(costs.get(DRAFT_FORWARD, 0.0))
         self.drafter = drafter
         self.uses_drafter = drafter is not None
         self._drafted = False
@@ -66,7 +66,12 @@ class As2dAdaptive(As2dSourceChoice):
         if self.drafter is None or call.k1_reason not in UNUSABLE:
             return None
         n_max = self.readers[0].chain_limit(self.budget)
-        n = choose_chain_length(n_max, self.draft_costs, self.estimate((DRAFTER, "draft")).slots(n_max))
+        # A drafted chain of n tokens costs its verify plus n drafter forwards before it, each slowed by
+        # the sources still producing on the same workers (what is published by now says which).
+        producing = sum(not r.source.snapshot(self._now).complete for r in self.readers)
+        fwd = self.forward * (1 + producing)
+        draft_costs = {k: c + fwd * (k - 1) for k, c in self.costs.items()}
+        n = choose_chain_length(n_max, draft_costs, self.estimate((DRAFTER, "draft")).slots(n_max), self.rate.value)
         if n == 0:
             return None
         drafted = drafted_call(self.drafter, self.output, n, self.threshold)
@@ -75,7 +80,7 @@ class As2dAdaptive(As2dSourceChoice):
         return drafted
 
     def plan(self, now: float) -> Call:
-        self._drafted = False
+        self._drafted, self._now = False, now
         return super().plan(now)
 
     def _after(self, call: Call, verdict: Verdict) -> int | None:

@@ -4,7 +4,8 @@ The paper fixes one budget b per device on a dev split and names adaptation futu
 F.3). This scheme keeps As²d's buffer, read cursor and alignment unchanged and only cuts the
 chain As²d would verify: after the anchor it takes the ``n`` ready candidates (``n <= budget``)
 that maximize expected committed tokens per ms of verify time (``width.choose_chain_length``),
-from the device's per-width costs and a running acceptance estimate. ``n = 0`` is a plain step
+from the device's per-width costs, a running acceptance estimate and the window's running
+throughput (what a round's time would earn otherwise). ``n = 0`` is a plain step
 (``k1_reason = "cost"``): the verifier does not start a verify worth less than a step.
 
 It uses no future information: the estimate is updated only from rounds already verified, and
@@ -17,7 +18,7 @@ from collections.abc import Mapping
 
 from ..records import Call
 from ..verification import Verdict
-from ..width import AcceptanceEstimate, choose_chain_length
+from ..width import AcceptanceEstimate, RunningRate, choose_chain_length
 from .as2d import As2d, CandidateSource
 
 
@@ -37,10 +38,11 @@ class As2dOnline(As2d):
     def _reset(self) -> None:
         super()._reset()
         self.estimate = AcceptanceEstimate(decay=self.decay)
+        self.rate = RunningRate()  # this window's tokens per unit cost: what a round's time is worth
 
     def plan(self, now: float) -> Call:
         call = super().plan(now)
-        n = choose_chain_length(len(call.chain), self.costs, self.estimate.slots(len(call.chain)))
+        n = choose_chain_length(len(call.chain), self.costs, self.estimate.slots(len(call.chain)), self.rate.value)
         if n < len(call.chain):
             call.chain, call.provenance = call.chain[:n], call.provenance[:n]
             if n == 0:
@@ -49,4 +51,5 @@ class As2dOnline(As2d):
 
     def _after(self, call: Call, verdict: Verdict) -> int | None:
         self.estimate.observe(len(call.chain), verdict.accepted)
+        self.rate.observe(len(verdict.committed), self.costs.get(1 + len(call.chain)))
         return super()._after(call, verdict)

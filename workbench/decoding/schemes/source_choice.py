@@ -7,8 +7,8 @@ provenance column still names exactly one published token (``publish_time_of`` d
 audits check it like any buffer position). With one source the encoding is the plain position.
 
 ``As2dSourceChoice`` (``as2d_sources``) reads every source with its own As²d read cursor and, per
-round, verifies the chain of the source with the best expected committed tokens per unit verify
-time under a running per-source acceptance estimate (the online budget's rule, ``width.py``).
+round, verifies the chain of the source worth the most under a running per-source acceptance
+estimate and the window's running throughput (the online budget's rule, ``width.py``).
 The choice is the combination scheme's (``adaptive.py``) with plain As²d readers and no drafter.
 """
 
@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from ..buffer import Snapshot
 from ..records import Call
 from ..verification import Verdict
-from ..width import AcceptanceEstimate, choose_chain_length, expected_tokens
+from ..width import AcceptanceEstimate, RunningRate, chain_value, choose_chain_length
 from .as2d import As2d, CandidateSource
 from .base import Scheme
 from .hybrid import drafted_cursor
@@ -77,6 +77,7 @@ class As2dSourceChoice(Scheme):
             r.output, r.records, r.done = self.output, [], False
             r._reset()
         self.estimates: dict[tuple[int, str], AcceptanceEstimate] = {}
+        self.rate = RunningRate()  # this window's tokens per unit cost (width.py: what a round's time is worth)
         self._chosen: tuple[int, str] | None = None  # (reader, kind) of this round's chain
         self._calls: list[Call] = []
 
@@ -95,7 +96,8 @@ class As2dSourceChoice(Scheme):
 
     def plan(self, now: float) -> Call:
         self._chosen, calls = None, []
-        best: tuple[float, int, int, str] | None = None  # rate, reader, chain length, kind
+        best: tuple[float, int, int, str] | None = None  # value, reader, chain length, kind
+        rate = self.rate.value
         for i, r in enumerate(self.readers):
             call = r.plan(now)
             kind = self._kind(r, call)
@@ -103,10 +105,10 @@ class As2dSourceChoice(Scheme):
             if not call.chain:
                 continue
             q = self.estimate((i, kind)).slots(len(call.chain))
-            n = choose_chain_length(len(call.chain), self.costs, q)
-            rate = expected_tokens(n, q) / self.costs[n + 1]
-            if n > 0 and (best is None or rate > best[0] * (1.0 + 1e-12)):
-                best = (rate, i, n, kind)
+            n = choose_chain_length(len(call.chain), self.costs, q, rate)
+            value = chain_value(n, self.costs, q, rate)
+            if n > 0 and (best is None or value > best[0] + 1e-12 * max(1.0, abs(best[0]))):
+                best = (value, i, n, kind)
         self._calls = calls
         if best is not None:
             _, i, n, kind = best
@@ -123,6 +125,7 @@ class As2dSourceChoice(Scheme):
                     cursor_before=primary.cursor_before)
 
     def _after(self, call: Call, verdict: Verdict) -> int | None:
+        self.rate.observe(len(verdict.committed), self.costs.get(1 + len(call.chain)))
         chosen = self._chosen
         if chosen is not None:
             i, kind = chosen

@@ -1,0 +1,40 @@
+"""The online budget's rule against the window's own throughput (width.py), by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from workbench.decoding.width import RunningRate, chain_value, choose_chain_length, expected_tokens
+
+STEP_JUMP = {1: 10.0, 4: 13.0, 8: 20.0}  # a K4 -> K8 cost jump, as on Xiaomi 14 (K4 -> K5)
+CHEAP_WIDE = {1: 10.0, 2: 10.5, 4: 11.0, 8: 12.0, 16: 14.0}
+
+
+def test_the_ratio_cuts_at_the_jump_but_a_slow_window_verifies_the_whole_chain():
+    e3, e7 = expected_tokens(3, 0.75), expected_tokens(7, 0.75)
+    assert e3 == pytest.approx(2.734375) and e7 == pytest.approx((1 - 0.75**8) / 0.25)
+    # Ratio: 2.734/13 = 0.210 beats 3.600/20 = 0.180 and a step's 0.1 -> 3 candidates.
+    assert choose_chain_length(7, STEP_JUMP, 0.75) == 3
+    # The window earns 0.1 tokens per ms: 3.600 - 2.0 = 1.600 beats 2.734 - 1.3 = 1.434 and 1 - 1 = 0.
+    assert choose_chain_length(7, STEP_JUMP, 0.75, rate=0.1) == 7
+    # A window earning 0.3 per ms: 2.734 - 3.9 = -1.166 beats a step's 1 - 3 = -2 and 3.600 - 6 = -2.4.
+    assert choose_chain_length(7, STEP_JUMP, 0.75, rate=0.3) == 3
+    assert chain_value(7, STEP_JUMP, 0.75, 0.1) == pytest.approx(e7 - 2.0)
+
+
+@pytest.mark.parametrize("rate", [0.0, 0.05, 0.1, 1.0])
+def test_closed_form_ends_hold_at_any_rate(rate):
+    assert choose_chain_length(15, CHEAP_WIDE, 1.0, rate=rate) == 15  # all accepted, wide verifies cheap
+    assert choose_chain_length(15, CHEAP_WIDE, 0.0, rate=rate) == 0  # nothing accepted: plain steps (ties: shorter)
+    assert choose_chain_length(7, STEP_JUMP, 0.0, rate=0.01) == 0
+
+
+def test_running_rate_is_tokens_per_priced_cost():
+    r = RunningRate()
+    assert r.value is None  # no round yet: the ratio rule decides
+    r.observe(1, 10.0)
+    r.observe(4, 20.0)
+    r.observe(3, None)  # an unpriced width tells nothing
+    assert r.value == pytest.approx(5 / 30)
+    with pytest.raises(ValueError, match="rate"):
+        choose_chain_length(3, STEP_JUMP, 0.5, rate=-1.0)
