@@ -200,5 +200,61 @@ def hf_librispeech(root: Path, s: Speech, parquet: bool = False) -> Path:
     return root
 
 
+GIGA_GAP = 0.4  # seconds of silence before each segment of the podcast recording
+
+
+def gigaspeech(root: Path, s: Speech) -> tuple[Path, list[tuple[float, float]]]:
+    """One podcast (opus, as released) holding the three clips, a {TEST} segment each, plus one
+    garbage-only <MUSIC> segment and one segment of another subset; returns (root, segment spans)."""
+    parts, spans, t = [], [], 0.0
+    for a in s.audio:
+        gap = np.zeros(int(GIGA_GAP * SR), dtype=np.float32)
+        parts += [gap, a]
+        spans.append((t + GIGA_GAP, t + GIGA_GAP + a.size / SR))
+        t += GIGA_GAP + a.size / SR
+    rel = "audio/podcast/P0000/POD0000000001.opus"
+    _wav(root / rel, np.concatenate(parts), fmt="OGG", subtype="OPUS")
+    tn = ["THE CAT SAT ON THE WARM MAT <PERIOD>", "PLEASE CLOSE THE WINDOW <COMMA> BEFORE THE RAIN STARTS <PERIOD>",
+          "SEVEN BOATS LEFT THE HARBOR AT DAWN <EXCLAMATIONPOINT>"]
+    segs = [{"sid": f"POD0000000001_S{i:07d}", "speaker": "N/A", "begin_time": b, "end_time": e, "text_tn": x,
+             "subsets": ["{TEST}"]} for i, ((b, e), x) in enumerate(zip(spans, tn, strict=True))]
+    segs.insert(1, {"sid": "POD0000000001_S0000099", "begin_time": 0.0, "end_time": GIGA_GAP, "text_tn": "<MUSIC>",
+                    "subsets": ["{TEST}"]})
+    segs.append({"sid": "POD0000000001_S0000100", "begin_time": 0.0, "end_time": 1.0, "text_tn": "NOT TEST",
+                 "subsets": ["{XL}"]})
+    doc = {"dataset": "GigaSpeech", "version": "v1.0.0", "audios": [
+        {"aid": "POD0000000001", "path": rel, "source": "podcast", "duration": t, "segments": segs}]}
+    (root / "GigaSpeech.json").write_text(json.dumps(doc))
+    return root, spans
+
+
+def spgispeech(root: Path, s: Speech) -> Path:
+    """val.csv + val/<call>/<n>.wav: two slices of one call (listed out of order) and one of another."""
+    rows = [("2c1e7f0a/2.wav", 1), ("2c1e7f0a/1.wav", 0), ("9d4b3e11/1.wav", 2)]
+    lines = ["wav_filename|wav_filesize|transcript"]
+    for name, i in rows:
+        path = _wav(root / "val" / name, s.audio[i])
+        lines.append(f"{name}|{path.stat().st_size}|{s.texts[i]}")
+    (root / "val.csv").write_text("\n".join(lines) + "\n")
+    return root
+
+
+def earnings22(root: Path, s: Speech) -> Path:
+    """The release layout: two calls (mp3) with .nlp references (token|speaker|ts|endTs|punctuation|case|tags)."""
+    base = root / "earnings22"
+    calls = {"4420696": [0, 1], "4448760": [2]}
+    for fid, idx in calls.items():
+        _wav(base / "media" / f"{fid}.mp3", np.concatenate([s.audio[i] for i in idx]), fmt="MP3", subtype=None)
+        rows = ["token|speaker|ts|endTs|punctuation|case|tags"]
+        for i in idx:
+            words = s.texts[i].rstrip(".").split()
+            rows += [f"{w}|1|||{'.' if k == len(words) - 1 else ''}|LC|[]" for k, w in enumerate(words)]
+        nlp = base / "transcripts" / "nlp_references" / f"{fid}.nlp"
+        nlp.parent.mkdir(parents=True, exist_ok=True)
+        nlp.write_text("\n".join(rows) + "\n")
+    return base
+
+
 BUILDERS = {"librispeech": librispeech, "fleurs": fleurs, "kespeech": kespeech, "m4singer": m4singer,
-            "covost2_en_zh": covost2, "covost2_zh_en": covost2, "spoken_squad": spoken_squad}
+            "covost2_en_zh": covost2, "covost2_zh_en": covost2, "spoken_squad": spoken_squad,
+            "gigaspeech": lambda root, s: gigaspeech(root, s)[0], "spgispeech": spgispeech, "earnings22": earnings22}

@@ -11,13 +11,13 @@ from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
-from . import ami, covost2, fleurs, kespeech, librispeech, m4singer, spoken_squad
+from . import ami, covost2, earnings22, fleurs, gigaspeech, kespeech, librispeech, m4singer, spgispeech, spoken_squad
 from .base import DatasetLayoutError, Segment, Utterance, require_dir
 from .hf import hf_rows, is_hf_dir
 from .windows import DatasetWindow, build_windows, effective_max_seconds, model_max_seconds
 
 LOADERS: dict[str, ModuleType] = {m.NAME: m for m in (librispeech, ami, fleurs, kespeech, m4singer, covost2,
-                                                      spoken_squad)}
+                                                      spoken_squad, gigaspeech, spgispeech, earnings22)}
 TASKS = {"covost2": "translation", "spoken_squad": "qa"}
 CONTIGUOUS = frozenset({"ami"})  # segments are time spans of one meeting recording
 
