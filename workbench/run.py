@@ -40,6 +40,7 @@ JOBS = {
     "native_phone": "phone",
     "ondemand": "ondemand",  # native on-demand requests, Fig. 7 (issue 18)
     "streaming": "streaming",  # sustained native streaming, Fig. 9 / Table 16 (issue 18)
+    "adaptive": "adaptive",  # adaptive As²d vs fixed As²d and the oracle (issue 19)
 }
 
 

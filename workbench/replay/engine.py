@@ -129,7 +129,10 @@ def replay(
 
 def producer_plan(window: Window, source: str | None, profile: DeviceProfile) -> ProducerPlan | MultiPlan:
     if source is not None and SEPARATOR in source:  # several resident sources (issue 19): "qwen+parakeet"
-        return MultiPlan(tuple(producer_plan(window, s, profile) for s in source.split(SEPARATOR)))
+        # A source ineligible for the window's language (D.4.3) does not run; the first always does.
+        names = source.split(SEPARATOR)
+        names = names[:1] + [s for s in names[1:] if s not in window.sources or window.sources[s].eligible]
+        return MultiPlan(tuple(producer_plan(window, s, profile) for s in names))
     if source is None or source not in window.sources:
         raise ValueError(f"window {window.window_id!r} has no source {source!r} (has {sorted(window.sources)})")
     return ProducerPlan.build(window.sources[source], profile.source(source), window.vocab_size)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
+from .multi_source import SEPARATOR
 from .profile import DeviceProfile
 from .trajectory import Window
 
@@ -24,6 +25,8 @@ def profile_source(profile: DeviceProfile, source: str | None, roles: Mapping[st
     """
     if source is None or source in profile.sources:
         return source
+    if SEPARATOR in source:  # several resident sources (issue 19): name each one
+        return SEPARATOR.join(str(profile_source(profile, s, roles)) for s in source.split(SEPARATOR))
     for name in roles.get(source, []):
         if name in profile.sources:
             return name

@@ -1,0 +1,60 @@
+"""Job ``adaptive`` (issue 19) in-process: the per-device table against independent expectations."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+from workbench.jobs import adaptive
+from workbench.jobs.base import ConfigError
+from workbench.replay.profile import load_profile
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _cfg(*overrides: str):
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base=None):
+        return compose("config", overrides=["experiment=adaptive", *overrides])
+
+
+def test_the_table_has_every_method_and_honest_reference_rows():
+    cfg = _cfg("dataset.n_windows=12", "devices=[xiaomi_14]", "budgets=[1,3,5,7]")
+    adaptive.validate(cfg)
+    windows = adaptive.cached_windows(cfg)
+    table, chosen = adaptive.device_table(windows, load_profile("xiaomi_14"), cfg)
+    rows = {r["method"]: r for r in table.iter_rows(named=True)}
+    assert tuple(rows) == adaptive.ORDER
+    t = rows["target_only"]
+    # Target-only by hand on the test split: one plain step per token after the prefill's.
+    test = [w for w in windows if w.window_id in _test_ids(cfg, windows)]
+    step_s = load_profile("xiaomi_14").target_step_ms / 1000.0
+    tokens = sum(len(w.reference) for w in test)
+    assert t["tps"] == pytest.approx(tokens / sum((len(w.reference) - 1) * step_s for w in test))
+    assert t["slower_than_target"] == 0.0 and t["test_windows"] == len(test)
+    # The oracle is the per-window best of a catalog that holds the fixed choice: it is never beaten by it.
+    assert rows["as2d_fixed"]["oracle_gap"] >= -1e-12 and rows["as2d_fixed"]["vs_fixed"] == 0.0
+    assert rows["as2d_fixed"]["config"] == f"as2d/{chosen['source']}/b{chosen['budget']}"
+    # The resident set is one of the candidates, the fixed source first.
+    for name in ("as2d_sources", "as2d_adaptive"):
+        assert chosen["resident"][name] in adaptive.resident_sets(chosen["source"], ["qwen", "parakeet", "sensevoice"])
+        assert rows[name]["config"].startswith(f"{name}/{chosen['resident'][name]}/b")
+
+
+def _test_ids(cfg, windows) -> set[str]:
+    from workbench.replay.selection import split_windows
+
+    n_dev = max(1, round(len(windows) * cfg.dataset.dev_fraction))
+    return {w.window_id for w in split_windows(windows, n_dev, seed=int(cfg.seed))[1].windows}
+
+
+def test_resident_sets_by_hand():
+    assert adaptive.resident_sets("qwen", ["qwen", "parakeet", "sensevoice"]) == [
+        "qwen", "qwen+parakeet", "qwen+sensevoice", "qwen+parakeet+sensevoice"]
+    assert adaptive.resident_sets("a", ["a", "b"]) == ["a", "a+b"]
+
+
+def test_a_bad_bound_is_named():
+    with pytest.raises(ConfigError, match="adaptive.bound"):
+        adaptive.validate(_cfg("adaptive.bound=widest"))
