@@ -38,3 +38,19 @@ def test_running_rate_is_tokens_per_priced_cost():
     assert r.value == pytest.approx(5 / 30)
     with pytest.raises(ValueError, match="rate"):
         choose_chain_length(3, STEP_JUMP, 0.5, rate=-1.0)
+
+
+def test_a_cut_chain_learns_its_first_left_out_slot_from_the_bonus():
+    from workbench.decoding.records import Call
+    from workbench.decoding.schemes.online import seen_cut
+    from workbench.decoding.verification import verify_chain
+
+    call = Call(root=1, chain=(2, 3), provenance=(5, 6), anchor=4)
+    full = verify_chain(call.chain, [2, 3, 9], None, 10)  # both accepted, bonus 9
+    seen, v = seen_cut(call, full, (9, 7))  # the left-out candidate at slot 7 was 9: it would have been accepted
+    assert seen.chain == (2, 3, 9) and seen.provenance == (5, 6, 7) and v.accepted == 3
+    seen, v = seen_cut(call, full, (8, 7))  # it was 8: rejected there, the bonus is the correction
+    assert seen.chain == (2, 3, 8) and v.accepted == 2 and v.outcome == "correction"
+    rejected = verify_chain(call.chain, [2, 5, 0], None, 10)  # a rejection inside the chain: nothing to add
+    assert seen_cut(call, rejected, (9, 7)) == (call, rejected)
+    assert seen_cut(call, full, None) == (call, full)

@@ -8,6 +8,12 @@ from the device's per-width costs, a running acceptance estimate and the window'
 throughput (what a round's time would earn otherwise). ``n = 0`` is a plain step
 (``k1_reason = "cost"``): the verifier does not start a verify worth less than a step.
 
+A cut chain still checks its first left-out candidate for free: the round's bonus token is the
+target's own token at that slot, so the acceptance estimate learns that slot too (slots a cut
+leaves out would otherwise never be tried). The read cursor is moved as for the round verified:
+reading a mismatch there as a rejection (the paper's correction step) was measured to cost more
+plain steps than the realignment it saves (Xiaomi 11 Pro synthetic: -22%).
+
 It uses no future information: the estimate is updated only from rounds already verified, and
 every committed token is still the target's own (exactness is unchanged, C.4).
 """
@@ -15,11 +21,27 @@ every committed token is still the target's own (exactness is unchanged, C.4).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from ..records import Call
 from ..verification import Verdict
 from ..width import AcceptanceEstimate, RunningRate, choose_chain_length
 from .as2d import As2d, CandidateSource
+
+
+def seen_cut(call: Call, verdict: Verdict, cut: tuple[int, int] | None) -> tuple[Call, Verdict]:
+    """The round as if its first left-out candidate ``cut`` (token, provenance) had been verified too.
+
+    The bonus after a fully accepted chain is the target's token at that slot: equal, the candidate
+    is accepted; different, it is the rejection there with the bonus as the correction."""
+    if cut is None or verdict.next_root is None or verdict.accepted < len(call.chain) or verdict.outcome != "bonus":
+        return call, verdict
+    tok, pos = cut
+    longer = Call(root=call.root, chain=(*call.chain, tok), provenance=(*call.provenance, pos), ready=call.ready,
+                  cursor_before=call.cursor_before, anchor=call.anchor)
+    if tok == verdict.next_root:
+        return longer, replace(verdict, accepted=verdict.accepted + 1)
+    return longer, replace(verdict, outcome="correction")
 
 
 class As2dOnline(As2d):
@@ -43,6 +65,7 @@ class As2dOnline(As2d):
     def plan(self, now: float) -> Call:
         call = super().plan(now)
         n = choose_chain_length(len(call.chain), self.costs, self.estimate.slots(len(call.chain)), self.rate.value)
+        self._cut = (call.chain[n], call.provenance[n]) if n < len(call.chain) else None
         if n < len(call.chain):
             call.chain, call.provenance = call.chain[:n], call.provenance[:n]
             if n == 0:
@@ -50,6 +73,7 @@ class As2dOnline(As2d):
         return call
 
     def _after(self, call: Call, verdict: Verdict) -> int | None:
-        self.estimate.observe(len(call.chain), verdict.accepted)
         self.rate.observe(len(verdict.committed), self.costs.get(1 + len(call.chain)))
+        seen, v = seen_cut(call, verdict, self._cut)  # the estimate learns the first left-out slot too
+        self.estimate.observe(len(seen.chain), v.accepted)
         return super()._after(call, verdict)

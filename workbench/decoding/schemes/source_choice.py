@@ -23,6 +23,7 @@ from ..width import AcceptanceEstimate, RunningRate, chain_value, choose_chain_l
 from .as2d import As2d, CandidateSource
 from .base import Scheme
 from .hybrid import drafted_cursor
+from .online import seen_cut
 
 SOURCE_STRIDE = 1 << 24  # provenance = source index * stride + buffer position (positions stay far below)
 
@@ -95,7 +96,7 @@ class As2dSourceChoice(Scheme):
         return None
 
     def plan(self, now: float) -> Call:
-        self._chosen, calls = None, []
+        self._chosen, calls, self._cut = None, [], None
         best: tuple[float, int, int, str] | None = None  # value, reader, chain length, kind
         rate = self.rate.value
         for i, r in enumerate(self.readers):
@@ -114,6 +115,7 @@ class As2dSourceChoice(Scheme):
             _, i, n, kind = best
             call = calls[i]
             self._chosen = (i, kind)
+            self._cut = (call.chain[n], call.provenance[n]) if n < len(call.chain) else None
             return Call(root=call.root, chain=call.chain[:n], provenance=encode(i, call.provenance[:n]),
                         ready=call.ready, cursor_before=call.cursor_before, anchor=call.anchor)
         primary = calls[0]
@@ -129,10 +131,11 @@ class As2dSourceChoice(Scheme):
         chosen = self._chosen
         if chosen is not None:
             i, kind = chosen
-            self.estimate(chosen).observe(len(call.chain), verdict.accepted)
             own = self._calls[i]
             mine = Call(root=own.root, chain=call.chain, provenance=own.provenance[: len(call.chain)],
                         ready=own.ready, cursor_before=own.cursor_before, anchor=own.anchor)
+            seen, v = seen_cut(mine, verdict, self._cut)  # the bonus checks the first left-out candidate
+            self.estimate(chosen).observe(len(seen.chain), v.accepted)
             for j, r in enumerate(self.readers):
                 if j == i:
                     r._after(mine, verdict)
@@ -145,10 +148,14 @@ class As2dSourceChoice(Scheme):
                 r.cursor = drafted_cursor(r.cursor, verdict.accepted, r.lookback)
                 r._processing, r._correction = False, None
             return self.readers[0].cursor.cursor
-        for own, r in zip(self._calls, self.readers, strict=True):  # a plain step: each reader's own rule
+        for i, (own, r) in enumerate(zip(self._calls, self.readers, strict=True)):  # a plain step: own rules
             if own.chain:  # cut by cost: the root sat at the anchor (a guess cut is the correction step)
                 kind = self._kind(r, own)
+                cut = (own.chain[0], own.provenance[0])
                 own = Call(root=own.root, k1_reason="correction" if kind == "guess" else "cost",
                            cursor_before=own.cursor_before, anchor=None if kind == "guess" else own.anchor)
+                if kind == "anchor":  # the step's token checks this source's first candidate
+                    seen, v = seen_cut(own, verdict, cut)
+                    self.estimate((i, kind)).observe(len(seen.chain), v.accepted)
             r._after(own, verdict)
         return self.readers[0].cursor.cursor
