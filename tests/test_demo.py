@@ -106,7 +106,7 @@ NOTEBOOKS = ROOT / "notebooks"
 CANNOT_FEED = {
     "table1_cases": "Table 1 shows representative windows of >= 64 target tokens; the demo's clips are shorter",
     "sensitivity": "cost scenarios re-run the oracle and the ablations: experiment=sensitivity, not the demo",
-    "adaptive_ablation": "reads benchmarks/adaptive_bench.py's parquet ($AS2D_ADAPTIVE_BENCH), not a demo run",
+    "adaptive_ablation": "reads experiment=adaptive's table (or $AS2D_ADAPTIVE_BENCH's parquet), not a demo run",
     "fig7_ondemand": "native on-demand requests: experiment=ondemand, not the demo (issue 18)",
     "table15_energy": "request energy comes with experiment=ondemand (RAPL) or a phone monitor, not the demo",
     "fig9_streaming": "sustained streaming: experiment=streaming, not the demo (issue 18)",
