@@ -54,3 +54,32 @@ def test_a_cut_chain_learns_its_first_left_out_slot_from_the_bonus():
     rejected = verify_chain(call.chain, [2, 5, 0], None, 10)  # a rejection inside the chain: nothing to add
     assert seen_cut(call, rejected, (9, 7)) == (call, rejected)
     assert seen_cut(call, full, None) == (call, full)
+
+
+def test_a_rejected_left_out_candidate_moves_the_cursor_as_a_rejection_there():
+    from workbench.decoding import PublicationBuffer, ReferenceTarget, decode
+    from workbench.decoding.schemes.online import As2dOnline
+
+    # The producer heard 40 where the target says 41 at slot 6. Costs make a chain of 4 the best
+    # (K5 jumps): the first round verifies slots 1-4, its bonus is slot 5's token; the next verifies
+    # slots 6.. and is rejected at 6 (41 != 40); that bonus checks nothing more.
+    ref = [10, 11, 12, 13, 14, 15, 41, 17, 18, 19, 20, 21, 22, 0]
+    stream = [10, 11, 12, 13, 14, 15, 40, 17, 18, 19, 20, 21, 22, 0]
+    costs = {1: 10.0, 2: 10.5, 3: 11.0, 4: 11.5, 5: 12.0, **{k: 40.0 for k in range(6, 10)}}
+    scheme = As2dOnline(PublicationBuffer.from_stream(stream, [0.0] * len(stream)), 8, 32, 0, costs)
+    res = decode(scheme, ReferenceTarget(ref, 0, 64), verify_cost=lambda k: costs[k])
+    assert res.output == tuple(ref)
+    assert (res.records[0].width, res.records[0].accepted) == (5, 4)  # cut: slot 5 left out
+    # Slot 5 (15) matched the bonus: the cursor sits there, the next chain starts at slot 6.
+    assert res.records[1].provenance[0] == 6
+
+    # Now the left-out slot 5 was misheard (40, the target says 41): the bonus is a rejection there,
+    # so the paper's correction step follows (C.3) and the next chain re-anchors after it, at slot 7.
+    stream = [10, 11, 12, 13, 14, 40, 16, 17, 18, 19, 20, 21, 22, 0]
+    ref = [10, 11, 12, 13, 14, 41, 16, 17, 18, 19, 20, 21, 22, 0]
+    scheme = As2dOnline(PublicationBuffer.from_stream(stream, [0.0] * len(stream)), 8, 32, 0, costs)
+    res = decode(scheme, ReferenceTarget(ref, 0, 64), verify_cost=lambda k: costs[k])
+    assert res.output == tuple(ref)
+    assert (res.records[0].width, res.records[0].accepted, res.records[0].committed[-1]) == (5, 4, 41)
+    assert (res.records[1].width, res.records[1].k1_reason) == (1, "correction")
+    assert res.records[2].provenance[0] == 7

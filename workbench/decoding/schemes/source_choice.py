@@ -23,7 +23,7 @@ from ..width import AcceptanceEstimate, RunningRate, chain_value, choose_chain_l
 from .as2d import As2d, CandidateSource
 from .base import Scheme
 from .hybrid import drafted_cursor
-from .online import seen_cut
+from .online import rejected_at_cut, seen_cut
 
 SOURCE_STRIDE = 1 << 24  # provenance = source index * stride + buffer position (positions stay far below)
 
@@ -138,7 +138,7 @@ class As2dSourceChoice(Scheme):
             self.estimate(chosen).observe(len(seen.chain), v.accepted)
             for j, r in enumerate(self.readers):
                 if j == i:
-                    r._after(mine, verdict)
+                    r._after(*rejected_at_cut(mine, verdict, seen, v))
                 else:  # the target advanced past this source's cursor on another source's chain
                     r.cursor = drafted_cursor(r.cursor, verdict.accepted, r.lookback)
                     r._processing, r._correction = False, None
@@ -149,6 +149,7 @@ class As2dSourceChoice(Scheme):
                 r._processing, r._correction = False, None
             return self.readers[0].cursor.cursor
         for i, (own, r) in enumerate(zip(self._calls, self.readers, strict=True)):  # a plain step: own rules
+            step = verdict
             if own.chain:  # cut by cost: the root sat at the anchor (a guess cut is the correction step)
                 kind = self._kind(r, own)
                 cut = (own.chain[0], own.provenance[0])
@@ -157,5 +158,6 @@ class As2dSourceChoice(Scheme):
                 if kind == "anchor":  # the step's token checks this source's first candidate
                     seen, v = seen_cut(own, verdict, cut)
                     self.estimate((i, kind)).observe(len(seen.chain), v.accepted)
-            r._after(own, verdict)
+                    own, step = rejected_at_cut(own, verdict, seen, v)
+            r._after(own, step)
         return self.readers[0].cursor.cursor
