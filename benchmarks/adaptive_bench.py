@@ -31,7 +31,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--windows", type=int, default=240, help="synthetic windows (dev share selects)")
     ap.add_argument("--dataset", choices=("synthetic", "demo"), default="synthetic")
-    ap.add_argument("--bound", choices=("selected", "max"), default="selected",
+    ap.add_argument("--bound", choices=("selected", "max"), default="max",
                     help="online methods' upper bound: the dev-selected budget, or the widest priced width")
     ap.add_argument("--profiles", nargs="*", default=list(PROFILES))
     ap.add_argument("--out", help="write every row to this parquet file")
