@@ -10,13 +10,14 @@ combination (``as2d_adaptive``), plus the per-window hindsight oracle over the f
 (negative when an adaptive method beats the best fixed choice per window). Every replay is audited.
 
 Windows: the synthetic catalog, or the demo's cached traces (``dataset=demo``): this job never
-loads a model; a clip without a cached trace is one config error naming the command that collects it.
+loads a model; clips without a cached trace are left out, and said so (``experiment=demo`` collects).
 Settings of each method come from ``conf/method``; budgets: fixed-budget variants use the selected
 b, online ones are bounded by ``adaptive.bound`` (``selected`` b, or ``max``: the widest priced width).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -36,6 +37,8 @@ from workbench.replay.trajectory import Window
 from .base import ConfigError, JobResult
 from .config import devices, method_settings, source_roles
 from .windows import synthetic_from_cfg
+
+log = logging.getLogger("workbench")
 
 # method -> (online: bounded by adaptive.bound, several resident sources)
 VARIANTS = {
@@ -60,22 +63,30 @@ def validate(cfg: DictConfig) -> None:
 
 
 def cached_windows(cfg: DictConfig) -> list[Window]:
-    """Synthetic windows, or the demo's windows from the trace cache only (never a collection)."""
+    """Synthetic windows, or the demo's windows whose traces are in the cache (never a collection).
+
+    A clip without a valid cached trace for this model pair is left out and counted (``log``); fewer
+    than two cached clips is one config error naming the command that collects them."""
     if cfg.dataset.synthetic:
         return synthetic_from_cfg(cfg.dataset)
     from workbench.traces.cache_key import file_sha256
+    from workbench.traces.windows import trace_to_window
 
     from . import demo_traces as dt
 
     corpus = dt.demo_corpus(cfg)
-    limits = dt._CachedOnly(cfg.model)
+    limits = dt._CachedOnly(cfg.model)  # ids and limits without loading any model
     cache = dt.trace_cache(cfg, limits)
-    missing = [c.window_id for c in corpus.clips
-               if not cache.ready(c.window_id, file_sha256(c.path), limits.vocab_size)]
-    if missing:
-        raise ConfigError("dataset", f"{len(missing)} clip(s) have no cached trace (e.g. {missing[0]}); collect "
-                          "them once with `python -m workbench.run experiment=demo`")
-    return dt.demo_windows(cfg)
+    ready = [c for c in corpus.clips if cache.ready(c.window_id, file_sha256(c.path), limits.vocab_size)]
+    if len(ready) < 2:
+        raise ConfigError("dataset", f"{len(ready)} of {len(corpus.clips)} clips have a cached trace for this model "
+                          "pair (need 2: a dev and a test window); collect them once with "
+                          "`python -m workbench.run experiment=demo`")
+    if len(ready) < len(corpus.clips):
+        log.warning("adaptive: %d of %d demo clips have a cached trace; the rest are left out "
+                    "(`python -m workbench.run experiment=demo` collects them)", len(ready), len(corpus.clips))
+    return [trace_to_window(cache.frame(c.window_id), c.window_id, dataset=c.origin, eos_id=limits.eos_id,
+                            vocab_size=limits.vocab_size, max_output=limits.max_output) for c in ready]
 
 
 def _frame(windows: Sequence[Window], rc: ReplayConfig, profile: DeviceProfile, fallback: str = "qwen"
