@@ -13,6 +13,12 @@ Windows: the synthetic catalog, or the demo's cached traces (``dataset=demo``): 
 loads a model; clips without a cached trace are left out, and said so (``experiment=demo`` collects).
 Settings of each method come from ``conf/method``; budgets: fixed-budget variants use the selected
 b, online ones are bounded by ``adaptive.bound`` (``selected`` b, or ``max``: the widest priced width).
+
+``adaptive.native=true``: instead, the native host comparison -- ``adaptive.native_methods`` (target-only,
+fixed As²d, the combination) on the packed demo windows, interleaved and repeated (``native.*``), with the
+native bench's exactness audit (``workbench/native/bench.py``). The combination weighs widths with this
+machine's host profile (never another machine's) and drafts with the pair's serial drafter; the host runs
+one producer, so its source choice has one source.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import polars as pl
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
 from workbench.replay.catalog import as2d_catalog, run_catalog
@@ -59,6 +65,14 @@ def validate(cfg: DictConfig) -> None:
         raise ConfigError("adaptive.bound", f"choose selected or max, got {cfg.adaptive.bound!r}")
     for name in VARIANTS:
         method_settings(cfg, name)
+    if cfg.adaptive.native:
+        names = list(cfg.adaptive.native_methods)
+        if not names or names[0] != "target_only":
+            raise ConfigError("adaptive.native_methods",
+                              f"start with target_only (the exactness reference), got {names}")
+        for name in names:
+            method_settings(cfg, name)
+        return
     devices(cfg)
 
 
@@ -175,7 +189,55 @@ def goals(table: pl.DataFrame) -> pl.DataFrame:
         .alias("oracle_goal_met"), (pl.col("vs_fixed") >= -0.01).alias("fixed_goal_met"))
 
 
+def native_costs(cfg: DictConfig) -> tuple[dict[int, float], int]:
+    """This machine's round cost per width (ms), plus key 0: one serial drafter forward (hybrid
+    candidates); and the widest chain it prices (the online bound under ``adaptive.bound=max``)."""
+    from workbench.decoding.schemes import MAX_BUDGET
+    from workbench.native.bench import profile_costs
+
+    from .config import device_profile
+
+    profile = device_profile("host", cfg)  # this machine's profile: calibrate first or refuse (calibration.*)
+    costs = profile_costs(profile)
+    costs[0] = profile.source(profile.serial_drafter).op_ms
+    return costs, min(MAX_BUDGET, max(profile.verifier.widths()) - 1)
+
+
+def run_native(cfg: DictConfig, out: Path) -> JobResult:
+    from workbench.native.bench import Method, run_bench
+    from workbench.native.episodes import host_overrides, host_setup
+    from workbench.native.windows import demo_windows
+
+    from .config import check_models
+
+    check_models(cfg)
+    n, model = cfg.native, OmegaConf.to_container(cfg.model, resolve=True)
+    costs, widest = native_costs(cfg)
+    names = list(cfg.adaptive.native_methods)
+    over = {**host_overrides(int(cfg.model.budget)),
+            **{m: {k: v for k, v in method_settings(cfg, m).items() if k != "budget"} for m in names}}
+    setup = host_setup(model, overrides=over)
+    setup.costs = costs
+    for m in names:  # online methods: bounded like replay's (adaptive.bound); fixed ones keep the pair's b
+        if m in VARIANTS and VARIANTS[m][0] and cfg.adaptive.bound == "max":
+            setup.settings[m]["budget"] = widest
+    _, evals = demo_windows(float(n.max_seconds), model=model)
+    evals = evals[: n.max_windows or len(evals)]
+    methods = [Method("target_only@1t" if m == "target_only" else f"{m}/{setup.source}", "native", setup, 1, m)
+               for m in names]  # target_only@1t: the bench's per-window exactness reference
+    frames = run_bench(evals, methods, int(n.repeats), out_dir=out / "native")
+    summary = frames["summary"]
+    metrics = {f"native.{r['method']}.{k}": float(r[k]) for r in summary.iter_rows(named=True)
+               for k in ("tps", "ratio_target_only", "slower_share", "matched_share") if r[k] is not None}
+    metrics["exactness_mismatches"] = float((~frames["runs"]["matched"]).sum())
+    settings = pl.DataFrame([{"method": m, "settings": str(setup.settings[m])} for m in names])
+    return JobResult(metrics, {**frames, "native_settings": settings}, {}, summary,
+                     {"windows": str(len(evals)), "native": "true"})
+
+
 def run(cfg: DictConfig, out: Path) -> JobResult:
+    if cfg.adaptive.native:
+        return run_native(cfg, out)
     windows = cached_windows(cfg)
     tables, metrics, choices = [], {}, []
     for profile in tqdm(devices(cfg), desc="adaptive", unit="device"):
