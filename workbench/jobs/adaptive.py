@@ -31,6 +31,7 @@ import polars as pl
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
+from workbench.decoding.schemes import MAX_BUDGET
 from workbench.replay.catalog import as2d_catalog, run_catalog
 from workbench.replay.engine import replay, results_frame
 from workbench.replay.multi_source import SEPARATOR
@@ -139,7 +140,7 @@ def device_table(windows: list[Window], profile: DeviceProfile, cfg: DictConfig)
     names = sorted({s for w in windows for s in w.sources})
     sources = [s for s in (profile_source(profile, s, roles) for s in names) if s in profile.sources]
     dev, test = split_windows(ws, max(1, round(len(ws) * cfg.dataset.dev_fraction)), seed=int(cfg.seed))
-    top = max(profile.verifier.widths()) - 1
+    top = min(MAX_BUDGET, max(profile.verifier.widths()) - 1)  # never beyond a priced width (D.2.1)
     budgets = [b for b in cfg.budgets if b <= top]
     sel = select_budget(dev, profile, sources, budgets, workers=workers)
     bound = sel.budget if cfg.adaptive.bound == "selected" else top
@@ -192,7 +193,6 @@ def goals(table: pl.DataFrame) -> pl.DataFrame:
 def native_costs(cfg: DictConfig) -> tuple[dict[int, float], int]:
     """This machine's round cost per width (ms), plus key 0: one serial drafter forward (hybrid
     candidates); and the widest chain it prices (the online bound under ``adaptive.bound=max``)."""
-    from workbench.decoding.schemes import MAX_BUDGET
     from workbench.native.bench import profile_costs
 
     from .config import device_profile
