@@ -62,6 +62,7 @@ AS2D = ReplayConfig("as2d", source="qwen", budget=7)
     (lambda r: {**r, "v": 2}, "bad_request", "protocol version 2"),
     (lambda r: {k: v for k, v in r.items() if k != "windows"}, "bad_request", "'windows': missing"),
     (lambda r: {**r, "scheme": {**r["scheme"], "name": "medusa"}}, "bad_request", "'scheme.name'"),
+    (lambda r: {**r, "mode": "ondemand"}, "bad_request", "'mode': 'ondemand'"),  # PROTOCOL.md: not in C++ yet
     (lambda r: {**r, "windows": [{**r["windows"][0], "reference": None}]}, "bad_request", "reference"),
     (lambda r: {**r, "engine": {"kind": "torch", "clock": "real"}}, "unsupported_backend", "torch"),
     (lambda r: {**r, "engine": {"kind": "mnn", "clock": "real"},
