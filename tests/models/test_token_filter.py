@@ -53,3 +53,24 @@ def test_filtered_target_prefills_75_percent_of_the_audio_tokens() -> None:
     assert s.audio_len == len(c.audio_ids) - n_audio + kept_count(n_audio)  # kept tokens: consecutive positions
     out = decode(make_scheme("target_only", max_output=12, eos_id=EOS), target).output
     assert 1 <= len(out) <= 12  # the filtered prefix decodes normally (quality is reported, not asserted)
+
+
+def test_the_offline_fit_script_measures_one_window_by_the_rule() -> None:
+    """workbench.models.token_filter_fit on its own (Qwen2-Audio-shaped) target: 128 mel bins from the
+    Whisper feature extractor, 25 audio tokens per second, 75 of every 100 kept, both outputs decoded."""
+    import numpy as np
+
+    from workbench.models.token_filter_fit import AUDIO as FIT_AUDIO
+    from workbench.models.token_filter_fit import INSTRUCTION, filter_target, measure_window, window_inputs
+
+    model = filter_target(0)
+    audio = (0.1 * np.random.default_rng(0).standard_normal(3 * 16_000)).astype(np.float32)
+    ids, inputs = window_inputs(model, audio)
+    n = ids.count(FIT_AUDIO)
+    assert n == 75 and inputs["input_features"].shape[1] == 128  # 3 s -> 300 frames -> 75 tokens
+    predictor = fit_filter(model, [(ids, INSTRUCTION, inputs)])
+    assert predictor.weight.shape == (384,) and torch.count_nonzero(predictor.weight) > 0
+    row = measure_window(model, predictor, audio, "w0", max_output=4, reps=1)
+    assert (row["audio_tokens"], row["kept_tokens"]) == (75, kept_count(75))
+    assert row["filtered_sequence"] == row["sequence"] - 75 + kept_count(75)
+    assert 1 <= row["reference_tokens"] <= 4 and 0 <= row["ridge_wer"] and 0 <= row["uniform_wer"]
