@@ -79,8 +79,10 @@ def check_source(cfg: DictConfig) -> None:
     if source is None:
         return
     known = known_sources(cfg)
-    if str(source) not in known:
-        raise ConfigError("source", f"unknown candidate source {source!r}; choose one of {sorted(known)}")
+    # several resident sources (issue 19, as2d_sources/as2d_adaptive): "producer+chunk", each one known
+    if any(part not in known for part in str(source).split("+")):
+        raise ConfigError("source", f"unknown candidate source {source!r}; choose one of {sorted(known)} "
+                          "(or several joined by '+')")
 
 
 def check_common(cfg: DictConfig) -> None:
