@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from omegaconf import DictConfig
 
+from workbench.decoding.cumulative import publication_for_task
 from workbench.models.pair import ModelPair
 from workbench.native.agreement import agreement_frame, summarize, verdict
 from workbench.native.episodes import host_setup, native_episodes
@@ -18,7 +19,7 @@ from workbench.replay.selection import split_windows
 from workbench.replay.trajectory import Window
 
 from .config import method_settings
-from .demo_traces import clip_audio, demo_corpus
+from .demo_traces import clip_audio, demo_corpus, instructions
 
 
 def native_runs(cfg: DictConfig, pair: ModelPair, windows: list[Window],
@@ -31,8 +32,12 @@ def native_runs(cfg: DictConfig, pair: ModelPair, windows: list[Window],
     chosen = test.windows[: cfg.native.max_windows or len(test.windows)]
     corpus = demo_corpus(cfg)
     clips = {c.window_id: c for c in corpus.clips}
-    audio = [AudioWindow(w.window_id, (w.window_id,), clip_audio(clips[w.window_id], cfg.model)) for w in chosen]
-    setup = host_setup(pair, overrides={n: method_settings(cfg, n) for n in names})
+    asks = instructions(corpus)  # each window's task prompt (translation, QA question), as its traces had
+    audio = [AudioWindow(w.window_id, (w.window_id,), clip_audio(clips[w.window_id], cfg.model),
+                         asks.get(w.window_id)) for w in chosen]
+    # spoken QA feeds the buffer cumulative prefixes (D.1.2); ASR and translation publish batches
+    setup = host_setup(pair, overrides={n: method_settings(cfg, n) for n in names},
+                       publication=publication_for_task(cfg.dataset.get("task")))
     # D.3 protocol: a warm-up pass per window before the measured repetitions (cold caches, first calls)
     ep = native_episodes(setup, audio, names, int(cfg.native.repeats), warmup=int(cfg.native.warmup),
                          progress=True)

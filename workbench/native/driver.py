@@ -155,10 +155,13 @@ class NativeHost:
         drain_timeout: float = 30.0,
         producer_cap: int | None = None,
         costs: Mapping[int, float] | None = None,
+        instruction: str | None = None,
     ) -> NativeResult:
         """Run one window with one scheme; ``target`` is freshly built for this window.
 
-        ``costs``: per-width verify costs (ms) for a cost-aware scheme (catalog ``needs_costs``)."""
+        ``costs``: per-width verify costs (ms) for a cost-aware scheme (catalog ``needs_costs``).
+        ``instruction``: the request's instruction, which the producer is prompted with (the target
+        and drafter were built with the same one)."""
         clock = time.perf_counter
         params = dict(params or {})
         decoupled = scheme_spec(scheme_name).decoupled
@@ -168,7 +171,7 @@ class NativeHost:
             self.start_evt.clear()
             self.stop_evt.clear()
             cap = max_output if producer_cap is None else producer_cap
-            self._conn.send(PrepareWindow(window_id, audio, cap))
+            self._conn.send(PrepareWindow(window_id, audio, cap, instruction))
             self._recv(Ready, self.ready_timeout, f"preparing window {window_id}")
         root = target.prefill()
         source = None

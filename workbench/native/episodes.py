@@ -15,6 +15,7 @@ from typing import Any
 import polars as pl
 
 from workbench.decoding import SCHEMES, scheme_spec
+from workbench.decoding.cumulative import BATCHES
 from workbench.models.pair import ModelPair, load_pair
 
 from .driver import NativeHost, NativeResult
@@ -92,10 +93,13 @@ class HostSetup:
 
 
 def host_setup(model: Mapping[str, Any] | ModelPair, *, overrides: Mapping[str, Mapping[str, Any]] | None = None,
-               verifier: Placement | None = None, producer: Placement | None = None) -> HostSetup:
+               verifier: Placement | None = None, producer: Placement | None = None,
+               publication: str = BATCHES) -> HostSetup:
     """The host setup of a ``conf/model`` mapping (or an already loaded pair).
 
-    ``overrides``: scheme -> settings (a job's ``conf/method`` values); default: ``host_overrides``."""
+    ``overrides``: scheme -> settings (a job's ``conf/method`` values); default: ``host_overrides``.
+    ``publication``: how the producer feeds the buffer (``decoding.cumulative.publication_for_task``:
+    spoken QA publishes cumulative prefixes, D.1.2)."""
     pair = model if isinstance(model, ModelPair) else load_pair(model)
     vdef, pdef = default_placements()
     placed = pair.config.get("placement") or {}  # a pair's own threads (conf/model placement:, e.g. Omni-7B on 6)
@@ -104,19 +108,24 @@ def host_setup(model: Mapping[str, Any] | ModelPair, *, overrides: Mapping[str, 
     over = host_overrides(pair.budget) if overrides is None else overrides
     settings = {s: scheme_settings(s, pair.budget, over.get(s)) for s in SCHEMES}
     spec = ProducerSpec(drafter=pair.producer_cfg, target_tokenizer=pair.target_tokenizer, target_eos=pair.eos_id,
-                        batch_tokens=pair.batch_tokens, placement=producer or pdef)
+                        batch_tokens=pair.batch_tokens, placement=producer or pdef, publication=publication)
     return HostSetup(pair, spec, verifier or vdef, settings)
 
 
 def run_scheme(host: NativeHost, setup: HostSetup, window: AudioWindow, scheme: str) -> NativeResult:
-    """One native run of ``scheme`` on ``window``; the serial drafter's audio prefill is off the clock."""
-    drafter = setup.pair.new_drafter(window.audio) if scheme_spec(scheme).needs_drafter else None
+    """One native run of ``scheme`` on ``window``; the serial drafter's audio prefill is off the clock.
+
+    Target, serial drafter and producer are all prompted with the window's own instruction (a
+    CoVoST 2 window translates, a Spoken SQuAD window answers its question), as in trace collection."""
+    ask = window.instruction
+    drafter = setup.pair.new_drafter(window.audio, ask) if scheme_spec(scheme).needs_drafter else None
     costs = setup.costs if scheme_spec(scheme).needs_costs else None
     if scheme_spec(scheme).needs_costs and costs is None:
         raise ValueError(f"scheme {scheme!r} needs this machine's per-width costs: HostSetup.costs "
                          "(workbench.native.bench.profile_costs of the host profile)")
-    return host.run(window.window_id, scheme, setup.pair.new_target(window.audio), audio=window.audio,
-                    max_output=setup.max_output, drafter=drafter, params=setup.params(scheme), costs=costs)
+    return host.run(window.window_id, scheme, setup.pair.new_target(window.audio, ask), audio=window.audio,
+                    max_output=setup.max_output, drafter=drafter, params=setup.params(scheme), costs=costs,
+                    instruction=ask)
 
 
 # ------------------------------------------------------------------------ repeated episodes

@@ -6,7 +6,8 @@ The serving producer (``producer.producer_main``) and calibration's load produce
 
     parent                                    producer process
                                          <--  Loaded(placement)        model loaded, placement applied
-    PrepareWindow(window_id, audio, cap) -->  audio prefill, own prompt prefill (before the clock)
+    PrepareWindow(window_id, audio, cap, -->  audio prefill, own prompt prefill (before the clock),
+                  instruction)                with the request's instruction (audio LMs)
                                          <--  Ready(window_id)
     (start event) ... (stop event)            generate and publish into the shared buffer
                                          <--  Done(forwards)           drafter forwards this window
@@ -32,6 +33,7 @@ class PrepareWindow:
     window_id: str
     audio: Any
     cap: int  # most tokens the producer may generate for this window
+    instruction: str | None = None  # the request's instruction (translation, QA question); None: the pair's prompt
 
 
 @dataclass(frozen=True)

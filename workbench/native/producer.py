@@ -5,11 +5,13 @@ typed ones of ``messages.py``:
 
     parent                                  producer process
                                        <--  Loaded(placement)
-    PrepareWindow(id, audio, cap)      -->  audio prefill (encoder) and its own prompt prefill
+    PrepareWindow(id, audio, cap,      -->  audio prefill (encoder) and its own prompt prefill
+                  instruction)              (prompted with the request's instruction, audio LMs)
                                        <--  Ready(id)
     target prefill; t0; start.set
                                             generate greedily on its own history, convert (Tok_T),
                                             publish ``batch_tokens``-token batches, one span per forward
+                                            (spoken QA: cumulative prefixes, each token at its arrival)
     target EOS: stop.set                    stops at the next forward boundary (drain)
                                        <--  Done(forwards)
     Quit()                             -->  exit (any exception: Failed(error, traceback), exit 1)
@@ -27,6 +29,8 @@ import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+from workbench.decoding.cumulative import BATCHES, PUBLICATIONS, CumulativePrefixPublisher
 
 from .liveness import Liveness, ParentGone
 from .messages import Done, Failed, Loaded, PrepareWindow, Quit, Ready
@@ -62,6 +66,13 @@ class ProducerSpec:
     target_eos: int | None = None
     batch_tokens: int = 8
     placement: Placement = field(default_factory=Placement)
+    # BATCHES: ``batch_tokens``-token batches; CUMULATIVE_PREFIX: the spoken-QA buffer (D.1.2), fed the
+    # growing prefix generated so far, each token at its own arrival time (``decoding.cumulative``)
+    publication: str = BATCHES
+
+    def __post_init__(self) -> None:
+        if self.publication not in PUBLICATIONS:
+            raise ValueError(f"publication: {self.publication!r} is not one of {list(PUBLICATIONS)}")
 
 
 class ProducerModel:
@@ -86,28 +97,30 @@ class ProducerModel:
         else:
             self.bundle = load_whisper_spec(ms)
 
-    def encode(self, audio: Any) -> Any:
-        """The audio prefill (features + encoder): a decoder state ready for the prompt."""
+    def encode(self, audio: Any, instruction: str | None = None) -> Any:
+        """The audio prefill (features + encoder): a decoder state ready for the prompt.
+
+        ``instruction``: the request's own (translation, QA question) for audio LMs; Whisper has none."""
         from workbench.models.whisper import WhisperDecoderState
 
         if self.audio_lm:  # the processor's prompt; the audio KV is built at the first iteration step
             from workbench.models.lm_sessions import lm_prompt
 
-            return lm_prompt(self.bundle, self.spec.drafter.get("prompt"), audio)
+            return lm_prompt(self.bundle, self.spec.drafter.get("prompt"), audio, instruction)
         if hasattr(self.bundle, "decoder_state"):  # MNN
             return self.bundle.decoder_state(self.bundle.features(audio))
         return WhisperDecoderState(self.bundle, self.bundle.features(audio))
 
-    def stream(self, audio: Any, cap: int, encoded: Any = None) -> Iterator[Any]:
+    def stream(self, audio: Any, cap: int, encoded: Any = None, instruction: str | None = None) -> Iterator[Any]:
         """Prepare the audio state now (before the clock) and return the token iterator.
 
         ``encoded``: an ``encode`` result to start from with an empty decoder cache (calibration
-        reuses one encoding across passes)."""
+        reuses one encoding across passes). ``instruction``: the request's (audio LMs)."""
         from workbench.models.drafting import AutoregressiveProducer
 
         bundle, spec = self.bundle, self.spec
         if self.audio_lm:
-            return self._lm_stream(audio, cap, encoded)
+            return self._lm_stream(audio, cap, encoded, instruction)
         proto = bundle.protocol
         state = self.encode(audio) if encoded is None else _fresh(encoded)  # audio prefill, outside the clock
         n = min(cap, bundle.config.max_target_positions - len(proto.prompt_ids))
@@ -124,11 +137,11 @@ class ProducerModel:
         return stream
 
 
-    def _lm_stream(self, audio: Any, cap: int, encoded: Any = None) -> Iterator[Any]:
+    def _lm_stream(self, audio: Any, cap: int, encoded: Any = None, instruction: str | None = None) -> Iterator[Any]:
         from workbench.models.audio_lm import audio_lm_producer
         from workbench.models.lm_sessions import lm_codec, lm_eos, lm_max_positions
 
-        p = self.encode(audio) if encoded is None else encoded  # a fresh session per iteration
+        p = self.encode(audio, instruction) if encoded is None else encoded  # a fresh session per iteration
         n = min(cap, lm_max_positions(self.bundle))
         stream: Iterator[Any] = iter(audio_lm_producer(self.bundle.model, p.audio_ids, p.instruction_ids,
                                                        p.audio_inputs, p.eos_id, n, p.suppress_ids))
@@ -167,7 +180,31 @@ def prefilled(stream: Iterator[Any]) -> tuple[Any, Iterator[Any]]:
     return first, itertools.chain([] if first is None else [first], stream)
 
 
-def _produce(stream: Iterator[Any], shared: SharedBuffer, stop: Any, batch_tokens: int, t_begin: float) -> int:
+def _produce_prefixes(stream: Iterator[Any], shared: SharedBuffer, stop: Any, t_begin: float) -> int:
+    """Spoken QA (D.1.2): after every forward, the whole prefix generated so far is observed; the
+    tokens it adds are published at their own arrival times (one before the clock: at its start)."""
+    pub = CumulativePrefixPublisher(shared.publish)
+    prefix: list[int] = []
+    arrivals: list[float] = []
+    confs: list[float | None] = []
+    prev = t_begin
+    for item in stream:
+        prefix.append(item.token)
+        arrivals.append(max(item.t_generated, t_begin))
+        confs.append(item.confidence)
+        pub.observe(prefix, arrivals, confs)
+        now = time.perf_counter()
+        shared.add_span(prev, now)
+        prev = now
+        if stop.is_set():
+            break
+    return len(prefix)
+
+
+def _produce(stream: Iterator[Any], shared: SharedBuffer, stop: Any, batch_tokens: int, t_begin: float,
+             publication: str = BATCHES) -> int:
+    if publication != BATCHES:
+        return _produce_prefixes(stream, shared, stop, t_begin)
     batch, confs, n = [], [], 0
     prev = t_begin
     for item in stream:
@@ -205,11 +242,11 @@ def producer_main(conn: Any, shared: SharedBuffer, start: Any, stop: Any, spec: 
             if not isinstance(msg, PrepareWindow):
                 raise TypeError(f"producer: unexpected message {msg!r}")
             shared.reset()
-            _, stream = prefilled(model.stream(msg.audio, msg.cap))
+            _, stream = prefilled(model.stream(msg.audio, msg.cap, instruction=msg.instruction))
             conn.send(Ready(msg.window_id))
             life.wait_event(start, START_TIMEOUT_S, f"waiting to start window {msg.window_id}")
             t_begin = time.perf_counter()
-            n = _produce(stream, shared, stop, spec.batch_tokens, t_begin)
+            n = _produce(stream, shared, stop, spec.batch_tokens, t_begin, spec.publication)
             shared.finish(time.perf_counter())
             conn.send(Done(n))
     except (EOFError, KeyboardInterrupt, ParentGone):
