@@ -16,13 +16,15 @@ RUN_COLUMNS = {"window_id", "method", "rep", "tokens", "time", "tps", "matched",
 
 def test_bench_runs_every_method_and_documents_its_frames(host_cfg, windows, tmp_path):  # noqa: F811
     profile = load_profile("host")  # any profile gives as2d_online per-width costs; the CLI uses this machine's
-    methods = default_methods(host_cfg, None, profile, single_token_batches=True)
+    methods = default_methods(host_cfg, None, profile, batches=[1, 8, 1])
     names = [m.name for m in methods]
     assert {"target_only@1t", "target_only@2t", "sd", "asp", "as2d/tiny-producer", "as2d_online/tiny-producer",
-            "as2d/tiny-producer@batch1"} <= set(names)
+            "as2d/tiny-producer@batch1", "as2d/tiny-producer@batch8"} <= set(names)
+    assert len(names) == len(set(names))  # a repeated size is one method
     online = next(m for m in methods if m.scheme == "as2d_online")
     assert online.setup.costs[4] == pytest.approx(profile.verify_ms(4, True) + profile.alignment_ms + profile.queue_ms)
     assert next(m for m in methods if m.name.endswith("@batch1")).setup.batch_tokens == 1
+    assert next(m for m in methods if m.name.endswith("@batch8")).setup.batch_tokens == 8
     assert any(n.startswith("hf_assisted/") for n in names)
     frames = run_bench(windows[:1], methods, repeats=1, warmup=0, out_dir=tmp_path, progress=False)
     runs = frames["runs"]

@@ -65,11 +65,11 @@ def profile_costs(profile: DeviceProfile) -> dict[int, float]:
 
 
 def default_methods(model_cfg: dict[str, Any], same_vocab_cfg: dict[str, Any] | None,
-                    profile: DeviceProfile | None = None, single_token_batches: bool = False) -> list[Method]:
+                    profile: DeviceProfile | None = None, batches: Sequence[int] = ()) -> list[Method]:
     """target-only (1 and 2 threads), HF assisted (same-vocab int8 base; cross-tokenizer tiny.en),
     SD and ASP with the serial drafter, As²d with each producer; with this machine's ``profile``
-    also as2d_online (chain length per round from the machine's per-width costs); with
-    ``single_token_batches`` also As²d publishing each token as it is made."""
+    also as2d_online (chain length per round from the machine's per-width costs); for each of
+    ``batches`` other than the configured one, also As²d publishing batches of that size (``@batchN``)."""
     main = host_setup(model_cfg)
     pair = main.pair
     if profile is not None:
@@ -95,9 +95,10 @@ def default_methods(model_cfg: dict[str, Any], same_vocab_cfg: dict[str, Any] | 
            Method(f"as2d/{main.source}", "native", main, 1, "as2d")]
     if main.costs is not None:
         ms.append(Method(f"as2d_online/{main.source}", "native", main, 1, "as2d_online"))
-    if single_token_batches and main.batch_tokens != 1:
-        single = dataclasses.replace(main, producer=dataclasses.replace(main.producer, batch_tokens=1))
-        ms.append(Method(f"as2d/{main.source}@batch1", "native", single, 1, "as2d"))
+    for n in dict.fromkeys(batches):
+        if n != main.batch_tokens:
+            other = dataclasses.replace(main, producer=dataclasses.replace(main.producer, batch_tokens=n))
+            ms.append(Method(f"as2d/{main.source}@batch{n}", "native", other, 1, "as2d"))
     if same_vocab_cfg is not None:
         # the second producer publishes batches of the main pair's size; one target model in memory
         alt = {**same_vocab_cfg["drafter"], "batch_tokens": pair.batch_tokens}
@@ -277,8 +278,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--on-mismatch", choices=("calibrate", "refuse"), default="calibrate",
                     help="no profile of this machine yet: calibrate it (cached per fingerprint) or refuse")
     ap.add_argument("--no-online", action="store_true", help="skip as2d_online (no profile needed)")
-    ap.add_argument("--single-token-batches", action="store_true",
-                    help="also As²d with a producer that publishes every token as it is made")
+    ap.add_argument("--batches", type=int, nargs="*", default=[],
+                    help="also As²d with producers publishing batches of these sizes (e.g. 4 8: the paper's phones)")
+    ap.add_argument("--single-token-batches", action="store_true", help="same as --batches 1")
     ap.add_argument("--engine", choices=("torch", "mnn"), default="torch",
                     help="mnn: MNN target-only, torch target-only, MNN As²d/SD/ASP, step/verify costs, F.6")
     args = ap.parse_args(argv)
@@ -304,7 +306,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                                                          if k <= 8) + " ms ...")
     _, evals = demo_windows(args.max_seconds)
     alt = load_model_config(args.same_vocab_model) if args.same_vocab_model else None
-    frames = run_bench(evals[: args.windows], default_methods(cfg, alt, profile, args.single_token_batches),
+    batches = [*args.batches, *([1] if args.single_token_batches else [])]
+    frames = run_bench(evals[: args.windows], default_methods(cfg, alt, profile, batches),
                        args.repeats, out_dir=args.out_dir)
     with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=250, float_precision=3):
         print(frames["summary"])
