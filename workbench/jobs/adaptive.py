@@ -227,7 +227,8 @@ def run_native(cfg: DictConfig, out: Path) -> JobResult:
                for m in names]  # target_only@1t: the bench's per-window exactness reference
     frames = run_bench(evals, methods, int(n.repeats), out_dir=out / "native")
     summary = frames["summary"]
-    metrics = {f"native.{r['method']}.{k}": float(r[k]) for r in summary.iter_rows(named=True)
+    # MLflow metric names allow no '@' (the bench's "target_only@1t")
+    metrics = {f"native.{r['method'].replace('@', '_')}.{k}": float(r[k]) for r in summary.iter_rows(named=True)
                for k in ("tps", "ratio_target_only", "slower_share", "matched_share") if r[k] is not None}
     metrics["exactness_mismatches"] = float((~frames["runs"]["matched"]).sum())
     settings = pl.DataFrame([{"method": m, "settings": str(setup.settings[m])} for m in names])
