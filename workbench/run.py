@@ -119,7 +119,9 @@ def ui_command(uri: str, run_id: str, experiment_id: str) -> str:
     """The command that opens the MLflow UI on this run."""
     port = 5000
     return (f"mlflow ui --backend-store-uri {uri} --port {port}   "
-            f"# then open http://127.0.0.1:{port}/#/experiments/{experiment_id}/runs/{run_id}")
+            # workflowType: MLflow 3.17's "Model training" view (its GenAI default hides the runs list)
+            f"# then open http://127.0.0.1:{port}/#/experiments/{experiment_id}/runs/{run_id}"
+            "?workflowType=machine_learning")
 
 
 def _log_summary_files(result: JobResult, cfg: DictConfig, out: Path, files: list[Path]) -> None:
