@@ -23,6 +23,7 @@ import fcntl
 import logging
 import math
 import os
+import re
 import signal
 import traceback
 from collections.abc import Iterator, Mapping
@@ -127,10 +128,15 @@ def flatten(cfg: Mapping[str, Any] | DictConfig, prefix: str = "") -> dict[str, 
     return out
 
 
+_METRIC_NAME_BAD = re.compile(r"[^\w./\- ]")  # MLflow's metric-name alphabet: word chars . / - and space
+
+
 def clean_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
-    """Finite numeric metrics only; MLflow rejects NaN in some stores and None everywhere."""
+    """Finite numeric metrics only; MLflow rejects NaN in some stores and None everywhere, and a name
+    outside its alphabet (``target_only@1t`` from a method label) fails the whole batch: ``@`` etc. -> ``_``."""
     out = {}
     for k, v in metrics.items():
+        k = _METRIC_NAME_BAD.sub("_", str(k))
         if isinstance(v, bool) or v is None:
             continue
         try:
