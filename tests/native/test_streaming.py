@@ -64,7 +64,25 @@ def test_run_stream_rows_obey_the_lag_identities() -> None:
     for r in f.iter_rows(named=True):
         assert r["lag_s"] == pytest.approx(r["queue_wait_s"] + r["processing_s"], abs=1e-9)
         assert r["begin"] >= r["arrival"] and r["drafting"] == (r["queue_wait_s"] <= 0.02)
+    late = run_stream(audio, process, block_s=0.5, reset_s=1.5, deadline_s=0.02, expiry="consumption", speed=10.0)
+    assert late["drafting"].all()  # consumption-based lifetime: every block drafts however late it starts
+    with pytest.raises(ValueError, match="streaming.expiry"):
+        run_stream(audio, process, block_s=0.5, deadline_s=0.02, expiry="never")
     s = summarize(f)
     assert s["active_rtf"] == pytest.approx(f["processing_s"].sum() / 6.0)
     assert s["decode_tps"] == pytest.approx(36 / 0.12)
     assert s["max_queue_wait_s"] == pytest.approx(f["queue_wait_s"].max())
+
+
+def test_a_bad_source_lifetime_is_one_config_error() -> None:
+    from omegaconf import OmegaConf
+
+    from workbench.jobs.config import ConfigError
+    from workbench.jobs.streaming import _opts
+
+    base = {"duration_s": 24.0, "streaming": {"block_s": 4.0, "reset_s": 12.0, "deadline_s": 4.0, "speed": 1.0,
+                                              "method": "as2d", "expiry": "consumption"}}
+    assert _opts(OmegaConf.create(base))["expiry"] == "consumption"
+    base["streaming"]["expiry"] = "forever"
+    with pytest.raises(ConfigError, match="streaming.expiry"):
+        _opts(OmegaConf.create(base))

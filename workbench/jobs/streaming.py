@@ -31,6 +31,8 @@ def _opts(cfg: DictConfig) -> dict[str, Any]:
         raise ConfigError("streaming.reset_s", f"must be >= streaming.block_s ({o['block_s']} s)")
     if o["duration_s"] < o["block_s"]:
         raise ConfigError("duration_s", f"shorter than one block ({o['block_s']} s)")
+    if o.get("expiry", "arrival") not in ("arrival", "consumption"):
+        raise ConfigError("streaming.expiry", f"choose arrival or consumption (D.6.2), got {o.get('expiry')!r}")
     if o.get("method") not in SCHEMES or scheme_spec(o["method"]).needs_costs:
         raise ConfigError("streaming.method", f"choose one of {[s for s in SCHEMES if not scheme_spec(s).needs_costs]}"
                           f", got {o.get('method')!r}")
@@ -63,7 +65,8 @@ def run(cfg: DictConfig, out: Path) -> JobResult:
         proc = host_processor(setup, host, o["method"])
         proc(*_warm_block(stream.audio))  # warm-up before the stream (loading and warm-up precede it)
         frame = run_stream(stream.audio, proc, block_s=float(o["block_s"]), reset_s=float(o["reset_s"]),
-                           deadline_s=o.get("deadline_s"), speed=float(o["speed"]), temperature=temp,
+                           deadline_s=o.get("deadline_s"), expiry=str(o.get("expiry", "arrival")),
+                           speed=float(o["speed"]), temperature=temp,
                            progress=True)
     s = summarize(frame)
     summary = pl.DataFrame([{"method": o["method"], **s}])

@@ -8,9 +8,11 @@ yet processed; the worker takes blocks in arrival order and processes each one c
 Context: the audio context persists for ``reset_s`` (12 s) and then resets, models stay resident;
 a block's request covers the audio since the last reset up to its own end. (The committed text
 context of the paper's runner is not carried: the pair's Whisper target has no previous-text
-prompt.) Source deadline (arrival-based, D.6.2): a block whose processing starts later than
-``deadline_s`` after its arrival is decoded without the producer (target-only) -- its drafting
-epoch has expired.
+prompt.) Source lifetime (D.6.2 names both): ``expiry="arrival"`` (the cooled run) -- a block whose
+processing starts later than ``deadline_s`` after its arrival is decoded without the producer
+(target-only), its drafting epoch has expired; ``expiry="consumption"`` (the uncooled run) -- an
+epoch drafts until the target has consumed it, so a backlog does not also switch drafting off
+(under "arrival" every block behind a missed deadline decodes target-only, and the backlog grows).
 
 Per block: queue wait (arrival -> processing start), completion lag l_i = f_i - r_i (arrival of the
 final sample -> output complete), encode / prefill / decode times. Over the run: active RTF
@@ -124,15 +126,19 @@ class Processed:
     capped: bool = False
 
 
+EXPIRY = ("arrival", "consumption")  # source lifetime rules of D.6.2 (see the module docstring)
 Processor = Callable[[Block, np.ndarray, bool], Processed]  # (block, context audio, may draft) -> Processed
 
 
 def run_stream(audio: np.ndarray, process: Processor, *, block_s: float = 4.0, reset_s: float = 12.0,
-               deadline_s: float | None = None, speed: float = 1.0, clock: Callable[[], float] = time.perf_counter,
+               deadline_s: float | None = None, expiry: str = "arrival", speed: float = 1.0,
+               clock: Callable[[], float] = time.perf_counter,
                temperature: Callable[[], float | None] | None = None, progress: bool = False) -> pl.DataFrame:
     """Stream ``audio`` in paced blocks through ``process``; one row per block (times: s since start)."""
     from tqdm.auto import tqdm
 
+    if expiry not in EXPIRY:
+        raise ValueError(f"streaming.expiry: expected one of {list(EXPIRY)}, got {expiry!r}")
     blocks = plan_blocks(len(audio) / SAMPLE_RATE, block_s, reset_s)
     if not blocks:
         raise ValueError(f"the stream is shorter than one {block_s} s block")
@@ -143,7 +149,7 @@ def run_stream(audio: np.ndarray, process: Processor, *, block_s: float = 4.0, r
     for block, arrival in tqdm(q, total=len(blocks), desc="stream blocks", unit="block", disable=not progress):
         begin = clock()
         wait = begin - arrival
-        may_draft = deadline_s is None or wait <= deadline_s
+        may_draft = expiry == "consumption" or deadline_s is None or wait <= deadline_s
         ctx = audio[int(round(block.context_start_s * SAMPLE_RATE)): int(round(block.end_s * SAMPLE_RATE))]
         p = process(block, ctx, may_draft)
         end = clock()
@@ -229,5 +235,5 @@ def host_processor(setup: Any, host: Any, scheme: str = "as2d") -> Processor:
     return process
 
 
-__all__ = ["Block", "BlockQueue", "Processed", "TRAILING", "host_processor", "pace", "plan_blocks", "run_stream",
-           "summarize", "temperature_reader", "trailing"]
+__all__ = ["EXPIRY", "Block", "BlockQueue", "Processed", "TRAILING", "host_processor", "pace", "plan_blocks",
+           "run_stream", "summarize", "temperature_reader", "trailing"]
