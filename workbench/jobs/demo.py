@@ -51,11 +51,11 @@ def _profiles(cfg: DictConfig) -> list:
 def validate(cfg: DictConfig) -> None:
     budget(cfg)
     names = methods(cfg)
-    for p in _profiles(cfg):
-        check_widths(p, names, cfg)
     if cfg.dataset.synthetic:
         raise ConfigError("dataset", "the demo runs on real speech: use dataset=demo")
-    check_models(cfg)
+    check_models(cfg)  # before the profiles: a fresh machine's host profile is calibrated with these weights
+    for p in _profiles(cfg):
+        check_widths(p, names, cfg)
 
 
 def saving_frame(profiles: list) -> pl.DataFrame:
