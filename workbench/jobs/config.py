@@ -109,12 +109,15 @@ def device_profile(name_or_cfg: str | DictConfig, cfg: DictConfig | None = None)
 
 
 def _host_profile(cfg: DictConfig) -> DeviceProfile:
+    from workbench.models.registry import MissingWeightsError
     from workbench.native.fingerprint import HostProfileMismatch, host_profile
 
     model = OmegaConf.to_container(cfg.model, resolve=True)
     policy = str(cfg.calibration.get("on_mismatch", "calibrate"))
     try:
         return host_profile(model, policy)  # type: ignore[arg-type]
+    except MissingWeightsError as err:  # a fresh machine calibrates with the pair's weights first
+        raise ConfigError("model.target", str(err)) from None
     except HostProfileMismatch as err:
         raise ConfigError("calibration.on_mismatch", str(err)) from None
     except ValueError as err:
