@@ -66,6 +66,17 @@ def _placement(req: Request, role: str) -> Any:
     return None if m is None else Placement(m.threads, tuple(m.cpus) or None)
 
 
+def emit_trajectory(out: Any, common: dict[str, Any], req: Any, r: Any) -> None:
+    """One run's round, stage and publication lines (shared by the window and on-demand modes)."""
+    for rec in r.records:
+        out("round", **common, config=req.config, **rec.as_row())
+    for resource, stage, start, end, rnd in r.stages:
+        out("stage", **common, resource=resource, stage=stage, start=start, end=max(start, end), round=rnd)
+    for offset, t, toks in _publications(r):
+        out("publication", **common, source_id=req.scheme.get("source") or "producer",
+            producer_id="p0", offset=offset, publish_time=t, tokens=toks, confidences=None)
+
+
 def _publications(run: Any) -> list[tuple[int, float, list[int]]]:
     """(offset, publish time, tokens) per batch: consecutive tokens published at one time."""
     out: list[tuple[int, float, list[int]]] = []
@@ -101,13 +112,7 @@ def run_torch(req: Request, base: Path, out: Any) -> dict[str, float]:
                 if rep < 0:
                     continue
                 common = {"window_id": wid, "repetition": rep}
-                for rec in r.records:
-                    out("round", **common, config=req.config, **rec.as_row())
-                for resource, stage, start, end, rnd in r.stages:
-                    out("stage", **common, resource=resource, stage=stage, start=start, end=max(start, end), round=rnd)
-                for offset, t, toks in _publications(r):
-                    out("publication", **common, source_id=req.scheme.get("source") or "producer",
-                        producer_id="p0", offset=offset, publish_time=t, tokens=toks, confidences=None)
+                emit_trajectory(out, common, req, r)
                 out("window", **common, config=req.config, scheme=name, tokens=len(r.output), time=r.time,
                     t_eos=r.t_eos, cleanup=r.cleanup, rounds=len(r.records), output=[int(x) for x in r.output])
                 totals["rounds"] += len(r.records)

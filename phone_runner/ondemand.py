@@ -138,7 +138,7 @@ def run_ondemand_native(req: Any, base: Path, out: Any) -> dict[str, float]:
     from workbench.native.ondemand import RequestTiming, run_request
     from workbench.native.windows import AudioWindow
 
-    from .native_engine import _model_cfg, _placement, _publications
+    from .native_engine import _model_cfg, _placement, emit_trajectory
     from .runtime import RunnerFailure
 
     name, od = req.scheme["name"], req.ondemand
@@ -158,13 +158,7 @@ def run_ondemand_native(req: Any, base: Path, out: Any) -> dict[str, float]:
                     continue
                 t = RequestTiming.of(target, r)
                 common = {"window_id": wid, "repetition": rep}
-                for rec in r.records:
-                    out("round", **common, config=req.config, **rec.as_row())
-                for resource, stage, start, end, rnd in r.stages:
-                    out("stage", **common, resource=resource, stage=stage, start=start, end=max(start, end), round=rnd)
-                for offset, pt, toks in _publications(r):
-                    out("publication", **common, source_id=req.scheme.get("source") or "producer",
-                        producer_id="p0", offset=offset, publish_time=pt, tokens=toks, confidences=None)
+                emit_trajectory(out, common, req, r)
                 out("request", **common, request_s=s_u, prepared_s=target.prepared_s, **t.pieces,
                     latency_s=t.latency_s, ttft_s=t.ttft_s, cleanup_s=t.cleanup_s)
                 out("window", **common, config=req.config, scheme=name, tokens=len(r.output), time=r.time,
