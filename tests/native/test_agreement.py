@@ -28,6 +28,11 @@ def test_agreement_reports_per_window_errors(host_cfg, windows, tmp_path):  # no
     assert (row["signed_error_pct"] > 0) == (row["tps_replay"] > row["tps_native"])
     assert row["abs_error_pct"] == pytest.approx(abs(row["signed_error_pct"]))
     assert summary["windows"] == 1 and summary["matched_windows"] == 1
+    # The fresh profile carries a drift anchor on the calibration window, so the window was re-anchored
+    # by a probe there; its frozen errors are kept beside the anchored ones.
+    assert summary["anchored"] is True and row["drift_ratio"] > 0
+    assert row["frozen_signed_error_pct"] == pytest.approx(100 * (row["tps_replay"] * row["drift_ratio"]
+                                                                  / row["tps_native"] - 1))
     assert (tmp_path / "agreement.parquet").exists() and (tmp_path / "host.yaml").exists()
 
 
@@ -36,7 +41,9 @@ def test_agreement_summary_by_hand():
     2.05 s replayed vs 2.0 s native, so pooled TPS is 2.0 / 2.05 - 1 = -2.44% off."""
     frame = pl.DataFrame({"tokens": [100, 50], "time_native": [1.0, 1.0], "time_replay": [0.8, 1.25],
                           "signed_error_pct": [25.0, -20.0], "abs_error_pct": [25.0, 20.0],
-                          "target_only_error_pct": [-4.0, 6.0], "matched": [True, False]})
+                          "target_only_error_pct": [-4.0, 6.0], "matched": [True, False],
+                          "drift_ratio": [1.0, 1.0], "frozen_signed_error_pct": [25.0, -20.0],
+                          "frozen_target_only_error_pct": [-4.0, 6.0]})
 
     class Profile:
         file = "host.yaml"
@@ -50,3 +57,10 @@ def test_agreement_summary_by_hand():
     assert ": FAIL;" in verdict(s)
     close = frame.with_columns(pl.Series("abs_error_pct", [4.0, 5.0]))
     assert summarize(close, Profile())["within_goal"] is True and ": PASS;" in verdict(summarize(close, Profile()))
+    assert s["anchored"] is False and "frozen profile;" in verdict(s)
+    # Anchored: the goal judges the anchored errors, the frozen ones are reported beside them.
+    drifted = close.with_columns(pl.Series("drift_ratio", [1.1, 0.9]))
+    a = summarize(drifted, Profile())
+    assert a["anchored"] is True and a["frozen_mae_pct"] == pytest.approx(22.5) and a["within_goal"] is True
+    assert a["drift_min"] == pytest.approx(0.9) and a["drift_max"] == pytest.approx(1.1)
+    assert "drift-anchored (machine speed x0.90-x1.10" in verdict(a) and "frozen profile: MAE 22.50%" in verdict(a)

@@ -7,7 +7,7 @@ import pytest
 
 from tests.native.test_native import audio, producer_dir, tiny_dir  # noqa: F401  (fixtures)
 from workbench.native.calibrate import calibrate_host
-from workbench.native.episodes import SAMPLE_SCHEMA
+from workbench.native.episodes import SAMPLE_SCHEMA, publication_rows
 from workbench.native.fingerprint import machine_fingerprint
 from workbench.native.windows import AudioWindow
 from workbench.replay.profile import load_profile
@@ -46,3 +46,20 @@ def test_calibration_writes_a_profile_replay_accepts_with_all_widths(host_cfg, w
     fit = loaded.verifier.context
     assert fit is not None and set(fit.slope_ms) == set(range(1, 17)) and fit.residual_ms >= 0 and fit.cold_ms >= 0
     assert set(loaded.verifier.idle_sd_ms) == set(range(1, 17))
+    # Coexistence and startup come from the producer as it ran in the As²d episodes (R_LIVE), and the
+    # drift anchor is the median target-only round on the calibration window.
+    assert {"producer_first", "producer_token"} <= set(raw["kind"])
+    src = loaded.source("tiny-producer")
+    assert "R_LIVE" in loaded.provenance["sources.tiny-producer.concurrent_factor"] and src.concurrent_factor > 0
+    assert src.startup_ms >= 0 and loaded.anchor_window == "calib"
+    to = raw.filter((pl.col("kind") == "episode") & (pl.col("scheme") == "target_only"))
+    assert loaded.anchor_ms == pytest.approx(sorted((to["ms"] / to["rounds"]).to_list())[to.height // 2], abs=1e-4)
+
+
+def test_publication_rows_price_the_producer_as_it_ran():
+    """Tokens at -0.9 s (the prompt prefill's, before the clock), 20, 30 and 50 ms: first publication
+    20 ms, then 2 intervals over 30 ms = 15 ms per token."""
+    rows = publication_rows("w", "as2d", 0, (-0.9, 0.020, 0.030, 0.050))
+    assert [(r["kind"], r["ms"], r["tokens"]) for r in rows] == [("producer_first", pytest.approx(20.0), None),
+                                                                ("producer_token", pytest.approx(15.0), 2)]
+    assert publication_rows("w", "as2d", 0, (-0.9,)) == [] and len(publication_rows("w", "as2d", 0, (0.01,))) == 1

@@ -141,6 +141,20 @@ def sample(kind: str, window_id: str | None, **values: Any) -> dict[str, Any]:
     return row
 
 
+def publication_rows(window_id: str, scheme: str, rep: int, times: Sequence[float]) -> list[dict[str, Any]]:
+    """The producer as it really ran beside the target (issue 11): its first publication after the clock
+    (``producer_first``) and its mean interval per token from then on (``producer_token``, ``tokens``
+    intervals). Calibration prices coexistence from these rather than from a synthetic load."""
+    after = [t for t in times if t > 0]  # the prompt-prefill token is published before the clock
+    if not after:
+        return []
+    rows = [sample("producer_first", window_id, scheme=scheme, rep=rep, ms=1000 * after[0])]
+    if len(after) > 1 and after[-1] > after[0]:
+        rows.append(sample("producer_token", window_id, scheme=scheme, rep=rep, concurrent=True,
+                           ms=1000 * (after[-1] - after[0]) / (len(after) - 1), tokens=len(after) - 1))
+    return rows
+
+
 @dataclass
 class Episodes:
     rows: list[dict[str, Any]] = field(default_factory=list)  # one "episode" row per measured run
@@ -183,8 +197,9 @@ def native_episodes(setup: HostSetup, windows: Sequence[AudioWindow], schemes: S
                 if spans:  # producer startup: from the clock's zero to its first forward (process wake-up)
                     ep.rows.append(sample("producer_startup", w.window_id, scheme=scheme, rep=rep,
                                           ms=1000 * min(s[2] for s in spans)))
+                ep.rows += publication_rows(w.window_id, scheme, rep, r.producer_times)
     return ep
 
 
 __all__ = ["HostSetup", "Episodes", "SAMPLE_SCHEMA", "default_placements", "host_setup", "native_episodes",
-           "run_scheme", "sample", "scheme_settings"]
+           "publication_rows", "run_scheme", "sample", "scheme_settings"]

@@ -157,6 +157,10 @@ class DeviceProfile:
     machine: Mapping[str, Any] | None = None
     # What the phone is and how the paper deployed on it (Table 6, D.1.1); costs never read it.
     metadata: DeviceMetadata | None = None
+    # Host profiles: the median target-only round (ms) on the first calibration window, measured with
+    # the rest; a later probe on that window says how far this machine's speed has drifted (drift.py).
+    anchor_ms: float | None = None
+    anchor_window: str | None = None  # the calibration window that anchor_ms was measured on
     # Derived per-object data (replay's resolved prices); never copied by ``replace``, never compared.
     derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -303,7 +307,7 @@ class _Reader:
 
 _TOP_REQUIRED = {"schema", "name", "device", "rules", "target_step_ms", "loop_residual_ms",
                  "queue_ms", "alignment_ms", "verifier", "sources", "serial_drafter"}
-_TOP_OPTIONAL = {"description", "asp", "machine", "metadata"}
+_TOP_OPTIONAL = {"description", "asp", "machine", "metadata", "anchor_ms", "anchor_window"}
 
 
 def parse_profile(raw: Any, file: str = "<memory>") -> DeviceProfile:
@@ -347,7 +351,18 @@ def parse_profile(raw: Any, file: str = "<memory>") -> DeviceProfile:
         provenance=MappingProxyType(r.provenance),
         machine=_parse_machine(r, raw.get("machine")),
         metadata=parse_metadata(raw.get("metadata"), r.fail),
+        anchor_ms=r.number(raw["anchor_ms"], "anchor_ms") if "anchor_ms" in raw else None,
+        anchor_window=_anchor_window(r, raw),
     )
+
+
+def _anchor_window(r: _Reader, raw: Mapping[str, Any]) -> str | None:
+    if ("anchor_ms" in raw) != ("anchor_window" in raw):
+        raise r.fail("anchor_ms", "a drift anchor needs both anchor_ms and anchor_window (recalibrate)")
+    name = raw.get("anchor_window")
+    if name is not None and (not isinstance(name, str) or not name):
+        raise r.fail("anchor_window", f"expected the calibration window's id, got {name!r}")
+    return name
 
 
 def _parse_machine(r: _Reader, node: Any) -> Mapping[str, Any] | None:
