@@ -23,9 +23,11 @@ from workbench.replay.profile import DEVICE_DIR, load_profile, parse_profile
 MODEL = {"name": "whisper_base", "engine": "torch"}
 
 
-def _write(path, machine):
+def _write(path, machine, anchored=True):
     raw = yaml.safe_load((DEVICE_DIR / "host.yaml").read_text())
     raw["machine"] = dict(machine)
+    if anchored:  # what today's calibration writes (the drift anchor)
+        raw.update(anchor_ms={"v": 26.0, "source": "test"}, anchor_window="calib00")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(raw))
     return path
@@ -84,6 +86,24 @@ def test_other_machine_calibrates_once_then_uses_the_cache(tmp_path, cache):
     assert str(calls[0]).startswith(str(cache)) and first.file == str(calls[0])
     again = host_profile(MODEL, "refuse", reference=ref, calibrate=_never)  # cached: no calibration, no refusal
     assert again.file == first.file and len(calls) == 1
+
+
+def test_a_cache_from_an_older_calibration_is_measured_again_or_refused(tmp_path, cache):
+    """No stale cache: a cached profile without the drift anchor predates the R_LIVE producer fit."""
+    ref = _write(tmp_path / "host.yaml", {**machine_fingerprint(), "torch": "0.0.1"})
+    old = _write(cached_profile_path(machine_fingerprint(), "whisper_base"), machine_fingerprint(), anchored=False)
+    with pytest.raises(HostProfileMismatch, match="older calibration") as err:
+        host_profile(MODEL, "refuse", reference=ref, calibrate=_never)
+    assert "\n" not in str(err.value) and str(old) in str(err.value)
+    calls = []
+
+    def calibrate(path):
+        calls.append(path)
+        return load_profile(_write(path, machine_fingerprint()))
+
+    fresh = host_profile(MODEL, "calibrate", reference=ref, calibrate=calibrate)
+    assert calls == [old] and fresh.anchor_ms == 26.0
+    assert host_profile(MODEL, "refuse", reference=ref, calibrate=_never).anchor_ms == 26.0
 
 
 def test_a_calibration_for_another_machine_is_never_used(tmp_path, cache):

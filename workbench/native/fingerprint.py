@@ -103,12 +103,21 @@ def host_profile(
         if not differences(prof.machine, fp):
             return prof
     cached = cached_profile_path(fp, _model_name(model_cfg))
+    stale = False
     if cached.exists():
         prof = load_profile(cached)
-        if not differences(prof.machine, fp):
+        # A cache written by a calibration older than the drift anchor (and its R_LIVE producer fit)
+        # prices this machine's producer wrongly by 10-15% (issue 11): measure again, never reuse it.
+        stale = prof.anchor_ms is None
+        if not differences(prof.machine, fp) and not stale:
             return prof
     if on_mismatch == "refuse":
         why = "; ".join(differences(load_profile(ref).machine, fp)) if ref.exists() else "no host profile"
+        if stale:
+            raise HostProfileMismatch(
+                f"cached host profile {cached} was measured by an older calibration (no drift anchor); "
+                f"recalibrate with `python -m workbench.native.calibrate --profile {cached}` or set "
+                "calibration.on_mismatch=calibrate")
         raise HostProfileMismatch(
             f"host profile {ref} was measured on another machine ({why}); calibrate this one with "
             f"`python -m workbench.native.calibrate --profile {cached}` or set calibration.on_mismatch=calibrate")
