@@ -7,13 +7,11 @@ settings of this run; each window's outputs are audited against its target-only 
 from __future__ import annotations
 
 from omegaconf import DictConfig
-from tqdm.auto import tqdm
 
 from workbench.decoding.cumulative import publication_for_task
 from workbench.models.pair import ModelPair
-from workbench.native.agreement import agreement_frame, anchor_window, drift_probe, summarize, verdict
-from workbench.native.driver import NativeHost
-from workbench.native.episodes import Episodes, host_setup, native_episodes
+from workbench.native.agreement import agreement_frame, anchor_window, summarize, verdict
+from workbench.native.episodes import host_setup, native_episodes
 from workbench.native.report import NativeRuns, episode_report
 from workbench.native.windows import AudioWindow
 from workbench.replay.profile import DeviceProfile
@@ -42,19 +40,12 @@ def native_runs(cfg: DictConfig, pair: ModelPair, windows: list[Window],
                        publication=publication_for_task(cfg.dataset.get("task")))
     anchor = anchor_window(host_profile) if host_profile is not None and "as2d" in names else None
     # D.3 protocol: a warm-up pass per window before the measured repetitions (cold caches, first calls);
-    # with a drift anchor, a probe on the profile's calibration window just before each window.
-    ep, probes = Episodes(), {}
-    with NativeHost(setup.producer, setup.verifier) as host:
-        ep.placement = host.placement
-        for w in tqdm(audio, desc="native host", unit="window"):
-            if anchor is not None:
-                probes[w.window_id] = drift_probe(setup, host, anchor)
-            one = native_episodes(setup, [w], names, int(cfg.native.repeats), int(cfg.native.warmup), host)
-            ep.rows += one.rows
-            ep.results += one.results
+    # with a drift anchor, a probe on the profile's calibration window before each repetition.
+    ep = native_episodes(setup, audio, names, int(cfg.native.repeats), warmup=int(cfg.native.warmup),
+                         progress=True, probe=anchor)
     runs = episode_report(ep)
     if host_profile is not None and "as2d" in names:
-        agr = agreement_frame(ep, setup, host_profile, probes)  # the D.3 rule of workbench.native.agreement
+        agr = agreement_frame(ep, setup, host_profile)  # the D.3 rule of workbench.native.agreement
         if agr.height:
             runs.tables["agreement"] = agr
             s = summarize(agr, host_profile)

@@ -8,9 +8,10 @@ measured times. Signed TPS error is ``100 (TPS_replay / TPS_native - 1)`` agains
 native As²d run; the mean absolute error averages its magnitude over windows; the pooled error
 pools tokens and time. Stage decompositions (D/V/O/H) of both sides show where an error comes from.
 
-**Drift anchor** (``replay/drift.py``): just before each held-out window, one target-only run on the
-first calibration window measures how much this machine's speed has moved since calibration; the
-frozen profile, scaled by that ratio, prices the window. Both errors are reported: ``frozen_*``
+**Drift anchor** (``replay/drift.py``): just before each measured repetition, one target-only run on
+the profile's calibration window measures how much this machine's speed has moved since calibration;
+the frozen profile, scaled by the ratio of the repetition the median As²d run came from, prices the
+window. Both errors are reported: ``frozen_*``
 (the paper's protocol as is) and the anchored one, which the goal judges when the profile has an
 anchor. On a VM whose speed drifts within minutes only the anchored one says whether the cost
 *model* is right; the frozen one mostly measures the drift.
@@ -68,13 +69,6 @@ def replay_native_run(run: NativeResult, reference: Sequence[int], profile: Devi
     return w, replay(w, ReplayConfig("as2d", source=source, **settings), profile)
 
 
-def drift_probe(setup: HostSetup, host: NativeHost, anchor: AudioWindow) -> float:
-    """This machine's speed now: ms per target-only round on the anchor window (one warm run), the
-    statistic calibration froze as the profile's ``anchor_ms``."""
-    run = native_episodes(setup, [anchor], ["target_only"], 1, 0, host).results[0][3]
-    return 1000 * run.time / max(1, len(run.records))
-
-
 def anchor_window(profile: DeviceProfile) -> AudioWindow | None:
     """The calibration window the profile's drift anchor was measured on (``None``: no anchor, or the demo
     corpus no longer packs a window of that id -- then replay prices with the frozen profile)."""
@@ -121,15 +115,16 @@ def window_agreement(setup: HostSetup, profile: DeviceProfile, window_id: str, t
     }
 
 
-def agreement_frame(ep: Episodes, setup: HostSetup, profile: DeviceProfile,
-                    probes: Mapping[str, float] | None = None) -> pl.DataFrame:
-    """``window_agreement`` for every window of ``ep`` that ran both target-only and As²d; ``probes``:
-    each window's drift probe (ms, ``drift_probe``) taken just before it ran."""
+def agreement_frame(ep: Episodes, setup: HostSetup, profile: DeviceProfile) -> pl.DataFrame:
+    """``window_agreement`` for every window of ``ep`` that ran both target-only and As²d, re-anchored by
+    the drift probe of the median As²d run's repetition when ``ep`` has probes (``native_episodes``)."""
     rows = []
     for wid in dict.fromkeys(w for w, _, _, _ in ep.results):
         to, a2 = ep.runs(wid, "target_only"), ep.runs(wid, "as2d")
         if to and a2:
-            rows.append(window_agreement(setup, profile, wid, to, a2, (probes or {}).get(wid)))
+            reps = sorted(((r.time, rep) for w, s, rep, r in ep.results if w == wid and s == "as2d"))
+            probe = ep.probes.get((wid, reps[len(reps) // 2][1]))  # the same median run window_agreement picks
+            rows.append(window_agreement(setup, profile, wid, to, a2, probe))
     return pl.DataFrame(rows, schema=list(AGREEMENT_COLUMNS) if not rows else None).select(AGREEMENT_COLUMNS)
 
 
@@ -159,9 +154,8 @@ def replay_agreement(
     anchor = next((w for w in calib if w.window_id == profile.anchor_window), None) or anchor_window(profile)
     with NativeHost(setup.producer, setup.verifier) as host:
         for w in tqdm(evals, desc="replay vs native", disable=not progress):
-            probe = {w.window_id: drift_probe(setup, host, anchor)} if anchor is not None else None
-            ep = native_episodes(setup, [w], ["target_only", "as2d"], reps, warmup, host)
-            frames.append(agreement_frame(ep, setup, profile, probe))
+            ep = native_episodes(setup, [w], ["target_only", "as2d"], reps, warmup, host, probe=anchor)
+            frames.append(agreement_frame(ep, setup, profile))
     frame = pl.concat(frames)
     summary = summarize(frame, profile)
     if out_dir is not None:
@@ -224,5 +218,5 @@ def main(argv: Sequence[str] | None = None) -> None:
 if __name__ == "__main__":
     main()
 
-__all__ = ["AGREEMENT_COLUMNS", "GOAL_MAE_PCT", "agreement_frame", "anchor_window", "drift_probe", "replay_agreement",
+__all__ = ["AGREEMENT_COLUMNS", "GOAL_MAE_PCT", "agreement_frame", "anchor_window", "replay_agreement",
            "replay_native_run", "summarize", "verdict", "window_agreement"]

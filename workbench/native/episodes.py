@@ -160,6 +160,8 @@ class Episodes:
     rows: list[dict[str, Any]] = field(default_factory=list)  # one "episode" row per measured run
     results: list[tuple[str, str, int, NativeResult]] = field(default_factory=list)  # (window, scheme, rep, run)
     placement: dict[str, Any] = field(default_factory=dict)  # the host's processes as placed
+    # (window, rep) -> ms per target-only round on the drift anchor's window, run just before that rep
+    probes: dict[tuple[str, int], float] = field(default_factory=dict)
 
     def runs(self, window_id: str, scheme: str) -> list[NativeResult]:
         return [r for w, s, _, r in self.results if w == window_id and s == scheme]
@@ -176,16 +178,23 @@ class Episodes:
 
 
 def native_episodes(setup: HostSetup, windows: Sequence[AudioWindow], schemes: Sequence[str], reps: int,
-                    warmup: int = 1, host: NativeHost | None = None, progress: bool = False) -> Episodes:
-    """Warm-up then ``reps`` measured runs per scheme and window, order alternating per repetition (D.3)."""
+                    warmup: int = 1, host: NativeHost | None = None, progress: bool = False,
+                    probe: AudioWindow | None = None) -> Episodes:
+    """Warm-up then ``reps`` measured runs per scheme and window, order alternating per repetition (D.3).
+
+    ``probe``: the drift anchor's calibration window (``replay/drift.py``); one target-only run on it
+    before each measured repetition says how fast this machine runs at that moment (``Episodes.probes``)."""
     if host is None:
         with NativeHost(setup.producer, setup.verifier) as h:
-            return native_episodes(setup, windows, schemes, reps, warmup, h, progress)
+            return native_episodes(setup, windows, schemes, reps, warmup, h, progress, probe)
     from tqdm.auto import tqdm
 
     ep = Episodes(placement=host.placement)
     for w in tqdm(windows, desc="native host", unit="window", disable=not progress):
         for rep in range(-warmup, reps):
+            if probe is not None and rep >= 0:
+                run = run_scheme(host, setup, probe, "target_only")
+                ep.probes[(w.window_id, rep)] = 1000 * run.time / max(1, len(run.records))
             for scheme in (schemes if rep % 2 == 0 else list(reversed(schemes))):
                 r = run_scheme(host, setup, w, scheme)
                 if rep < 0:
