@@ -78,30 +78,35 @@ def anchor_window(profile: DeviceProfile) -> AudioWindow | None:
     return next((w for w in calib if w.window_id == profile.anchor_window), None)
 
 
+def median_run(runs: Sequence[NativeResult]) -> int:
+    """Index of the median-latency run (D.3): the one run replay re-prices, and whose drift probe it uses."""
+    order = sorted(range(len(runs)), key=lambda i: runs[i].time)
+    return order[len(order) // 2]
+
+
 def window_agreement(setup: HostSetup, profile: DeviceProfile, window_id: str, target_only: Sequence[NativeResult],
                      as2d: Sequence[NativeResult], probe_ms: float | None = None) -> dict[str, Any]:
     """The D.3 rule for one window: replay the median-latency native As²d run's own trajectory with the
     frozen profile (re-anchored by ``probe_ms`` when given); the target-only reference is the first run's
     output (all runs are audited against it)."""
     ref = target_only[0].output
-    runs = sorted(as2d, key=lambda r: r.time)
-    med = runs[len(runs) // 2]  # the median-latency native As²d run (D.3)
+    med = as2d[median_run(as2d)]
     source = profile_source(profile, "producer", {"producer": [setup.source]}) or setup.source
     t_to = statistics.median(r.time for r in target_only)
     nat = len(ref) / med.time
 
-    def errors(p: DeviceProfile) -> tuple[Window, ReplayResult, float, float]:
+    def errors(p: DeviceProfile) -> tuple[ReplayResult, float, float]:
         window, res = replay_native_run(med, ref, p, source=source, settings=setup.params("as2d"),
                                         eos_id=setup.pair.eos_id, vocab_size=setup.pair.vocab_size,
                                         max_output=setup.max_output, window_id=window_id)
         to_replay = replay(window, ReplayConfig("target_only"), p)
-        return window, res, 100 * (res.tps / nat - 1), 100 * (t_to / to_replay.time - 1)
+        return res, 100 * (res.tps / nat - 1), 100 * (t_to / to_replay.time - 1)
 
-    _, frozen, frozen_err, frozen_to = errors(profile)
-    ratio, res, err, to_err = 1.0, frozen, frozen_err, frozen_to
+    res, frozen_err, frozen_to = errors(profile)
+    ratio, err, to_err = 1.0, frozen_err, frozen_to
     if probe_ms is not None:
         ratio = drift_ratio(profile, probe_ms)
-        _, res, err, to_err = errors(scaled(profile, ratio))
+        res, err, to_err = errors(scaled(profile, ratio))
     return {
         "window_id": window_id, "tokens": len(ref), "tps_native": nat, "tps_replay": res.tps,
         "signed_error_pct": err, "abs_error_pct": abs(err),
@@ -120,10 +125,11 @@ def agreement_frame(ep: Episodes, setup: HostSetup, profile: DeviceProfile) -> p
     the drift probe of the median As²d run's repetition when ``ep`` has probes (``native_episodes``)."""
     rows = []
     for wid in dict.fromkeys(w for w, _, _, _ in ep.results):
-        to, a2 = ep.runs(wid, "target_only"), ep.runs(wid, "as2d")
+        to = ep.runs(wid, "target_only")
+        reps = [rep for w, s, rep, _ in ep.results if w == wid and s == "as2d"]  # in ep.runs' order
+        a2 = ep.runs(wid, "as2d")
         if to and a2:
-            reps = sorted(((r.time, rep) for w, s, rep, r in ep.results if w == wid and s == "as2d"))
-            probe = ep.probes.get((wid, reps[len(reps) // 2][1]))  # the same median run window_agreement picks
+            probe = ep.probes.get((wid, reps[median_run(a2)]))
             rows.append(window_agreement(setup, profile, wid, to, a2, probe))
     return pl.DataFrame(rows, schema=list(AGREEMENT_COLUMNS) if not rows else None).select(AGREEMENT_COLUMNS)
 
@@ -218,5 +224,5 @@ def main(argv: Sequence[str] | None = None) -> None:
 if __name__ == "__main__":
     main()
 
-__all__ = ["AGREEMENT_COLUMNS", "GOAL_MAE_PCT", "agreement_frame", "anchor_window", "replay_agreement",
-           "replay_native_run", "summarize", "verdict", "window_agreement"]
+__all__ = ["AGREEMENT_COLUMNS", "GOAL_MAE_PCT", "agreement_frame", "anchor_window", "median_run",
+           "replay_agreement", "replay_native_run", "summarize", "verdict", "window_agreement"]
