@@ -85,6 +85,68 @@ def test_adaptive_drafts_only_when_drafting_is_worth_it():
     assert all(r.width == 1 and r.work.forwards == 0 for r in dear)
 
 
+LONG_TARGET = [R0, A, B, D, E, A, D, B, Y, D, E, EOS]
+LONG_PRODUCED = [R0, A, B, D, E, A, D, B, X, D, E, EOS]
+
+
+def drafting_round(forward, **settings):
+    """Only the producer's first batch (8 tokens) is published in time. Round 0 verifies its 7 candidates
+    and commits 8 tokens for a cost of 1 (running rate r = 8); round 1 has nothing usable, so it may
+    draft. A plain step is worth 1 - 8 = -7 there."""
+    times = [0.0] * 8 + [1e9] * (len(LONG_PRODUCED) - 8)
+    source = PublicationBuffer.from_stream(LONG_PRODUCED, times, [0.9] * len(LONG_PRODUCED), vocab_size=VOCAB)
+    costs = {1: 1.0, **{k: 1.0 for k in range(2, 26)}, 0: forward}
+    scheme = make_scheme("as2d_adaptive", max_output=16, eos_id=EOS, source=source,
+                         drafter=drafter_for(LONG_TARGET), costs=costs, **settings)
+    recs = decode(scheme, ReferenceTarget(LONG_TARGET, EOS, VOCAB)).records
+    assert (recs[0].width, recs[0].accepted) == (8, 7) and recs[1].k1_reason in (None, "not_ready")
+    return recs[1]
+
+
+@pytest.mark.parametrize("forward, drafts", [(0.03, False), (0.01, True)])
+def test_a_draft_pays_for_the_drafters_catch_up(forward, drafts):
+    # The drafter's cache holds none of the 9 committed tokens: a draft of n costs the verify (1) plus
+    # n + 1 forwards (catch-up first), each shared with the still producing source (x2). Its estimate
+    # starts at 2/3: the best draft (n = 2) is worth 1 + 2/3 + 4/9 - 8 (1 + 6f). At f = 0.03 that is
+    # below a plain step (without the catch-up, n = 1 at 1 + 2/3 - 8 (1 + 2f) would be above); at
+    # f = 0.01 it is above.
+    r = drafting_round(forward)
+    assert (r.work.forwards > 0) == drafts
+    assert bool(r.provenance and r.provenance[0] == FRESH) == drafts
+
+
+def test_the_sources_prior_is_not_the_drafters():
+    # A drafter estimate starting at the sources' certainty would draft: n + 1 tokens for
+    # 8 (1 + 2f (n + 1)) beat -7 at f = 0.03 for any n >= 1. Its own estimate still starts at 2/3,
+    # where no draft pays (the test above).
+    r = drafting_round(0.03, prior=1.0, prior_rounds=1000.0)
+    assert r.width == 1 and r.work.forwards == 0
+
+
+def test_the_catch_up_it_prices_is_the_one_the_drafter_runs():
+    # The scheme predicts, before drafting, whether the drafter's cache lags by more than the root (then
+    # one catch-up forward, D.1.3). Drafts wrong at their second token every third prefix give rounds
+    # that stop inside the draft (cache current) and rounds accepted whole (cache behind).
+    reference = [10 + i for i in range(30)] + [EOS]
+    drafts = {c: ([t if not (c % 3 == 0 and i == 1) else 98 for i, t in enumerate(reference[c:])],
+                  [0.9] * len(reference[c:])) for c in range(1, len(reference) + 1)}
+    seen: list[tuple[bool, bool]] = []
+
+    class Watched(TrajectoryDrafter):
+        def propose(self, prefix, n, stop_below=None):
+            p = super().propose(prefix, n, stop_below)
+            seen.append((len(prefix) - scheme._cached > 1, p.catchup > 1))
+            return p
+
+    costs = {1: 1.0, **{k: 1.0 for k in range(2, 26)}, 0: 0.01}
+    scheme = make_scheme("as2d_adaptive", max_output=40, eos_id=EOS, source=buffer(reference, 1e9),
+                         drafter=Watched(reference, drafts), costs=costs, budget=3)
+    res = decode(scheme, ReferenceTarget(reference, EOS, VOCAB))
+    audit_exact(res.output, reference, "as2d_adaptive")
+    assert {priced for priced, _ in seen} == {True, False}  # both cases happened
+    assert all(priced == lags for priced, lags in seen), seen
+
+
 # -- several resident sources ---------------------------------------------------------------------
 
 COSTS = {k: 1 + 0.1 * k for k in range(1, 26)}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from hydra import compose, initialize_config_dir
@@ -36,6 +37,12 @@ def test_the_table_has_every_method_and_honest_reference_rows():
     # The oracle is the per-window best of a catalog that holds the fixed choice: it is never beaten by it.
     assert rows["as2d_fixed"]["oracle_gap"] >= -1e-12 and rows["as2d_fixed"]["vs_fixed"] == 0.0
     assert rows["as2d_fixed"]["config"] == f"as2d/{chosen['source']}/b{chosen['budget']}"
+    # The online methods start from the dev split's pooled slot acceptance, at a weight from the grid.
+    assert 0.0 < chosen["prior"] <= 1.0
+    assert set(chosen["dev_choice"]) == {"as2d_online", "as2d_sources", "as2d_adaptive"}
+    assert {c["prior_rounds"] for c in chosen["dev_choice"].values()} <= {float(k) for k in cfg.adaptive.prior_rounds}
+    assert chosen["dev_choice"]["as2d_adaptive"]["hybrid"] in (True, False)  # drafting at all is chosen on dev
+    assert rows["as2d_adaptive"]["config"] is not None
     # The resident set is one of the candidates, the fixed source first.
     for name in ("as2d_sources", "as2d_adaptive"):
         assert chosen["resident"][name] in adaptive.resident_sets(chosen["source"], ["qwen", "parakeet", "sensevoice"])
@@ -53,6 +60,21 @@ def test_resident_sets_by_hand():
     assert adaptive.resident_sets("qwen", ["qwen", "parakeet", "sensevoice"]) == [
         "qwen", "qwen+parakeet", "qwen+sensevoice", "qwen+parakeet+sensevoice"]
     assert adaptive.resident_sets("a", ["a", "b"]) == ["a", "a+b"]
+
+
+def test_slot_acceptance_by_hand():
+    def rec(chain, accepted):
+        return SimpleNamespace(chain=chain, accepted=accepted)
+
+    # Slots tried: min(a + 1, n) -> 2 (chain of 3, 1 accepted) + 2 (chain of 2, both) = 4; accepted 3.
+    runs = [SimpleNamespace(records=[rec((1, 2, 3), 1), rec((), 0)]), SimpleNamespace(records=[rec((4, 5), 2)])]
+    assert adaptive.slot_acceptance(runs) == pytest.approx(0.75)
+
+
+@pytest.mark.parametrize("weights", ["[]", "[0,3]"])
+def test_a_bad_prior_weight_grid_is_named(weights):
+    with pytest.raises(ConfigError, match="adaptive.prior_rounds"):
+        adaptive.validate(_cfg(f"adaptive.prior_rounds={weights}"))
 
 
 def test_a_bad_bound_is_named():

@@ -76,3 +76,20 @@ def test_exact_on_noisy_producers(seed, budget, noise):
     costs = {1: 28.0, 2: 40.0, 4: 52.0, 8: 56.0, 16: 75.0, 25: 120.0}
     res = run(PublicationBuffer.from_stream(stream, times, batch_tokens=rng.choice([1, 4, 8])), costs, budget=budget)
     assert res.output == tuple(REF)
+
+
+@pytest.mark.parametrize("prior, first_width", [(1.0, 9), (0.0, 1)])
+def test_the_prior_decides_the_first_round(prior, first_width):
+    # Linear costs 1 + 0.1 K: E[n] / cost[n + 1] grows with n when every slot is surely accepted, and
+    # falls when none is; a prior held as firmly as 1,000 rounds decides before the window says anything.
+    costs = {k: 1.0 + 0.1 * k for k in range(1, 17)}
+    res = run(PublicationBuffer.from_stream(REF, [0.0] * len(REF)), costs, prior=prior, prior_rounds=1000.0)
+    assert res.output == tuple(REF)
+    assert res.records[0].width == first_width
+    assert (res.records[0].k1_reason == "cost") == (first_width == 1)
+
+
+@pytest.mark.parametrize("bad, key", [({"prior": 1.5}, "prior"), ({"prior_rounds": 0.0}, "prior_rounds")])
+def test_a_bad_prior_is_named(bad, key):
+    with pytest.raises(ValueError, match=key):
+        As2dOnline(PublicationBuffer.from_stream(REF, [0.0] * len(REF)), 8, 64, EOS, CHEAP_WIDE, **bad)

@@ -120,6 +120,15 @@ class AcceptanceEstimate:
     successes: list[float] = field(default_factory=list)
     trials: list[float] = field(default_factory=list)
 
+    @classmethod
+    def starting_at(cls, p: float, rounds: float, decay: float) -> AcceptanceEstimate:
+        """An estimate that believes acceptance ``p`` as strongly as ``rounds`` observed rounds would."""
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"prior: an acceptance in [0, 1], got {p}")
+        if not rounds > 0.0:
+            raise ValueError(f"prior_rounds: a positive weight in rounds, got {rounds}")
+        return cls(decay=decay, prior=p * rounds, prior_trials=rounds)
+
     def slots(self, n: int) -> list[float]:
         """``q_1..q_n``, each shrunk toward the pooled acceptance of every slot tried so far.
 

@@ -13,6 +13,10 @@ Windows: the synthetic catalog, or the demo's cached traces (``dataset=demo``): 
 loads a model; clips without a cached trace are left out, and said so (``experiment=demo`` collects).
 Settings of each method come from ``conf/method``; budgets: fixed-budget variants use the selected
 b, online ones are bounded by ``adaptive.bound`` (``selected`` b, or ``max``: the widest priced width).
+With ``adaptive.fit_prior`` the online ones' acceptance estimates start, on every test window, from the
+pooled slot acceptance fixed As²d saw on dev (the drafter's: serial SD's on dev), weighted as the
+``adaptive.prior_rounds`` entry that does best on dev: a window of a few rounds is decided largely by
+where its estimates start.
 
 ``adaptive.native=true``: instead, the native host comparison -- ``adaptive.native_methods`` (target-only,
 fixed As²d, the combination) on the packed demo windows, interleaved and repeated (``native.*``), with the
@@ -36,7 +40,7 @@ from workbench.replay.catalog import as2d_catalog, run_catalog
 from workbench.replay.engine import replay, results_frame
 from workbench.replay.multi_source import SEPARATOR
 from workbench.replay.profile import DeviceProfile
-from workbench.replay.result import ReplayConfig
+from workbench.replay.result import ReplayConfig, ReplayResult
 from workbench.replay.selection import hindsight_oracle, select_budget, split_windows
 from workbench.replay.sources import priced_as, profile_source
 from workbench.replay.trajectory import Window
@@ -64,6 +68,9 @@ def validate(cfg: DictConfig) -> None:
         raise ConfigError("dataset.dev_fraction", f"must be in (0, 1), got {frac}")
     if cfg.adaptive.bound not in ("selected", "max"):
         raise ConfigError("adaptive.bound", f"choose selected or max, got {cfg.adaptive.bound!r}")
+    weights = list(cfg.adaptive.prior_rounds or [])
+    if cfg.adaptive.fit_prior and (not weights or any(not float(k) > 0 for k in weights)):
+        raise ConfigError("adaptive.prior_rounds", f"list positive weights in rounds (e.g. [3, 10, 30]), got {weights}")
     for name in VARIANTS:
         method_settings(cfg, name)
     if cfg.adaptive.native:
@@ -104,9 +111,9 @@ def cached_windows(cfg: DictConfig) -> list[Window]:
                             vocab_size=limits.vocab_size, max_output=limits.max_output) for c in ready]
 
 
-def _frame(windows: Sequence[Window], rc: ReplayConfig, profile: DeviceProfile, fallback: str = "qwen"
-           ) -> pl.DataFrame:
-    """Per-window tokens and time. A window whose first source is ineligible (D.4.3) runs on ``fallback``,
+def _results(windows: Sequence[Window], rc: ReplayConfig, profile: DeviceProfile, fallback: str = "qwen"
+             ) -> list[ReplayResult]:
+    """One replay per window. A window whose first source is ineligible (D.4.3) runs on ``fallback``,
     as the fixed configuration does (``selection.fixed_config_times``)."""
     out = []
     for w in windows:
@@ -117,7 +124,24 @@ def _frame(windows: Sequence[Window], rc: ReplayConfig, profile: DeviceProfile, 
                 cfg = ReplayConfig(rc.scheme, SEPARATOR.join([fallback, *(s for s in rest if s != fallback)]),
                                    **rc.settings)
         out.append(replay(w, cfg, profile))
-    return results_frame(out).select("window_id", "tokens", "time")
+    return out
+
+
+def _frame(windows: Sequence[Window], rc: ReplayConfig, profile: DeviceProfile) -> pl.DataFrame:
+    """Per-window tokens and time (``_results``)."""
+    return results_frame(_results(windows, rc, profile)).select("window_id", "tokens", "time")
+
+
+def slot_acceptance(results: Sequence[ReplayResult]) -> float:
+    """Pooled conditional acceptance of a chain slot over every verified round: accepted slots over
+    tried ones (a chain of n with a accepted tried ``min(a + 1, n)``, ``width.AcceptanceEstimate``)."""
+    tried = accepted = 0
+    for r in results:
+        for rec in r.records:
+            if rec.chain:
+                tried += min(rec.accepted + 1, len(rec.chain))
+                accepted += rec.accepted
+    return accepted / tried if tried else 2 / 3
 
 
 def _tps(frame: pl.DataFrame) -> float:
@@ -145,19 +169,39 @@ def device_table(windows: list[Window], profile: DeviceProfile, cfg: DictConfig)
     sel = select_budget(dev, profile, sources, budgets, workers=workers)
     bound = sel.budget if cfg.adaptive.bound == "selected" else top
 
-    def config(name: str, source: str) -> ReplayConfig:
-        online = VARIANTS[name][0]
-        return ReplayConfig(name, source=source, **{**method_settings(cfg, name), "budget": bound if online
-                                                    else sel.budget})
+    # Where the online estimates start is a deployment choice too: the acceptance the fixed configuration
+    # saw on dev, weighted as the number of rounds that does best on dev (``adaptive.prior_rounds``).
+    prior: dict[str, float] = {}
+    if cfg.adaptive.fit_prior:
+        prior["prior"] = slot_acceptance(_results(dev.windows, ReplayConfig("as2d", source=sel.source,
+                                                                            budget=sel.budget), profile))
+        if all(w.drafts is not None for w in dev.windows):  # the drafter's own: what serial SD saw on dev
+            prior["draft_prior"] = slot_acceptance(_results(dev.windows, ReplayConfig("sd"), profile))
 
-    chosen = {}
-    for name, (_, several) in VARIANTS.items():
+    def config(name: str, source: str, **extra: object) -> ReplayConfig:
+        online = VARIANTS[name][0]
+        settings = {**method_settings(cfg, name), "budget": bound if online else sel.budget}
+        if online:
+            settings.update({k: v for k, v in prior.items() if k in settings})
+        return ReplayConfig(name, source=source, **{**settings, **extra})
+
+    chosen, weights = {}, {}
+    for name, (online, several) in VARIANTS.items():
+        chosen[name] = sel.source
         if several:  # the resident set is a deployment choice: made on dev, like the source and budget
             dev_tps = {s: _tps(_frame(dev.windows, config(name, s), profile))
                        for s in resident_sets(sel.source, sources)}
             chosen[name] = max(dev_tps, key=lambda s: (dev_tps[s], -s.count(SEPARATOR)))
-        else:
-            chosen[name] = sel.source
+        # The prior's weight, and whether the combination drafts at all (hybrid candidates pay only where
+        # the drafter is cheap next to the producer it slows): deployment choices, made on dev.
+        grid = [{}]
+        if online and prior:
+            grid = [{"prior_rounds": float(k)} for k in cfg.adaptive.prior_rounds]
+        if name == "as2d_adaptive" and method_settings(cfg, name).get("hybrid"):
+            grid = [{**g, "hybrid": h} for g in grid for h in (True, False)]
+        if len(grid) > 1:
+            dev_g = [_tps(_frame(dev.windows, config(name, chosen[name], **g), profile)) for g in grid]
+            weights[name] = grid[max(range(len(grid)), key=lambda i: (dev_g[i], -i))]
     catalog = run_catalog(test.windows, as2d_catalog(sources, budgets), profile, workers=workers)
     oracle = hindsight_oracle(catalog, (sel.source, sel.budget))
     base = _frame(test.windows, ReplayConfig("target_only"), profile)
@@ -165,7 +209,7 @@ def device_table(windows: list[Window], profile: DeviceProfile, cfg: DictConfig)
               "as2d_fixed": (oracle.per_window.select("window_id", "tokens", pl.col("selected_time").alias("time")),
                              f"as2d/{sel.source}/b{sel.budget}")}
     for name in VARIANTS:
-        rc = config(name, chosen[name])
+        rc = config(name, chosen[name], **weights.get(name, {}))
         frames[name] = (_frame(test.windows, rc, profile), rc.label)
     t_fixed = _tps(frames["as2d_fixed"][0])
     rows = []
@@ -179,7 +223,9 @@ def device_table(windows: list[Window], profile: DeviceProfile, cfg: DictConfig)
                      "of_oracle": tps / oracle.tps_oracle, "oracle_gap": 1.0 - tps / oracle.tps_oracle,
                      "vs_fixed": tps / t_fixed - 1.0, "tps_oracle": oracle.tps_oracle,
                      "test_windows": len(test.windows), "dev_windows": len(dev.windows)})
-    return pl.DataFrame(rows), {"source": sel.source, "budget": sel.budget, "bound": bound, "resident": chosen}
+    return pl.DataFrame(rows), {"source": sel.source, "budget": sel.budget, "bound": bound, "resident": chosen,
+                                "prior": prior.get("prior"), "draft_prior": prior.get("draft_prior"),
+                                "dev_choice": weights}
 
 
 def goals(table: pl.DataFrame) -> pl.DataFrame:
@@ -245,7 +291,8 @@ def run(cfg: DictConfig, out: Path) -> JobResult:
         t, chosen = device_table(windows, profile, cfg)
         tables.append(t)
         choices.append({"device": profile.name, "selected": f"{chosen['source']}/b{chosen['budget']}",
-                        "online_bound": chosen["bound"],
+                        "online_bound": chosen["bound"], "prior": chosen["prior"], "draft_prior": chosen["draft_prior"],
+                        **{f"{key}_{k}": v for k, g in chosen["dev_choice"].items() for key, v in g.items()},
                         **{f"resident_{k}": v for k, v in chosen["resident"].items() if VARIANTS[k][1]}})
         for r in t.iter_rows(named=True):
             for k in ("tps", "slower_than_target", "oracle_gap", "vs_fixed"):

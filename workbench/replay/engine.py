@@ -91,8 +91,9 @@ def _scheme(window: Window, cfg: ReplayConfig, buffer: object | None, price: Pri
     if cfg.spec.needs_costs:  # what a round costs while the producer runs, plus the round's fixed overhead
         costs = {k: c + price.loop_s + price.align_s for k, c in price.conc_s.items()}
         costs.setdefault(1, price.step_s + price.loop_s + price.align_s)
-        if cfg.spec.needs_drafter:  # key 0: one serial drafter forward (hybrid candidates, issue 19)
-            costs[0] = price.forward_s
+        if cfg.spec.needs_drafter:  # key 0: one drafted token on the verifier (hybrid candidates, issue 19)
+            rows = price.prob_row_s if cfg.settings.get("threshold") is not None and price.prob_row_s else 0.0
+            costs[0] = price.forward_s + rows
     return make_scheme(cfg.scheme, max_output=window.max_output, eos_id=window.eos_id, drafter=drafter,
                        source=buffer, costs=costs, **cfg.settings)
 

@@ -147,9 +147,9 @@ def _as2d_wo_bc(*, max_output: int, eos_id: int | None, source: CandidateSource,
 
 def _as2d_online(*, max_output: int, eos_id: int | None, source: CandidateSource, budget: int,
                  threshold: float | None, span: int, lookback: int | None, anchor_order: str,
-                 costs: Mapping[int, float], decay: float, **_: Any) -> Scheme:
-    return As2dOnline(source, budget, max_output, eos_id, costs, decay, span=span, threshold=threshold,
-                      lookback=lookback, confidence_required=False, anchor_order=anchor_order)
+                 costs: Mapping[int, float], decay: float, prior: float, prior_rounds: float, **_: Any) -> Scheme:
+    return As2dOnline(source, budget, max_output, eos_id, costs, decay, prior, prior_rounds, span=span,
+                      threshold=threshold, lookback=lookback, confidence_required=False, anchor_order=anchor_order)
 
 
 def _as2d_subst(*, max_output: int, eos_id: int | None, source: CandidateSource, budget: int,
@@ -166,15 +166,18 @@ def _as2d_hybrid(*, max_output: int, eos_id: int | None, source: CandidateSource
 
 def _as2d_adaptive(*, max_output: int, eos_id: int | None, source: CandidateSource, drafter: Drafter | None,
                    budget: int, threshold: float | None, span: int, lookback: int | None, anchor_order: str,
-                   costs: Mapping[int, float], decay: float, hybrid: bool, **_: Any) -> Scheme:
-    return As2dAdaptive(source, budget, max_output, eos_id, costs, decay, drafter if hybrid else None, span=span,
+                   costs: Mapping[int, float], decay: float, hybrid: bool, prior: float, prior_rounds: float,
+                   draft_prior: float, **_: Any) -> Scheme:
+    return As2dAdaptive(source, budget, max_output, eos_id, costs, decay, drafter if hybrid else None, prior,
+                        prior_rounds, draft_prior, span=span,
                         threshold=threshold, lookback=lookback, confidence_required=False, anchor_order=anchor_order)
 
 
 def _as2d_sources(*, max_output: int, eos_id: int | None, source: CandidateSource, budget: int,
                   threshold: float | None, span: int, lookback: int | None, anchor_order: str,
-                  costs: Mapping[int, float], decay: float, **_: Any) -> Scheme:
-    return As2dSourceChoice(source, budget, max_output, eos_id, costs, decay, span=span, threshold=threshold,
+                  costs: Mapping[int, float], decay: float, prior: float, prior_rounds: float, **_: Any) -> Scheme:
+    return As2dSourceChoice(source, budget, max_output, eos_id, costs, decay, prior, prior_rounds, span=span,
+                            threshold=threshold,
                             lookback=lookback, confidence_required=False, anchor_order=anchor_order)
 
 
@@ -188,6 +191,10 @@ def _spec(name: str, label: str, factory: Callable[..., Scheme], *, decoupled: b
 # Alignment (C.3): search span, how long unmatched positions stay eligible (None: the span), and the
 # anchor order after a rejection (the paper's "next_token", or our "correction_first").
 _ALIGN = {"span": DEFAULT_ALIGN_SPAN, "lookback": None, "anchor_order": ANCHOR_NEXT_TOKEN}
+
+# Where an online scheme's acceptance estimate starts: an acceptance, weighted as that many observed
+# rounds (decoding/width.py); a deployment fits both on dev (jobs/adaptive.py).
+_PRIOR = {"prior": 2 / 3, "prior_rounds": 3.0}
 
 CATALOG: Mapping[str, SchemeSpec] = MappingProxyType({s.name: s for s in (
     _spec("target_only", "Target only", _target_only),
@@ -203,7 +210,7 @@ CATALOG: Mapping[str, SchemeSpec] = MappingProxyType({s.name: s for s in (
     # Beyond the paper (F.1, F.3): the budget is an upper bound; each round verifies the ready
     # candidates worth their verify time (decoding/width.py). ``decay`` forgets old outcomes.
     _spec("as2d_online", "As²d online budget", _as2d_online, decoupled=True, chain="budget", tag="b",
-          needs_costs=True, budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD, decay=0.9, **_ALIGN),
+          needs_costs=True, budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD, decay=0.9, **_PRIOR, **_ALIGN),
     # Issue 19 variants (schemes/substitution.py, hybrid.py, adaptive.py): after a rejection verify
     # the correction plus the continuation (substitution guess); draft when the buffer has nothing
     # usable (hybrid candidates, F.1); choose per round among several resident sources (a
@@ -213,10 +220,10 @@ CATALOG: Mapping[str, SchemeSpec] = MappingProxyType({s.name: s for s in (
     _spec("as2d_hybrid", "As²d hybrid candidates", _as2d_hybrid, decoupled=True, needs_drafter=True,
           chain="budget", tag="b", budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD, **_ALIGN),
     _spec("as2d_sources", "As²d online source choice", _as2d_sources, decoupled=True, chain="budget", tag="b",
-          needs_costs=True, budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD, decay=0.9, **_ALIGN),
+          needs_costs=True, budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD, decay=0.9, **_PRIOR, **_ALIGN),
     _spec("as2d_adaptive", "Adaptive As²d", _as2d_adaptive, decoupled=True, needs_drafter=True, chain="budget",
-          tag="b", needs_costs=True, budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD, decay=0.9, hybrid=True,
-          **_ALIGN),
+          tag="b", needs_costs=True, budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD, decay=0.9, hybrid=True, **_PRIOR,
+          draft_prior=2 / 3, **_ALIGN),
 )})
 ADAPTIVE: tuple[str, ...] = ("as2d_subst", "as2d_hybrid", "as2d_sources", "as2d_adaptive")
 

@@ -15,6 +15,12 @@ paper's correction step and re-anchoring follow, as if the chain had not been cu
 bonus is anchored at a spurious later match and the read cursor drifts (measured on synthetic
 windows: single windows at 2x the fixed budget's time; Xiaomi 11 Pro pooled -4% at b12).
 
+Before its first round a window knows nothing of its own audio: the estimate starts from ``prior``
+(an acceptance) weighted as ``prior_rounds`` observed rounds. A deployment fits both on the dev split
+(``jobs/adaptive.py``), as the paper fits b: demo windows are 5-34 tokens, a handful of rounds, so
+the start decides much of each window (measured under the K70 Pro profile: 96.3% of the oracle with
+the generic 2/3 over 3 rounds, 98.4% with 0.8 over 10).
+
 It uses no future information: the estimate is updated only from rounds already verified, and
 every committed token is still the target's own (exactness is unchanged, C.4).
 """
@@ -55,7 +61,8 @@ class As2dOnline(As2d):
     name = "as2d_online"
 
     def __init__(self, source: CandidateSource, budget: int, max_output: int, eos_id: int | None,
-                 costs: Mapping[int, float], decay: float = 0.9, **as2d: object) -> None:
+                 costs: Mapping[int, float], decay: float = 0.9, prior: float = 2 / 3, prior_rounds: float = 3.0,
+                 **as2d: object) -> None:
         super().__init__(source, budget, max_output, eos_id, **as2d)  # type: ignore[arg-type]
         if not costs or 1 not in costs:
             raise ValueError("as2d_online: costs must give each priced width's verify time, width 1 included")
@@ -63,10 +70,12 @@ class As2dOnline(As2d):
             raise ValueError(f"as2d_online: decay must be in (0, 1], got {decay}")
         self.costs = {int(k): float(v) for k, v in costs.items()}
         self.decay = decay
+        AcceptanceEstimate.starting_at(prior, prior_rounds, decay)  # one clear error for a bad prior, now
+        self.prior, self.prior_rounds = prior, prior_rounds
 
     def _reset(self) -> None:
         super()._reset()
-        self.estimate = AcceptanceEstimate(decay=self.decay)
+        self.estimate = AcceptanceEstimate.starting_at(self.prior, self.prior_rounds, self.decay)
         self.rate = RunningRate()  # this window's tokens per unit cost: what a round's time is worth
 
     def plan(self, now: float) -> Call:

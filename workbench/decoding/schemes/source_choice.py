@@ -60,7 +60,8 @@ class As2dSourceChoice(Scheme):
     reader_class: type[As2d] = As2d
 
     def __init__(self, source: CandidateSource, budget: int, max_output: int, eos_id: int | None,
-                 costs: Mapping[int, float], decay: float = 0.9, **as2d: object) -> None:
+                 costs: Mapping[int, float], decay: float = 0.9, prior: float = 2 / 3, prior_rounds: float = 3.0,
+                 **as2d: object) -> None:
         super().__init__(max_output, eos_id)
         if not costs or 1 not in costs:
             raise ValueError(f"{self.name}: costs must give each priced width's verify time, width 1 included")
@@ -68,6 +69,8 @@ class As2dSourceChoice(Scheme):
             raise ValueError(f"{self.name}: decay must be in (0, 1], got {decay}")
         self.costs = {int(k): float(v) for k, v in costs.items() if int(k) >= 1}
         self.decay = decay
+        AcceptanceEstimate.starting_at(prior, prior_rounds, decay)  # one clear error for a bad prior, now
+        self.prior, self.prior_rounds = prior, prior_rounds  # where each estimate starts (online.py)
         self.source = source
         self.readers = [self.reader_class(s, budget, max_output, eos_id, **as2d)  # type: ignore[arg-type]
                         for s in sources_of(source)]
@@ -85,7 +88,7 @@ class As2dSourceChoice(Scheme):
     def estimate(self, key: tuple[int, str]) -> AcceptanceEstimate:
         est = self.estimates.get(key)
         if est is None:
-            est = self.estimates[key] = AcceptanceEstimate(decay=self.decay)
+            est = self.estimates[key] = AcceptanceEstimate.starting_at(self.prior, self.prior_rounds, self.decay)
         return est
 
     def _kind(self, reader: As2d, call: Call) -> str:
