@@ -153,7 +153,9 @@ def execute(cfg: DictConfig) -> JobResult:
     module.validate(cfg)
     out = out_dir(cfg)
     out.mkdir(parents=True, exist_ok=True)
-    synthetic = bool(cfg.get("dataset", {}).get("synthetic", False))
+    # A job that does not replay the dataset (adaptive's native comparison runs real audio) says so.
+    uses = getattr(module, "replays_dataset", None)
+    synthetic = bool(cfg.get("dataset", {}).get("synthetic", False)) and (uses is None or uses(cfg))
     tags = {"job": str(cfg.job), "as2d.role": "job", "synthetic": str(synthetic)}
     if not cfg.get("methods"):
         tags["method"] = str(cfg.get("method", {}).get("name", ""))

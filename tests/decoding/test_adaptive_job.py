@@ -80,3 +80,8 @@ def test_a_bad_prior_weight_grid_is_named(weights):
 def test_a_bad_bound_is_named():
     with pytest.raises(ConfigError, match="adaptive.bound"):
         adaptive.validate(_cfg("adaptive.bound=widest"))
+
+
+def test_the_native_comparison_is_not_labelled_synthetic():
+    # It runs the demo audio whatever `dataset` says; the replay tables replay the dataset.
+    assert adaptive.replays_dataset(_cfg()) and not adaptive.replays_dataset(_cfg("adaptive.native=true"))

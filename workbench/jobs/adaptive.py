@@ -84,6 +84,11 @@ def validate(cfg: DictConfig) -> None:
     devices(cfg)
 
 
+def replays_dataset(cfg: DictConfig) -> bool:
+    """False for the native comparison: it runs the demo audio, whatever ``dataset`` says."""
+    return not cfg.adaptive.native
+
+
 def cached_windows(cfg: DictConfig) -> list[Window]:
     """Synthetic windows, or the demo's windows whose traces are in the cache (never a collection).
 
