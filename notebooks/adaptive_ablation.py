@@ -73,6 +73,20 @@ if rows is not None:
     print(goals)
 
 # %% [markdown]
+# What the deployment fixed on dev, per device, before any test window ran: the (source, budget) of fixed
+# As²d, the resident source sets, where the online estimates start (`prior`: the slot acceptance fixed As²d
+# saw on dev; `draft_prior`: serial SD's), the prior's weight in rounds, and whether the combination drafts.
+
+# %%
+if rows is not None and not BENCH:
+    try:
+        choices, _ = latest_table(EXPERIMENT or experiment("as2d-adaptive"), "choices")
+        with pl.Config(tbl_cols=20, tbl_width_chars=200):
+            print(choices)
+    except MissingTable as why:
+        print(f"{why}; rerun `python -m workbench.run experiment=adaptive` to log the dev choices")
+
+# %% [markdown]
 # Paper (phones), for reference: the fixed dev-selected budget's share of the oracle (D.4.3).
 
 # %%

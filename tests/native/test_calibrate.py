@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import statistics
+
 import polars as pl
 import pytest
 
@@ -54,6 +56,12 @@ def test_calibration_writes_a_profile_replay_accepts_with_all_widths(host_cfg, w
     assert src.startup_ms >= 0 and loaded.anchor_window == "calib"
     to = raw.filter((pl.col("kind") == "episode") & (pl.col("scheme") == "target_only"))
     assert loaded.anchor_ms == pytest.approx(sorted((to["ms"] / to["rounds"]).to_list())[to.height // 2], abs=1e-4)
+    # Per-width anchors: the idle sweep's calls on that window at offset 0, median per probe width.
+    calls = raw.filter((pl.col("kind") == "verify") & ~pl.col("concurrent") & (pl.col("offset") == 0)
+                       & (pl.col("window_id") == "calib"))
+    assert set(loaded.anchor_widths_ms) == {1, 4, 8}
+    for k, ms in loaded.anchor_widths_ms.items():
+        assert ms == pytest.approx(statistics.median(calls.filter(pl.col("width") == k)["ms"].to_list()), abs=1e-4)
 
 
 def test_publication_rows_price_the_producer_as_it_ran():

@@ -8,7 +8,7 @@ import pytest
 import yaml
 from replay_fixtures import exact_window
 
-from workbench.replay.drift import drift_ratio, scaled
+from workbench.replay.drift import drift_ratio, scaled, width_shape
 from workbench.replay.engine import replay
 from workbench.replay.profile import DEVICE_DIR, ProfileError, load_profile, parse_profile
 from workbench.replay.result import ReplayConfig
@@ -62,3 +62,45 @@ def test_drift_ratio_is_probe_over_anchor_and_refuses_what_it_cannot_use():
     del half["anchor_window"]
     with pytest.raises(ProfileError, match="needs both anchor_ms and anchor_window"):
         parse_profile(half, file="half.yaml")
+
+
+def _width_anchored() -> object:
+    raw = yaml.safe_load((DEVICE_DIR / "host.yaml").read_text())
+    n = lambda v: {"v": v, "source": "test"}  # noqa: E731
+    raw.update(anchor_ms=n(25.0), anchor_window="calib00", anchor_widths_ms={1: n(10.0), 4: n(20.0), 8: n(30.0)})
+    return parse_profile(raw, file="width-anchored.yaml")
+
+
+def test_each_width_drifts_by_its_own_probe_relative_to_k1():
+    # K1 now 1.2x its anchor, K4 1.1x, K8 1.0x: relative to K1, K4 drifted 11/12, K8 10/12.
+    p = _width_anchored()
+    shape = width_shape(p, {1: 12.0, 4: 22.0, 8: 30.0})
+    assert shape(1) == pytest.approx(1.0)
+    assert shape(4) == pytest.approx(1.1 / 1.2) and shape(8) == pytest.approx(1.0 / 1.2)
+    assert shape(2) == pytest.approx(1 + (1.1 / 1.2 - 1) / 3)  # linear in K between probe widths
+    assert shape(6) == pytest.approx((1.1 / 1.2 + 1.0 / 1.2) / 2) and shape(16) == pytest.approx(1.0 / 1.2)
+    moved = scaled(p, 1.3, shape)
+    for k in p.verifier.widths():  # every verifier call by ratio x its width's shape; nothing else by it
+        assert moved.verify_ms(k) == pytest.approx(p.verify_ms(k) * 1.3 * shape(k))
+        assert moved.verify_ms(k, concurrent=True) == pytest.approx(p.verify_ms(k, concurrent=True) * 1.3 * shape(k))
+    assert moved.target_step_ms == pytest.approx(1.3 * p.target_step_ms)
+    assert moved.queue_ms == pytest.approx(1.3 * p.queue_ms)
+    src = next(iter(p.sources))
+    assert moved.source(src).op_ms == pytest.approx(1.3 * p.source(src).op_ms)
+    # A rescaled profile is anchored where it now is: probing it again with the same calls is the identity.
+    again = width_shape(moved, {k: v * 1.3 * shape(k) for k, v in p.anchor_widths_ms.items()})
+    assert all(again(k) == pytest.approx(1.0) for k in range(1, 17))
+
+
+def test_a_width_probe_it_cannot_use_is_refused():
+    p = _width_anchored()
+    with pytest.raises(ValueError, match="K=1 and another anchored width"):
+        width_shape(p, {4: 22.0, 8: 30.0})
+    with pytest.raises(ValueError, match="K=4 must be a positive time"):
+        width_shape(p, {1: 12.0, 4: 0.0})
+    with pytest.raises(ValueError, match="no anchor_widths_ms; recalibrate"):
+        width_shape(load_profile("host"), {1: 12.0, 4: 22.0})
+    raw = yaml.safe_load((DEVICE_DIR / "host.yaml").read_text())
+    raw["anchor_widths_ms"] = {1: {"v": 10.0, "source": "test"}, 4: {"v": 20.0, "source": "test"}}
+    with pytest.raises(ProfileError, match="anchor_widths_ms"):
+        parse_profile(raw, file="no-anchor.yaml")

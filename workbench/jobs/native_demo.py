@@ -10,7 +10,7 @@ from omegaconf import DictConfig
 
 from workbench.decoding.cumulative import publication_for_task
 from workbench.models.pair import ModelPair
-from workbench.native.agreement import agreement_frame, anchor_window, summarize, verdict
+from workbench.native.agreement import agreement_frame, anchor_window, probe_widths, summarize, verdict
 from workbench.native.episodes import host_setup, native_episodes
 from workbench.native.report import NativeRuns, episode_report
 from workbench.native.windows import AudioWindow
@@ -42,7 +42,7 @@ def native_runs(cfg: DictConfig, pair: ModelPair, windows: list[Window],
     # D.3 protocol: a warm-up pass per window before the measured repetitions (cold caches, first calls);
     # with a drift anchor, a probe on the profile's calibration window before each repetition.
     ep = native_episodes(setup, audio, names, int(cfg.native.repeats), warmup=int(cfg.native.warmup),
-                         progress=True, probe=anchor)
+                         progress=True, probe=anchor, probe_widths=probe_widths(host_profile) if anchor else ())
     runs = episode_report(ep)
     if host_profile is not None and "as2d" in names:
         agr = agreement_frame(ep, setup, host_profile)  # the D.3 rule of workbench.native.agreement

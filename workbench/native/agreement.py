@@ -32,21 +32,22 @@ import polars as pl
 
 from workbench.io import atomic_write_json, atomic_write_parquet
 from workbench.metrics import overlap_decomposition
-from workbench.replay.drift import drift_ratio, scaled
+from workbench.replay.drift import drift_ratio, scaled, width_shape
 from workbench.replay.engine import replay
 from workbench.replay.profile import DeviceProfile, load_profile
 from workbench.replay.result import STAGE_SCHEMA, ReplayConfig, ReplayResult
 from workbench.replay.sources import profile_source
 from workbench.replay.trajectory import SourceTrack, Window
 
-from .calibrate import calibrate_host
+from .calibrate import PROBE_WIDTHS, calibrate_host
 from .driver import NativeHost, NativeResult
 from .episodes import Episodes, HostSetup, host_setup, native_episodes
 from .windows import AudioWindow, demo_windows
 
 GOAL_MAE_PCT = 5.0  # issue 11: D.3 within 5% (paper: 5.81% on phones)
 AGREEMENT_COLUMNS = ("window_id", "tokens", "tps_native", "tps_replay", "signed_error_pct", "abs_error_pct",
-                     "time_native", "time_replay", "target_only_error_pct", "drift_ratio", "frozen_signed_error_pct",
+                     "time_native", "time_replay", "target_only_error_pct", "drift_ratio", "width_shape",
+                     "frozen_signed_error_pct",
                      "frozen_target_only_error_pct", "matched", "rounds_native",
                      "rounds_replay", "D_native", "V_native", "O_native", "H_native", "D_replay", "V_replay",
                      "O_replay", "H_replay")
@@ -78,6 +79,13 @@ def anchor_window(profile: DeviceProfile) -> AudioWindow | None:
     return next((w for w in calib if w.window_id == profile.anchor_window), None)
 
 
+def probe_widths(profile: DeviceProfile | None) -> tuple[int, ...]:
+    """The widths to probe beside the drift anchor: those the profile anchored (none for an older profile)."""
+    if profile is None or not profile.anchor_widths_ms:
+        return ()
+    return tuple(k for k in PROBE_WIDTHS if k in profile.anchor_widths_ms)
+
+
 def median_run(runs: Sequence[NativeResult]) -> int:
     """Index of the median-latency run (D.3): the one run replay re-prices, and whose drift probe it uses."""
     order = sorted(range(len(runs)), key=lambda i: runs[i].time)
@@ -85,9 +93,11 @@ def median_run(runs: Sequence[NativeResult]) -> int:
 
 
 def window_agreement(setup: HostSetup, profile: DeviceProfile, window_id: str, target_only: Sequence[NativeResult],
-                     as2d: Sequence[NativeResult], probe_ms: float | None = None) -> dict[str, Any]:
+                     as2d: Sequence[NativeResult], probe_ms: float | None = None,
+                     probe_widths_ms: Mapping[int, float] | None = None) -> dict[str, Any]:
     """The D.3 rule for one window: replay the median-latency native As²d run's own trajectory with the
-    frozen profile (re-anchored by ``probe_ms`` when given); the target-only reference is the first run's
+    frozen profile (re-anchored by ``probe_ms`` when given, each width by its own drift when
+    ``probe_widths_ms`` is given too, ``replay/drift.py``); the target-only reference is the first run's
     output (all runs are audited against it)."""
     ref = target_only[0].output
     med = as2d[median_run(as2d)]
@@ -103,15 +113,18 @@ def window_agreement(setup: HostSetup, profile: DeviceProfile, window_id: str, t
         return res, 100 * (res.tps / nat - 1), 100 * (t_to / to_replay.time - 1)
 
     res, frozen_err, frozen_to = errors(profile)
-    ratio, err, to_err = 1.0, frozen_err, frozen_to
+    ratio, shape_at, err, to_err = 1.0, 1.0, frozen_err, frozen_to
     if probe_ms is not None:
         ratio = drift_ratio(profile, probe_ms)
-        res, err, to_err = errors(scaled(profile, ratio))
+        shape = width_shape(profile, probe_widths_ms) if probe_widths_ms and profile.anchor_widths_ms else None
+        shape_at = shape(max(profile.anchor_widths_ms or {1: 0})) if shape else 1.0
+        res, err, to_err = errors(scaled(profile, ratio, shape))
     return {
         "window_id": window_id, "tokens": len(ref), "tps_native": nat, "tps_replay": res.tps,
         "signed_error_pct": err, "abs_error_pct": abs(err),
         "time_native": med.time, "time_replay": res.time,
-        "target_only_error_pct": to_err, "drift_ratio": ratio, "frozen_signed_error_pct": frozen_err,
+        "target_only_error_pct": to_err, "drift_ratio": ratio, "width_shape": shape_at,
+        "frozen_signed_error_pct": frozen_err,
         "frozen_target_only_error_pct": frozen_to,
         "matched": all(r.output == ref for r in [*target_only, *as2d]),
         "rounds_native": len(med.records), "rounds_replay": len(res.untimed),
@@ -129,8 +142,9 @@ def agreement_frame(ep: Episodes, setup: HostSetup, profile: DeviceProfile) -> p
         reps = [rep for w, s, rep, _ in ep.results if w == wid and s == "as2d"]  # in ep.runs' order
         a2 = ep.runs(wid, "as2d")
         if to and a2:
-            probe = ep.probes.get((wid, reps[median_run(a2)]))
-            rows.append(window_agreement(setup, profile, wid, to, a2, probe))
+            rep = reps[median_run(a2)]
+            rows.append(window_agreement(setup, profile, wid, to, a2, ep.probes.get((wid, rep)),
+                                         ep.width_probes.get((wid, rep))))
     return pl.DataFrame(rows, schema=list(AGREEMENT_COLUMNS) if not rows else None).select(AGREEMENT_COLUMNS)
 
 
@@ -160,7 +174,8 @@ def replay_agreement(
     anchor = next((w for w in calib if w.window_id == profile.anchor_window), None) or anchor_window(profile)
     with NativeHost(setup.producer, setup.verifier) as host:
         for w in tqdm(evals, desc="replay vs native", disable=not progress):
-            ep = native_episodes(setup, [w], ["target_only", "as2d"], reps, warmup, host, probe=anchor)
+            ep = native_episodes(setup, [w], ["target_only", "as2d"], reps, warmup, host, probe=anchor,
+                                 probe_widths=probe_widths(profile) if anchor is not None else ())
             frames.append(agreement_frame(ep, setup, profile))
     frame = pl.concat(frames)
     summary = summarize(frame, profile)
@@ -182,6 +197,7 @@ def summarize(frame: pl.DataFrame, profile: DeviceProfile) -> dict[str, Any]:
             "frozen_mae_pct": float(frame["frozen_signed_error_pct"].abs().mean()),
             "frozen_target_only_mae_pct": float(frame["frozen_target_only_error_pct"].abs().mean()),
             "drift_min": float(frame["drift_ratio"].min()), "drift_max": float(frame["drift_ratio"].max()),
+            "width_shape_min": float(frame["width_shape"].min()), "width_shape_max": float(frame["width_shape"].max()),
             "matched_windows": int(frame["matched"].sum()), "profile": profile.file, "goal_mae_pct": GOAL_MAE_PCT,
             "within_goal": bool(frame["abs_error_pct"].mean() <= GOAL_MAE_PCT)}
 
@@ -191,8 +207,12 @@ def verdict(summary: Mapping[str, Any]) -> str:
     ok = "PASS" if summary["within_goal"] else "FAIL"
     how = "frozen profile"
     if summary.get("anchored"):
+        widths = ""
+        if summary.get("width_shape_min", 1.0) != 1.0 or summary.get("width_shape_max", 1.0) != 1.0:
+            widths = (f", widest probe width drifting x{summary['width_shape_min']:.2f}-"
+                      f"x{summary['width_shape_max']:.2f} of K1's")
         how = (f"drift-anchored (machine speed x{summary['drift_min']:.2f}-x{summary['drift_max']:.2f} of its "
-               f"calibration; frozen profile: MAE {summary['frozen_mae_pct']:.2f}%, target-only "
+               f"calibration{widths}; frozen profile: MAE {summary['frozen_mae_pct']:.2f}%, target-only "
                f"{summary['frozen_target_only_mae_pct']:.2f}%)")
     return (f"D.3 replay vs native: MAE {summary['mae_pct']:.2f}% over {summary['windows']} held-out windows "
             f"(goal <= {summary['goal_mae_pct']:g}%): {ok}; pooled {summary['pooled_error_pct']:+.2f}%, "

@@ -44,6 +44,7 @@ from .windows import AudioWindow, demo_windows
 
 PASSES_TIMEOUT_S = 1800.0  # one batch of producer passes; a hung or dead producer fails the calibration
 OFFSETS = (0, 32, 64)  # decoder context positions of the width sweep (cf. D.2.2's 0/64/128)
+PROBE_WIDTHS = (1, 4, 8)  # widths the drift probe times again on the anchor window, at offset 0 (drift.py)
 
 
 # ------------------------------------------------------------------------ producer under load
@@ -299,6 +300,11 @@ def fit_profile(raw: pl.DataFrame, rounds: pl.DataFrame, setup: HostSetup, date:
         startup_entry = meas(startup)
     to_first = to.filter(pl.col("window_id") == to["window_id"][0]) if to.height else to
     anchor = (to_first["ms"] / to_first["rounds"]).to_list()
+    # The same idle calls the drift probe repeats: probe widths on the anchor window at its first context.
+    at_anchor = ver.filter(~pl.col("concurrent") & (pl.col("offset") == 0)
+                           & (pl.col("window_id") == (to["window_id"][0] if to.height else None)))
+    anchor_widths = {k: at_anchor.filter(pl.col("width") == k)["ms"].to_list() for k in PROBE_WIDTHS}
+    anchor_widths = {k: v for k, v in anchor_widths.items() if v}
 
     fit = context_fit(ver, r.filter(pl.col("config") == "target_only"), date)
     ctx, sds = (fit.context, fit.sd) if fit is not None else (None, {})
@@ -339,6 +345,9 @@ def fit_profile(raw: pl.DataFrame, rounds: pl.DataFrame, setup: HostSetup, date:
         },
         **({"anchor_ms": meas(anchor, "median target-only round on anchor_window (drift anchor)"),
             "anchor_window": to["window_id"][0]} if anchor else {}),
+        **({"anchor_widths_ms": {k: meas(v, "median idle verify call on anchor_window at offset 0 (drift probe)")
+                                 for k, v in anchor_widths.items()}}
+           if anchor and 1 in anchor_widths and len(anchor_widths) > 1 else {}),
         "target_step_ms": step_meas,
         "loop_residual_ms": meas(loop, "median per serial round of (T - draft - verify) / rounds"),
         "queue_ms": meas(queue, "median As2d gap from a call's end to the next decision"),

@@ -8,6 +8,7 @@ process's spec and placement, and every scheme's settings, checked by the scheme
 from __future__ import annotations
 
 import os
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -162,6 +163,8 @@ class Episodes:
     placement: dict[str, Any] = field(default_factory=dict)  # the host's processes as placed
     # (window, rep) -> ms per target-only round on the drift anchor's window, run just before that rep
     probes: dict[tuple[str, int], float] = field(default_factory=dict)
+    # (window, rep) -> {width: median idle verify call (ms)} on that window at offset 0, just before that rep
+    width_probes: dict[tuple[str, int], dict[int, float]] = field(default_factory=dict)
 
     def runs(self, window_id: str, scheme: str) -> list[NativeResult]:
         return [r for w, s, _, r in self.results if w == window_id and s == scheme]
@@ -179,20 +182,23 @@ class Episodes:
 
 def native_episodes(setup: HostSetup, windows: Sequence[AudioWindow], schemes: Sequence[str], reps: int,
                     warmup: int = 1, host: NativeHost | None = None, progress: bool = False,
-                    probe: AudioWindow | None = None) -> Episodes:
+                    probe: AudioWindow | None = None, probe_widths: Sequence[int] = ()) -> Episodes:
     """Warm-up then ``reps`` measured runs per scheme and window, order alternating per repetition (D.3).
 
     ``probe``: the drift anchor's calibration window (``replay/drift.py``); one target-only run on it
-    before each measured repetition says how fast this machine runs at that moment (``Episodes.probes``)."""
+    before each measured repetition says how fast this machine runs at that moment (``Episodes.probes``);
+    with ``probe_widths``, idle verify calls of those widths on it too (``Episodes.width_probes``)."""
     if host is None:
         with NativeHost(setup.producer, setup.verifier) as h:
-            return native_episodes(setup, windows, schemes, reps, warmup, h, progress, probe)
+            return native_episodes(setup, windows, schemes, reps, warmup, h, progress, probe, probe_widths)
     from tqdm.auto import tqdm
 
     ep = Episodes(placement=host.placement)
     for w in tqdm(windows, desc="native host", unit="window", disable=not progress):
         for rep in range(-warmup, reps):
             if probe is not None and rep >= 0:
+                if probe_widths:
+                    ep.width_probes[(w.window_id, rep)] = width_probe(setup, probe, probe_widths)
                 run = run_scheme(host, setup, probe, "target_only")
                 ep.probes[(w.window_id, rep)] = 1000 * run.time / max(1, len(run.records))
             for scheme in (schemes if rep % 2 == 0 else list(reversed(schemes))):
@@ -210,5 +216,14 @@ def native_episodes(setup: HostSetup, windows: Sequence[AudioWindow], schemes: S
     return ep
 
 
+def width_probe(setup: HostSetup, window: AudioWindow, widths: Sequence[int], reps: int = 5) -> dict[int, float]:
+    """Median idle verify call (ms) per width on ``window`` at offset 0: the calibration sweep's own calls
+    (``calibrate.verify_sweep``), so they compare with the profile's ``anchor_widths_ms``."""
+    from .calibrate import verify_sweep  # calibrate builds on this module
+
+    rows = verify_sweep(setup, window, widths, reps, warmup=1, concurrent=False, offsets=(0,))
+    return {k: statistics.median(r["ms"] for r in rows if r["width"] == k) for k in widths}
+
+
 __all__ = ["HostSetup", "Episodes", "SAMPLE_SCHEMA", "default_placements", "host_setup", "native_episodes",
-           "publication_rows", "run_scheme", "sample", "scheme_settings"]
+           "publication_rows", "run_scheme", "sample", "scheme_settings", "width_probe"]

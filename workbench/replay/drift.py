@@ -8,11 +8,19 @@ calibration time -- the median target-only round on the first calibration window
 every time in the profile: the machine got uniformly faster or slower, its cost *shape* (per-width
 ratios, coexistence factors, context slope) stays as calibrated. No held-out window's own timing
 is used, so replay still predicts rather than fits.
+
+**Per-width shape.** One ratio assumes every width slowed alike. Measured on this VM it did not: under
+drift of x1.07-x1.25 the demo's As²d calls (mostly K > 1) slowed less than the target-only K = 1 rounds,
+and one ratio priced As²d 8% slow on 7 of 8 windows. So the profile also keeps the idle verify call at a
+few probe widths on that window (``anchor_widths_ms``), the probe measures them again, and width ``K``
+is scaled by ``ratio * shape(K)``: its own drift relative to K = 1's, linear in K between probe widths and
+held beyond the widest.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from types import MappingProxyType
 
@@ -29,31 +37,63 @@ def drift_ratio(profile: DeviceProfile, probe_ms: float) -> float:
     return probe_ms / profile.anchor_ms
 
 
-def _times(m, r: float):
-    return MappingProxyType({k: v * r for k, v in m.items()})
+def width_shape(profile: DeviceProfile, probe_ms: Mapping[int, float]) -> Callable[[int], float]:
+    """``K -> shape(K)``: how much more width ``K`` drifted than K = 1 between the profile's
+    ``anchor_widths_ms`` and ``probe_ms`` (the same calls now); 1 at K = 1, linear in K between probe
+    widths, held beyond the widest."""
+    anchor = profile.anchor_widths_ms
+    if not anchor:
+        raise ValueError(f"profile {profile.file}: no anchor_widths_ms; recalibrate it with "
+                         "workbench.native.calibrate to scale each width by its own drift")
+    common = sorted(k for k in anchor if k in probe_ms)
+    if 1 not in common or len(common) < 2:
+        raise ValueError(f"width probe must measure K=1 and another anchored width {sorted(anchor)}, "
+                         f"got {sorted(probe_ms)}")
+    for k in common:
+        if not (math.isfinite(probe_ms[k]) and probe_ms[k] > 0):
+            raise ValueError(f"width probe at K={k} must be a positive time in ms, got {probe_ms[k]!r}")
+    base = probe_ms[1] / anchor[1]
+    at = {k: (probe_ms[k] / anchor[k]) / base for k in common}
+
+    def shape(k: int) -> float:
+        if k >= common[-1]:
+            return at[common[-1]]
+        hi = next(w for w in common if w >= k)
+        lo = max(w for w in common if w <= k)
+        return at[lo] if hi == lo else at[lo] + (at[hi] - at[lo]) * (k - lo) / (hi - lo)
+
+    return shape
 
 
-def scaled(profile: DeviceProfile, ratio: float) -> DeviceProfile:
-    """Every time of ``profile`` times ``ratio``; ratios (coexistence factors) and counts unchanged."""
+def _times(m, r: float, shape: Callable[[int], float] | None = None):
+    return MappingProxyType({k: v * r * (shape(k) if shape else 1.0) for k, v in m.items()})
+
+
+def scaled(profile: DeviceProfile, ratio: float, shape: Callable[[int], float] | None = None) -> DeviceProfile:
+    """Every time of ``profile`` times ``ratio``, and a verifier call of width K also times ``shape(K)``
+    (``width_shape``; ``None``: every width alike); ratios (coexistence factors) and counts unchanged."""
     if not (math.isfinite(ratio) and ratio > 0):
         raise ValueError(f"drift ratio must be a positive number, got {ratio!r}")
     v = profile.verifier
     ctx = v.context
     if ctx is not None:
-        ctx = replace(ctx, slope_ms=_times(ctx.slope_ms, ratio), cold_ms=ctx.cold_ms * ratio,
+        ctx = replace(ctx, slope_ms=_times(ctx.slope_ms, ratio, shape), cold_ms=ctx.cold_ms * ratio,
                       residual_ms=ctx.residual_ms * ratio)
-    verifier = replace(v, idle_ms=_times(v.idle_ms, ratio), concurrent_ms=_times(v.concurrent_ms, ratio),
-                       idle_sd_ms=_times(v.idle_sd_ms, ratio), context=ctx)
+    verifier = replace(v, idle_ms=_times(v.idle_ms, ratio, shape),
+                       concurrent_ms=_times(v.concurrent_ms, ratio, shape),
+                       idle_sd_ms=_times(v.idle_sd_ms, ratio, shape), context=ctx)
     sources = {n: replace(s, op_ms=s.op_ms * ratio, publication_ms=s.publication_ms * ratio,
                           startup_ms=s.startup_ms * ratio) for n, s in profile.sources.items()}
     asp = profile.asp
     if asp is not None:
         asp = replace(asp, paired_branch_ms=asp.paired_branch_ms * ratio, prob_row_ms=asp.prob_row_ms * ratio,
-                      kv_refresh_ms=_times(asp.kv_refresh_ms, ratio))
+                      kv_refresh_ms=_times(asp.kv_refresh_ms, ratio, shape))
     return replace(profile, target_step_ms=profile.target_step_ms * ratio,
                    loop_residual_ms=profile.loop_residual_ms * ratio, queue_ms=profile.queue_ms * ratio,
                    alignment_ms=profile.alignment_ms * ratio, verifier=verifier, sources=MappingProxyType(sources),
-                   asp=asp, anchor_ms=None if profile.anchor_ms is None else profile.anchor_ms * ratio)
+                   asp=asp, anchor_ms=None if profile.anchor_ms is None else profile.anchor_ms * ratio,
+                   anchor_widths_ms=None if profile.anchor_widths_ms is None
+                   else _times(profile.anchor_widths_ms, ratio, shape))
 
 
-__all__ = ["drift_ratio", "scaled"]
+__all__ = ["drift_ratio", "scaled", "width_shape"]

@@ -161,6 +161,9 @@ class DeviceProfile:
     # the rest; a later probe on that window says how far this machine's speed has drifted (drift.py).
     anchor_ms: float | None = None
     anchor_window: str | None = None  # the calibration window that anchor_ms was measured on
+    # Idle verify call (ms) per probe width on that window at its first context, measured with the rest:
+    # a later probe of the same widths says how the machine's drift differs by width (drift.py).
+    anchor_widths_ms: Mapping[int, float] | None = None
     # Derived per-object data (replay's resolved prices); never copied by ``replace``, never compared.
     derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -307,7 +310,7 @@ class _Reader:
 
 _TOP_REQUIRED = {"schema", "name", "device", "rules", "target_step_ms", "loop_residual_ms",
                  "queue_ms", "alignment_ms", "verifier", "sources", "serial_drafter"}
-_TOP_OPTIONAL = {"description", "asp", "machine", "metadata", "anchor_ms", "anchor_window"}
+_TOP_OPTIONAL = {"description", "asp", "machine", "metadata", "anchor_ms", "anchor_window", "anchor_widths_ms"}
 
 
 def parse_profile(raw: Any, file: str = "<memory>") -> DeviceProfile:
@@ -353,6 +356,7 @@ def parse_profile(raw: Any, file: str = "<memory>") -> DeviceProfile:
         metadata=parse_metadata(raw.get("metadata"), r.fail),
         anchor_ms=r.number(raw["anchor_ms"], "anchor_ms") if "anchor_ms" in raw else None,
         anchor_window=_anchor_window(r, raw),
+        anchor_widths_ms=_anchor_widths(r, raw),
     )
 
 
@@ -363,6 +367,14 @@ def _anchor_window(r: _Reader, raw: Mapping[str, Any]) -> str | None:
     if name is not None and (not isinstance(name, str) or not name):
         raise r.fail("anchor_window", f"expected the calibration window's id, got {name!r}")
     return name
+
+
+def _anchor_widths(r: _Reader, raw: Mapping[str, Any]) -> Mapping[int, float] | None:
+    if "anchor_widths_ms" not in raw:
+        return None
+    if "anchor_ms" not in raw:
+        raise r.fail("anchor_widths_ms", "per-width anchors need the drift anchor anchor_ms too (recalibrate)")
+    return MappingProxyType(r.widths(raw["anchor_widths_ms"], "anchor_widths_ms", True))
 
 
 def _parse_machine(r: _Reader, node: Any) -> Mapping[str, Any] | None:
