@@ -32,13 +32,11 @@ def test_agreement_reports_per_window_errors(host_cfg, windows, tmp_path):  # no
     # by a probe there; its frozen errors are kept beside the anchored ones.
     assert summary["anchored"] is True and row["drift_ratio"] > 0
     # The profile also anchors widths 1 and 4 (the sweep's widths here), so each width was scaled by its own
-    # probe too; with no width drift beyond K1's the anchored replay is the frozen one times the ratio.
+    # probe too.
     assert row["width_shape"] > 0 and summary["width_shape_min"] <= row["width_shape"] <= summary["width_shape_max"]
     # Exactly 1.0 only if the width probe never ran: two measured calls never drift by the same float.
+    # (With one ratio for every width, the anchored replay is the frozen one times it: test_drift.py.)
     assert row["width_shape"] != 1.0
-    if row["width_shape"] == 1.0:
-        assert row["frozen_signed_error_pct"] == pytest.approx(100 * (row["tps_replay"] * row["drift_ratio"]
-                                                                      / row["tps_native"] - 1))
     assert (tmp_path / "agreement.parquet").exists() and (tmp_path / "host.yaml").exists()
 
 
