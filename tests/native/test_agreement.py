@@ -36,7 +36,11 @@ def test_agreement_reports_per_window_errors(host_cfg, windows, tmp_path):  # no
     assert row["width_shape"] > 0 and summary["width_shape_min"] <= row["width_shape"] <= summary["width_shape_max"]
     # Exactly 1.0 only if the width probe never ran: two measured calls never drift by the same float.
     # (With one ratio for every width, the anchored replay is the frozen one times it: test_drift.py.)
-    assert row["width_shape"] != 1.0
+    assert row["width_shape"] != 1.0 and row["width_signed_error_pct"] is not None
+    # The verdict's anchored replay scales every width by one ratio: the frozen one times it.
+    assert row["frozen_signed_error_pct"] == pytest.approx(100 * (row["tps_replay"] * row["drift_ratio"]
+                                                                  / row["tps_native"] - 1))
+    assert summary["width_mae_pct"] == pytest.approx(abs(row["width_signed_error_pct"]))
     assert (tmp_path / "agreement.parquet").exists() and (tmp_path / "host.yaml").exists()
 
 
@@ -46,7 +50,7 @@ def test_agreement_summary_by_hand():
     frame = pl.DataFrame({"tokens": [100, 50], "time_native": [1.0, 1.0], "time_replay": [0.8, 1.25],
                           "signed_error_pct": [25.0, -20.0], "abs_error_pct": [25.0, 20.0],
                           "target_only_error_pct": [-4.0, 6.0], "matched": [True, False],
-                          "drift_ratio": [1.0, 1.0], "width_shape": [1.0, 1.0],
+                          "drift_ratio": [1.0, 1.0], "width_shape": [1.0, 1.0], "width_signed_error_pct": [None, None],
                           "frozen_signed_error_pct": [25.0, -20.0],
                           "frozen_target_only_error_pct": [-4.0, 6.0]})
 
@@ -69,6 +73,8 @@ def test_agreement_summary_by_hand():
     assert a["anchored"] is True and a["frozen_mae_pct"] == pytest.approx(22.5) and a["within_goal"] is True
     assert a["drift_min"] == pytest.approx(0.9) and a["drift_max"] == pytest.approx(1.1)
     assert "drift-anchored (machine speed x0.90-x1.10" in verdict(a) and "frozen profile: MAE 22.50%" in verdict(a)
-    assert "widest probe width" not in verdict(a)
-    shaped = summarize(drifted.with_columns(pl.Series("width_shape", [0.9, 0.95])), Profile())
-    assert "x1.10 of its calibration, widest probe width drifting x0.90-x0.95 of K1's" in verdict(shaped)
+    assert a["width_mae_pct"] is None and "own probe" not in verdict(a)
+    shaped = summarize(drifted.with_columns(pl.Series("width_shape", [0.9, 0.95]),
+                                            pl.Series("width_signed_error_pct", [3.0, -6.0])), Profile())
+    assert shaped["width_mae_pct"] == pytest.approx(4.5) and shaped["within_goal"] is True  # judged as before
+    assert "each width by its own probe (widest drifting x0.90-x0.95 of K1's): MAE 4.50%" in verdict(shaped)
