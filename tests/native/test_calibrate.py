@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 from tests.native.test_native import audio, producer_dir, tiny_dir  # noqa: F401  (fixtures)
-from workbench.native.calibrate import calibrate_host
+from workbench.native.calibrate import LIVE_MIN_CALLS, calibrate_host
 from workbench.native.episodes import SAMPLE_SCHEMA, publication_rows
 from workbench.native.fingerprint import machine_fingerprint
 from workbench.native.windows import AudioWindow
@@ -56,6 +56,17 @@ def test_calibration_writes_a_profile_replay_accepts_with_all_widths(host_cfg, w
     assert src.startup_ms >= 0 and loaded.anchor_window == "calib"
     to = raw.filter((pl.col("kind") == "episode") & (pl.col("scheme") == "target_only"))
     assert loaded.anchor_ms == pytest.approx(sorted((to["ms"] / to["rounds"]).to_list())[to.height // 2], abs=1e-4)
+    # Beside the producer, a width As²d called often is priced from those calls (R_LIVE), the rest by the sweep.
+    rounds = pl.read_parquet(tmp_path / "host_rounds.parquet").filter(pl.col("config") == "as2d")
+    calls = (1000 * (rounds["t_end"] - rounds["t_start"])).to_list()
+    by_width = {k: [c for c, w in zip(calls, rounds["width"].to_list(), strict=True) if w == k] for k in range(1, 17)}
+    live = [k for k, v in by_width.items() if len(v) >= LIVE_MIN_CALLS]
+    assert live, "the tiny As²d episodes call some width often enough"
+    for k in live:
+        assert loaded.verify_ms(k, concurrent=True) == pytest.approx(statistics.median(by_width[k]), abs=1e-3)
+        assert "R_LIVE" in loaded.provenance[f"verifier.concurrent.ms.{k}"]
+    for k in set(range(1, 17)) - set(live):
+        assert "R_LIVE" not in loaded.provenance.get(f"verifier.concurrent.ms.{k}", "")
     # Per-width anchors: the idle sweep's calls on that window at offset 0, median per probe width.
     calls = raw.filter((pl.col("kind") == "verify") & ~pl.col("concurrent") & (pl.col("offset") == 0)
                        & (pl.col("window_id") == "calib"))
