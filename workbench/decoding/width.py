@@ -104,6 +104,16 @@ class RunningRate:
         return self.tokens / self.cost if self.cost > 0 else None
 
 
+# Where an estimate starts when nothing is known: acceptance 2/3, believed as firmly as 3 observed rounds.
+PRIOR, PRIOR_ROUNDS = 2 / 3, 3.0
+
+
+def tried_slots(proposed: int, accepted: int) -> int:
+    """Chain slots a verified chain of ``proposed`` candidates tried: every accepted one and the first
+    rejected one, if any (greedy verification stops there)."""
+    return min(accepted + 1, proposed)
+
+
 @dataclass
 class AcceptanceEstimate:
     """Running per-slot conditional acceptance with exponential forgetting.
@@ -115,8 +125,8 @@ class AcceptanceEstimate:
     """
 
     decay: float = 0.9
-    prior: float = 2.0
-    prior_trials: float = 3.0
+    prior: float = PRIOR * PRIOR_ROUNDS
+    prior_trials: float = PRIOR_ROUNDS
     successes: list[float] = field(default_factory=list)
     trials: list[float] = field(default_factory=list)
 
@@ -155,7 +165,7 @@ class AcceptanceEstimate:
             return  # a plain step says nothing about the candidates
         if not 0 <= accepted <= proposed:
             raise ValueError(f"accepted {accepted} outside [0, {proposed}]")
-        tried = min(accepted + 1, proposed)
+        tried = tried_slots(proposed, accepted)
         while len(self.trials) < tried:
             self.trials.append(0.0)
             self.successes.append(0.0)
@@ -167,4 +177,5 @@ class AcceptanceEstimate:
                 self.successes[i] += 1.0 if i < accepted else 0.0
 
 
-__all__ = ["AcceptanceEstimate", "RunningRate", "chain_value", "choose_chain_length", "expected_tokens"]
+__all__ = ["PRIOR", "PRIOR_ROUNDS", "AcceptanceEstimate", "RunningRate", "chain_value", "choose_chain_length",
+           "expected_tokens", "tried_slots"]

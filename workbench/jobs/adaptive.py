@@ -36,6 +36,7 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
 from workbench.decoding.schemes import MAX_BUDGET
+from workbench.decoding.width import PRIOR, tried_slots
 from workbench.replay.catalog import as2d_catalog, run_catalog
 from workbench.replay.engine import replay, results_frame
 from workbench.replay.multi_source import SEPARATOR
@@ -139,14 +140,14 @@ def _frame(windows: Sequence[Window], rc: ReplayConfig, profile: DeviceProfile) 
 
 def slot_acceptance(results: Sequence[ReplayResult]) -> float:
     """Pooled conditional acceptance of a chain slot over every verified round: accepted slots over
-    tried ones (a chain of n with a accepted tried ``min(a + 1, n)``, ``width.AcceptanceEstimate``)."""
+    tried ones, counted as ``width.AcceptanceEstimate`` counts them (``tried_slots``)."""
     tried = accepted = 0
     for r in results:
         for rec in r.records:
             if rec.chain:
-                tried += min(rec.accepted + 1, len(rec.chain))
+                tried += tried_slots(len(rec.chain), rec.accepted)
                 accepted += rec.accepted
-    return accepted / tried if tried else 2 / 3
+    return accepted / tried if tried else PRIOR
 
 
 def _tps(frame: pl.DataFrame) -> float:

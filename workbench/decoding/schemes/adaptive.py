@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from ..protocols import Drafter
 from ..records import Call
 from ..verification import Verdict
-from ..width import AcceptanceEstimate, choose_chain_length
+from ..width import PRIOR, PRIOR_ROUNDS, AcceptanceEstimate, choose_chain_length
 from .as2d import As2d, CandidateSource
 from .hybrid import UNUSABLE, drafted_call
 from .source_choice import As2dSourceChoice
@@ -49,7 +49,7 @@ class As2dAdaptive(As2dSourceChoice):
 
     def __init__(self, source: CandidateSource, budget: int, max_output: int, eos_id: int | None,
                  costs: Mapping[int, float], decay: float = 0.9, drafter: Drafter | None = None,
-                 prior: float = 2 / 3, prior_rounds: float = 3.0, draft_prior: float = 2 / 3,
+                 prior: float = PRIOR, prior_rounds: float = PRIOR_ROUNDS, draft_prior: float = PRIOR,
                  **as2d: object) -> None:
         super().__init__(source, budget, max_output, eos_id, costs, decay, prior, prior_rounds, **as2d)
         AcceptanceEstimate.starting_at(draft_prior, prior_rounds, decay)  # one clear error, now

@@ -24,6 +24,7 @@ from typing import Any
 
 from ..alignment import ANCHOR_NEXT_TOKEN, DEFAULT_ALIGN_SPAN
 from ..protocols import Drafter
+from ..width import PRIOR, PRIOR_ROUNDS
 from .adaptive import As2dAdaptive
 from .as2d import As2d, CandidateSource
 from .asp import ASP_CAP, ASP_THRESHOLD, SpecASR
@@ -194,7 +195,7 @@ _ALIGN = {"span": DEFAULT_ALIGN_SPAN, "lookback": None, "anchor_order": ANCHOR_N
 
 # Where an online scheme's acceptance estimate starts: an acceptance, weighted as that many observed
 # rounds (decoding/width.py); a deployment fits both on dev (jobs/adaptive.py).
-_PRIOR = {"prior": 2 / 3, "prior_rounds": 3.0}
+_PRIOR = {"prior": PRIOR, "prior_rounds": PRIOR_ROUNDS}
 
 CATALOG: Mapping[str, SchemeSpec] = MappingProxyType({s.name: s for s in (
     _spec("target_only", "Target only", _target_only),
@@ -223,7 +224,7 @@ CATALOG: Mapping[str, SchemeSpec] = MappingProxyType({s.name: s for s in (
           needs_costs=True, budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD, decay=0.9, **_PRIOR, **_ALIGN),
     _spec("as2d_adaptive", "Adaptive As²d", _as2d_adaptive, decoupled=True, needs_drafter=True, chain="budget",
           tag="b", needs_costs=True, budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD, decay=0.9, hybrid=True, **_PRIOR,
-          draft_prior=2 / 3, **_ALIGN),
+          draft_prior=PRIOR, **_ALIGN),
 )})
 ADAPTIVE: tuple[str, ...] = ("as2d_subst", "as2d_hybrid", "as2d_sources", "as2d_adaptive")
 

@@ -32,7 +32,7 @@ from dataclasses import replace
 
 from ..records import Call
 from ..verification import Verdict
-from ..width import AcceptanceEstimate, RunningRate, choose_chain_length
+from ..width import PRIOR, PRIOR_ROUNDS, AcceptanceEstimate, RunningRate, choose_chain_length
 from .as2d import As2d, CandidateSource
 
 
@@ -61,8 +61,8 @@ class As2dOnline(As2d):
     name = "as2d_online"
 
     def __init__(self, source: CandidateSource, budget: int, max_output: int, eos_id: int | None,
-                 costs: Mapping[int, float], decay: float = 0.9, prior: float = 2 / 3, prior_rounds: float = 3.0,
-                 **as2d: object) -> None:
+                 costs: Mapping[int, float], decay: float = 0.9, prior: float = PRIOR,
+                 prior_rounds: float = PRIOR_ROUNDS, **as2d: object) -> None:
         super().__init__(source, budget, max_output, eos_id, **as2d)  # type: ignore[arg-type]
         if not costs or 1 not in costs:
             raise ValueError("as2d_online: costs must give each priced width's verify time, width 1 included")

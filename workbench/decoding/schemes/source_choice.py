@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from ..buffer import Snapshot
 from ..records import Call
 from ..verification import Verdict
-from ..width import AcceptanceEstimate, RunningRate, chain_value, choose_chain_length
+from ..width import PRIOR, PRIOR_ROUNDS, AcceptanceEstimate, RunningRate, chain_value, choose_chain_length
 from .as2d import As2d, CandidateSource
 from .base import Scheme
 from .hybrid import drafted_cursor
@@ -60,8 +60,8 @@ class As2dSourceChoice(Scheme):
     reader_class: type[As2d] = As2d
 
     def __init__(self, source: CandidateSource, budget: int, max_output: int, eos_id: int | None,
-                 costs: Mapping[int, float], decay: float = 0.9, prior: float = 2 / 3, prior_rounds: float = 3.0,
-                 **as2d: object) -> None:
+                 costs: Mapping[int, float], decay: float = 0.9, prior: float = PRIOR,
+                 prior_rounds: float = PRIOR_ROUNDS, **as2d: object) -> None:
         super().__init__(max_output, eos_id)
         if not costs or 1 not in costs:
             raise ValueError(f"{self.name}: costs must give each priced width's verify time, width 1 included")
