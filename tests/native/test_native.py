@@ -17,7 +17,8 @@ from workbench.metrics import overlap_decomposition
 from workbench.models.whisper import WhisperTarget, load_whisper, whisper_drafter
 from workbench.models.whisper_convert import AS2D_META
 from workbench.native.driver import NativeHost, ProducerError
-from workbench.native.producer import Placement, ProducerSpec
+from workbench.native.episodes import default_placements
+from workbench.native.producer import ALLOWED_CPUS, Placement, ProducerSpec
 
 TINY = dict(vocab_size=96, d_model=64, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
             decoder_attention_heads=4, encoder_ffn_dim=128, decoder_ffn_dim=128, num_mel_bins=16,
@@ -159,3 +160,21 @@ def test_producer_crash_mid_run_gives_one_error_keeps_timings_and_leaves_no_orph
     time.sleep(0.1)
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+def test_host_places_the_producer_off_the_verifiers_core_and_gives_the_thread_its_cpus_back(producer_dir):
+    # Regression (issue 12): placements narrowed the calling thread for good, so after an in-process
+    # calibration the next host's producer inherited the verifier's one core and ran at half speed.
+    before = os.sched_getaffinity(0)
+    threads = torch.get_num_threads()
+    verifier, producer = default_placements()
+    spec = ProducerSpec(drafter={"name": "tiny", "family": "whisper", "local_path": str(producer_dir),
+                                 "vocabulary": "shared"}, placement=Placement(threads=1))  # no CPUs: inherits
+    for _ in range(2):  # the second host sees what the first left behind
+        with NativeHost(spec, verifier=verifier) as h:
+            assert h.placement["verifier"]["cpus"] == sorted(verifier.cpus or before)
+            assert h.placement["producer"]["cpus"] == sorted(before)  # spawned before the verifier is pinned
+        assert os.sched_getaffinity(0) == before and torch.get_num_threads() == threads
+        assert default_placements() == (verifier, producer)
+    if len(ALLOWED_CPUS) >= 2:
+        assert verifier.cpus != producer.cpus and len(verifier.cpus) == len(producer.cpus) == 1

@@ -14,6 +14,7 @@ import math
 import multiprocessing as mp
 import time
 from collections.abc import Callable, Mapping
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -30,7 +31,7 @@ from workbench.decoding import (
 )
 
 from .messages import Done, Failed, Loaded, Message, PrepareWindow, Quit, Ready
-from .producer import Placement, ProducerSpec, producer_main
+from .producer import Placement, ProducerSpec, producer_main, restoring_placement
 from .shared import NativeSource, SharedBuffer
 
 Stage = tuple[str, str, float, float, int]
@@ -86,11 +87,18 @@ class NativeHost:
         self.ready_timeout = ready_timeout
         self.placement: dict[str, Any] = {}
         self._proc: mp.Process | None = None
+        self._placed: ExitStack | None = None
 
     def __enter__(self) -> NativeHost:
-        self.placement["verifier"] = self.verifier.apply()
-        if self.spec is not None:
-            self._start_producer()
+        self._placed = ExitStack()
+        self._placed.enter_context(restoring_placement())  # the caller's thread gets its CPUs back on exit
+        try:
+            if self.spec is not None:
+                self._start_producer()  # before the verifier narrows this thread: the child inherits all CPUs
+            self.placement["verifier"] = self.verifier.apply()
+        except BaseException:
+            self.close()
+            raise
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -124,6 +132,9 @@ class NativeHost:
         return msg
 
     def close(self) -> None:
+        if self._placed is not None:
+            self._placed.close()
+            self._placed = None
         if self._proc is None:
             return
         try:

@@ -7,7 +7,6 @@ process's spec and placement, and every scheme's settings, checked by the scheme
 
 from __future__ import annotations
 
-import os
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,7 +19,7 @@ from workbench.decoding.cumulative import BATCHES
 from workbench.models.pair import ModelPair, load_pair
 
 from .driver import NativeHost, NativeResult
-from .producer import Placement, ProducerSpec
+from .producer import ALLOWED_CPUS, Placement, ProducerSpec
 from .windows import AudioWindow
 
 # Settings of the host protocol (bench, calibration, agreement): SD verifies at As²d's widest width
@@ -33,8 +32,9 @@ def host_overrides(budget: int) -> dict[str, dict[str, Any]]:
 
 
 def default_placements() -> tuple[Placement, Placement]:
-    """(verifier, producer): the first allowed CPU and the second, one thread each; else the OS decides."""
-    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    """(verifier, producer): the first allowed CPU and the second, one thread each; else the OS decides.
+    Allowed means at import (``ALLOWED_CPUS``), not this thread's affinity now, which a placement narrows."""
+    cpus = ALLOWED_CPUS
     if len(cpus) >= 2:
         return Placement(1, (cpus[0],)), Placement(1, (cpus[1],))
     return Placement(1), Placement(1)

@@ -27,6 +27,7 @@ import os
 import time
 import traceback
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +39,27 @@ from .shared import SharedBuffer
 
 START_TIMEOUT_S = 600.0  # "ready" -> start: one target prefill, even on the slowest host we run
 IDLE_TIMEOUT_S = 6 * 3600.0  # between windows the parent may run other methods for a long time
+
+
+# CPUs this process may use, read once at import. ``Placement.apply`` narrows the calling thread's
+# affinity, so a later reading can see one core: a producer placed from it shared the verifier's core
+# and ran at half speed after an in-process calibration (issue 12).
+ALLOWED_CPUS: tuple[int, ...] = tuple(sorted(os.sched_getaffinity(0))) if hasattr(os, "sched_getaffinity") else ()
+
+
+@contextmanager
+def restoring_placement() -> Iterator[None]:
+    """Run a block that applies placements, then give this thread back its threads and CPUs."""
+    import torch
+
+    threads = torch.get_num_threads()
+    cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+        if cpus is not None:
+            os.sched_setaffinity(0, cpus)
 
 
 @dataclass(frozen=True)
