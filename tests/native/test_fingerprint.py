@@ -10,10 +10,12 @@ import pytest
 import yaml
 
 from workbench.native.fingerprint import (
+    CALIBRATION_VERSION,
     FIELDS,
     HostProfileMismatch,
     cached_profile_path,
     differences,
+    engine_label,
     fingerprint_id,
     host_profile,
     machine_fingerprint,
@@ -155,3 +157,24 @@ def test_pinning_this_process_does_not_change_the_machine():
         assert machine_fingerprint() == before
     finally:
         os.sched_setaffinity(0, allowed)
+
+
+def test_packed_kernels_and_an_older_calibration_are_other_profiles(cache, tmp_path):
+    packed = {**MODEL, "target": {"kernels": "packed"}}
+    assert engine_label(MODEL) == "torch" and engine_label(packed) == "torch+packed"
+    assert engine_label({**packed, "engine": "mnn"}) == "mnn"  # MNN has its own kernels
+    ref = _write(tmp_path / "host.yaml", {**machine_fingerprint(), "torch": "0.0.1"})
+    _write(cached_profile_path(machine_fingerprint(), "whisper_base"), machine_fingerprint())
+    assert host_profile(MODEL, "refuse", reference=ref, calibrate=_never).machine["engine"] == "torch"
+    with pytest.raises(HostProfileMismatch):  # plain-kernel costs never price a packed target
+        host_profile(packed, "refuse", reference=ref, calibrate=_never)
+    old = {**machine_fingerprint(), "calibration": CALIBRATION_VERSION - 1}
+    _write(cached_profile_path(machine_fingerprint(), "whisper_base"), old)
+    calls = []
+
+    def calibrate(path):
+        calls.append(path)
+        return load_profile(_write(path, machine_fingerprint()))
+
+    assert host_profile(MODEL, "calibrate", reference=ref, calibrate=calibrate).machine == machine_fingerprint()
+    assert len(calls) == 1  # the older calibration's profile was measured again

@@ -36,6 +36,7 @@ class ModelSpec:
     dtype: str = "float32"
     device: str = "cpu"
     quantize: str | None = None  # "dynamic_int8": torch dynamic quantization of Linear layers
+    kernels: str = "plain"  # "packed": oneDNN-packed decoder linears for K-wide verifies (models.packed_linear)
     vocabulary: str | None = None  # producer only: "shared" or "cross" (Tok_T conversion)
     revision: str | None = None  # hub commit the weights are pinned to (supply chain; see resolve_weights)
 
@@ -132,12 +133,24 @@ def quantize_dynamic_int8(model):
         return torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
 
 
+def check_kernels(spec: ModelSpec) -> None:
+    """One clear line for a ``kernels`` setting this model cannot use, before any weights load."""
+    from workbench.models.packed_linear import KERNELS
+
+    if spec.kernels not in KERNELS:
+        raise ValueError(f"{spec.name}: unknown kernels {spec.kernels!r}; use one of {', '.join(KERNELS)}")
+    if spec.kernels == "packed" and (spec.quantize or spec.device != "cpu" or spec.dtype != "float32"):
+        raise ValueError(f"{spec.name}: kernels=packed packs fp32 CPU weights; it cannot combine with "
+                         f"quantize={spec.quantize}, device={spec.device}, dtype={spec.dtype}. Set kernels: plain")
+
+
 def load_whisper_spec(spec: ModelSpec, allow_network: bool | None = None):
     """Load a Whisper ``ModelSpec`` into a ``WhisperBundle`` (quantized if asked)."""
     from workbench.models.whisper import load_whisper
 
     if spec.family != "whisper":
         raise ValueError(f"{spec.name} is a {spec.family} model, not whisper")
+    check_kernels(spec)
     path = resolve_weights(spec, allow_network)
     bundle = load_whisper(path, device=spec.device, dtype=torch_dtype(spec.dtype), name=spec.name)
     if spec.quantize == "dynamic_int8":
@@ -146,6 +159,10 @@ def load_whisper_spec(spec: ModelSpec, allow_network: bool | None = None):
         bundle.model = quantize_dynamic_int8(bundle.model)
     elif spec.quantize:
         raise ValueError(f"{spec.name}: unknown quantize {spec.quantize!r}")
+    if spec.kernels == "packed":
+        from workbench.models.whisper import pack_decoder
+
+        pack_decoder(bundle)
     return bundle
 
 
@@ -175,6 +192,8 @@ def _load_transformers(spec: ModelSpec, classes: dict[str, str], what: str, allo
         raise ValueError(f"{spec.name} is a {spec.family} model; {what} families: {sorted(classes)}")
     if spec.quantize:
         raise ValueError(f"{spec.name}: quantize={spec.quantize!r} is supported for whisper only")
+    if spec.kernels != "plain":
+        raise ValueError(f"{spec.name}: kernels={spec.kernels!r} is supported for whisper only; set kernels: plain")
     path = resolve_weights(spec, allow_network)
     cls = getattr(transformers, classes[spec.family])
     kwargs: dict[str, Any] = {"dtype": torch_dtype(spec.dtype)}

@@ -92,6 +92,16 @@ def load_whisper(
     return WhisperBundle(model, proto, codec, name or model_dir.name)
 
 
+def pack_decoder(bundle: WhisperBundle) -> int:
+    """Packed kernels (``models.packed_linear``) for the decoder and output projection: the layers a
+    K-wide verify runs. The encoder runs once per request on 1,500 rows and keeps its own."""
+    from workbench.models.packed_linear import PackedLinear, pack_linears
+
+    n = pack_linears(bundle.model.model.decoder)
+    bundle.model.proj_out = PackedLinear(bundle.model.proj_out)
+    return n + 1
+
+
 def load_whisper_meta(model_dir: str | Path) -> dict:
     """Protocol and size facts of a converted Whisper dir without loading any weights."""
     model_dir = Path(model_dir)

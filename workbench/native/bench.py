@@ -36,7 +36,7 @@ from workbench.replay.result import STAGE_SCHEMA
 
 from .driver import NativeHost
 from .episodes import HostSetup, host_setup, run_scheme
-from .producer import Placement
+from .producer import ALLOWED_CPUS, Placement
 from .windows import AudioWindow, demo_windows
 
 SUMMARY_COLUMNS = ("method", "tps", "ratio_target_only", "ratio_hf", "slower_share", "matched_share",
@@ -65,11 +65,14 @@ def profile_costs(profile: DeviceProfile) -> dict[int, float]:
 
 
 def default_methods(model_cfg: dict[str, Any], same_vocab_cfg: dict[str, Any] | None,
-                    profile: DeviceProfile | None = None, batches: Sequence[int] = ()) -> list[Method]:
+                    profile: DeviceProfile | None = None, batches: Sequence[int] = (),
+                    kernels: Sequence[str] = ()) -> list[Method]:
     """target-only (1 and 2 threads), HF assisted (same-vocab int8 base; cross-tokenizer tiny.en),
     SD and ASP with the serial drafter, As²d with each producer; with this machine's ``profile``
     also as2d_online (chain length per round from the machine's per-width costs); for each of
-    ``batches`` other than the configured one, also As²d publishing batches of that size (``@batchN``)."""
+    ``batches`` other than the configured one, also As²d publishing batches of that size (``@batchN``);
+    for each of ``kernels`` other than the target's, also As²d with the target on those linear kernels
+    (``@plain`` / ``@packed``, ``models.packed_linear``), a second target in memory."""
     main = host_setup(model_cfg)
     pair = main.pair
     if profile is not None:
@@ -99,6 +102,12 @@ def default_methods(model_cfg: dict[str, Any], same_vocab_cfg: dict[str, Any] | 
         if n != main.batch_tokens:
             other = dataclasses.replace(main, producer=dataclasses.replace(main.producer, batch_tokens=n))
             ms.append(Method(f"as2d/{main.source}@batch{n}", "native", other, 1, "as2d"))
+    own = (model_cfg.get("target") or {}).get("kernels") or "plain"
+    for k in dict.fromkeys(kernels):
+        if k != own:
+            other_cfg = {**model_cfg, "target": {**model_cfg["target"], "kernels": k}}
+            other = host_setup(other_cfg, verifier=main.verifier, producer=main.producer.placement)
+            ms.append(Method(f"as2d/{other.source}@{k}", "native", other, 1, "as2d"))
     if same_vocab_cfg is not None:
         # the second producer publishes batches of the main pair's size; one target model in memory
         alt = {**same_vocab_cfg["drafter"], "batch_tokens": pair.batch_tokens}
@@ -147,7 +156,7 @@ def run_bench(windows: Sequence[AudioWindow], methods: Sequence[Method], repeats
     hf_logging.set_verbosity_error()
     runs, rounds, stages = [], [], []
     refs: dict[str, tuple[int, ...]] = {}
-    all_cpus = tuple(sorted(os.sched_getaffinity(0))) if hasattr(os, "sched_getaffinity") else None
+    all_cpus = ALLOWED_CPUS or None
     with ExitStack() as stack:
         hosts: dict[int, NativeHost] = {}
         for m in methods:
@@ -281,6 +290,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--batches", type=int, nargs="*", default=[],
                     help="also As²d with producers publishing batches of these sizes (e.g. 4 8: the paper's phones)")
     ap.add_argument("--single-token-batches", action="store_true", help="same as --batches 1")
+    ap.add_argument("--kernels", nargs="*", default=["plain", "packed"],
+                    help="also As²d with the target's linears on these kernels (models.packed_linear)")
     ap.add_argument("--engine", choices=("torch", "mnn"), default="torch",
                     help="mnn: MNN target-only, torch target-only, MNN As²d/SD/ASP, step/verify costs, F.6")
     args = ap.parse_args(argv)
@@ -307,7 +318,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     _, evals = demo_windows(args.max_seconds)
     alt = load_model_config(args.same_vocab_model) if args.same_vocab_model else None
     batches = [*args.batches, *([1] if args.single_token_batches else [])]
-    frames = run_bench(evals[: args.windows], default_methods(cfg, alt, profile, batches),
+    frames = run_bench(evals[: args.windows], default_methods(cfg, alt, profile, batches, args.kernels),
                        args.repeats, out_dir=args.out_dir)
     with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=250, float_precision=3):
         print(frames["summary"])

@@ -35,10 +35,10 @@ from workbench.replay.profile import DEVICE_DIR, SCHEMA, DeviceProfile, parse_pr
 
 from .context import context_fit
 from .episodes import SAMPLE_SCHEMA, HostSetup, host_setup, native_episodes, sample
-from .fingerprint import cpu_model, machine_fingerprint
+from .fingerprint import cpu_model, engine_label, machine_fingerprint
 from .liveness import Liveness, ParentGone
 from .messages import Failed, Loaded, Passes, Quit, RunPasses
-from .producer import IDLE_TIMEOUT_S, ProducerModel, ProducerSpec, report_failure
+from .producer import IDLE_TIMEOUT_S, ProducerModel, ProducerSpec, report_failure, restoring_placement
 from .shared import SharedBuffer
 from .windows import AudioWindow, demo_windows
 
@@ -172,6 +172,7 @@ def publication_samples(n: int = 200, batch: int = 4) -> list[dict[str, Any]]:
 
 
 # ------------------------------------------------------------------------------- the job
+@restoring_placement()  # the caller's thread keeps its CPUs: a bench calibrating on first use then places both models
 def calibrate_host(
     calib: Sequence[AudioWindow],
     model_cfg: dict[str, Any],
@@ -331,7 +332,7 @@ def fit_profile(raw: pl.DataFrame, rounds: pl.DataFrame, setup: HostSetup, date:
         producer["forward_ms"] = meas(forward, "median SD draft time per forward")
     return {
         "schema": SCHEMA, "name": "host", "device": f"this host ({cpu_model()})",
-        "machine": machine_fingerprint(setup.pair.engine),
+        "machine": machine_fingerprint(engine_label(setup.pair.config)),
         "description": (f"{setup.target.name} target on {setup.verifier}; producer {setup.source} "
                         f"(batch {setup.batch_tokens}) on {setup.producer.placement}; serial drafter "
                         f"{setup.serial_source}. Measured by workbench.native.calibrate; ms per operation."),

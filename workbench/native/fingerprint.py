@@ -2,10 +2,12 @@
 
 A host profile measured on one CPU must not price another: on a different machine host replay
 disagreed with native timing by 20-37% (issue 11). The profile records a fingerprint (CPU model,
-core count, usable threads, torch version, engine). ``host_profile`` returns the committed
-``conf/device/host.yaml`` only when its fingerprint is this machine's; otherwise a profile cached for
-this fingerprint under ``$AS2D_CACHE/host_profiles/``; otherwise it calibrates quickly (and caches)
-or refuses with one line, as ``on_mismatch`` says. It never prices with another machine's costs.
+core count, usable threads, torch version, engine and the target's kernels, calibration version):
+a profile from an older calibration, or measured with other kernels, prices wrongly too.
+``host_profile`` returns the committed ``conf/device/host.yaml`` only when its fingerprint is this
+machine's; otherwise a profile cached for this fingerprint under ``$AS2D_CACHE/host_profiles/``;
+otherwise it calibrates quickly (and caches) or refuses with one line, as ``on_mismatch`` says.
+It never prices with another machine's costs.
 """
 
 from __future__ import annotations
@@ -22,7 +24,10 @@ from workbench.replay.profile import DEVICE_DIR, DeviceProfile, load_profile
 
 OnMismatch = Literal["calibrate", "refuse"]
 ON_MISMATCH: tuple[str, ...] = ("calibrate", "refuse")
-FIELDS = ("cpu", "cores", "threads", "torch", "engine")
+FIELDS = ("cpu", "cores", "threads", "torch", "engine", "calibration")
+# Bump when calibration measures something new that replay prices (2: per-width anchors, the verifier
+# beside the producer from live As2d calls, R_LIVE-V): older cached profiles are then measured again.
+CALIBRATION_VERSION = 2
 QUICK_REPS = 3  # quick calibration: fewer repetitions than the D.2 protocol's 5, same fields
 
 
@@ -50,7 +55,15 @@ def machine_fingerprint(engine: str = "torch") -> dict[str, Any]:
     import torch
 
     return {"cpu": cpu_model(), "cores": os.cpu_count() or 1, "threads": _THREADS,
-            "torch": str(torch.__version__), "engine": engine}
+            "torch": str(torch.__version__), "engine": engine, "calibration": CALIBRATION_VERSION}
+
+
+def engine_label(model_cfg: Mapping[str, Any]) -> str:
+    """The engine as costs see it: ``torch``, ``mnn``, or ``torch+packed`` when the target's linears
+    use packed kernels (``models.packed_linear``: other verify costs, so another profile)."""
+    engine = str(model_cfg.get("engine") or "torch")
+    kernels = (model_cfg.get("target") or {}).get("kernels") or "plain"
+    return engine if engine != "torch" or kernels == "plain" else f"{engine}+{kernels}"
 
 
 def fingerprint_id(fp: Mapping[str, Any]) -> str:
@@ -96,7 +109,7 @@ def host_profile(
     ``calibrate_host`` on the dev windows); tests pass their own to keep it fast."""
     if on_mismatch not in ON_MISMATCH:
         raise ValueError(f"calibration.on_mismatch: expected one of {ON_MISMATCH}, got {on_mismatch!r}")
-    fp = machine_fingerprint(engine or str(model_cfg.get("engine") or "torch"))
+    fp = machine_fingerprint(engine or engine_label(model_cfg))
     ref = Path(reference)
     if ref.exists():
         prof = load_profile(ref)

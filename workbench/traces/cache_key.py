@@ -34,7 +34,7 @@ from workbench.traces.schema import SCHEMA_VERSION
 KEY_VERSION = 1  # bump when the key's material changes layout
 COLLECTOR_VERSION = 1  # bump when traces.collect changes what it records
 ROLES = ("target", "drafter", "serial_drafter")
-MODEL_FIELDS = ("family", "dtype", "device", "quantize", "vocabulary", "engine", "mnn", "batch_tokens")
+MODEL_FIELDS = ("family", "dtype", "device", "quantize", "kernels", "vocabulary", "engine", "mnn", "batch_tokens")
 PROMPT_FIELDS = ("prompt", "instruction", "system_prompt", "language", "task")
 # How the demo turns a corpus clip into a window: the whole clip, mono float32 at 16 kHz, <= 30 s.
 WINDOW_DEFINITION = "whole-clip/mono/16000Hz/max30s"

@@ -1,0 +1,84 @@
+"""Packed linear kernels (issue 12): same numbers as ``F.linear``, rows independent of the call's
+width, and only the layers and settings they apply to."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tests.models.conftest import tiny_audio, tiny_whisper
+from workbench.models.packed_linear import PackedLinear, pack_linears
+from workbench.models.registry import ModelSpec, check_kernels, load_audio_lm_spec
+from workbench.models.whisper import WhisperTarget, pack_decoder
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("rows", [2, 3, 8, 17])
+def test_packed_rows_equal_plain_linear(bias, rows):
+    torch.manual_seed(rows)
+    lin = torch.nn.Linear(48, 200, bias=bias)
+    x = torch.randn(1, rows, 48)
+    packed = PackedLinear(lin)
+    y = packed(x)
+    assert y.shape == (1, rows, 200)
+    torch.testing.assert_close(y, lin(x), rtol=1e-5, atol=1e-5)
+
+
+def test_single_rows_take_the_plain_kernel_bit_for_bit():
+    lin = torch.nn.Linear(48, 200)
+    x = torch.randn(1, 1, 48)
+    assert torch.equal(PackedLinear(lin)(x), torch.nn.functional.linear(x, lin.weight, lin.bias))
+
+
+def test_packed_row_does_not_depend_on_how_many_rows_share_the_call():
+    # what makes a K-wide verify equal K single steps on the packed path (min_rows=1: all packed)
+    torch.manual_seed(0)
+    packed = PackedLinear(torch.nn.Linear(512, 1000), min_rows=1)
+    x = torch.randn(8, 512)
+    full = packed(x)
+    for k in (1, 2, 4, 5):
+        assert torch.equal(packed(x[:k]), full[:k]), k
+
+
+def test_pack_linears_replaces_fp32_linears_and_shares_their_weights():
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Sequential(torch.nn.Linear(16, 4)))
+    first = model[0].weight
+    assert pack_linears(model) == 2
+    assert isinstance(model[0], PackedLinear) and isinstance(model[2][0], PackedLinear)
+    assert model[0].weight is first
+    assert pack_linears(model) == 0  # already packed: nothing left to replace
+
+
+def test_packed_whisper_decoder_keeps_tied_output_projection_and_greedy():
+    plain = tiny_whisper()
+    packed = tiny_whisper()
+    # per layer: self q/k/v/o, cross q/k/v/o, fc1, fc2; then the output projection. The encoder keeps its own.
+    assert pack_decoder(packed) == 2 * 10 + 1
+    assert not any(isinstance(m, PackedLinear) for m in packed.model.model.encoder.modules())
+    assert packed.model.proj_out.weight is packed.model.model.decoder.embed_tokens.weight
+    out = []
+    for bundle in (plain, packed):
+        t = WhisperTarget(bundle, audio=tiny_audio())
+        root = t.prefill()
+        out.append((root, t.verify(root, [5, 7, 9]), t.last_logits.clone()))
+    assert out[0][:2] == out[1][:2]
+    torch.testing.assert_close(out[0][2], out[1][2], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(("over", "needle"), [
+    ({"kernels": "fast"}, "unknown kernels 'fast'"),
+    ({"kernels": "packed", "quantize": "dynamic_int8"}, "quantize=dynamic_int8"),
+    ({"kernels": "packed", "dtype": "bfloat16"}, "dtype=bfloat16"),
+])
+def test_bad_kernels_setting_is_one_clear_line(over, needle):
+    spec = ModelSpec.from_dict({"name": "whisper-base", "family": "whisper", **over})
+    with pytest.raises(ValueError, match=needle) as err:
+        check_kernels(spec)
+    assert "kernels" in str(err.value)
+
+
+def test_packed_kernels_on_an_audio_lm_are_refused_before_loading():
+    spec = ModelSpec.from_dict({"name": "qwen3-asr", "family": "qwen3_asr", "kernels": "packed",
+                                "local_path": "/nonexistent"})
+    with pytest.raises(ValueError, match="whisper only"):
+        load_audio_lm_spec(spec)
