@@ -178,3 +178,17 @@ def test_host_places_the_producer_off_the_verifiers_core_and_gives_the_thread_it
         assert default_placements() == (verifier, producer)
     if len(ALLOWED_CPUS) >= 2:
         assert verifier.cpus != producer.cpus and len(verifier.cpus) == len(producer.cpus) == 1
+
+
+def test_producers_core_joins_the_verifier_once_the_producer_has_finished(host, tiny_dir, audio):
+    ref = run(host, tiny_dir, audio, "target_only")
+    wide = Placement(2, ALLOWED_CPUS or None)
+    res = run(host, tiny_dir, audio, "as2d", params={"budget": 3}, widen=wide)
+    assert res.output == ref.output
+    j, finish = res.joined_at_round, res.producer_finish
+    assert j is not None and j >= 1 and finish >= res.producer_times[-1]
+    # it joins at the first verify after the producer stopped, not before
+    assert res.records[j - 1].t_start < finish < res.records[j].t_end
+    # and the verifier's own placement is back for the next window
+    assert torch.get_num_threads() == 1
+    assert run(host, tiny_dir, audio, "as2d", params={"budget": 3}).joined_at_round is None

@@ -35,7 +35,7 @@ from workbench.replay.profile import DeviceProfile, MissingWidthError, load_prof
 from workbench.replay.result import STAGE_SCHEMA
 
 from .driver import NativeHost
-from .episodes import HostSetup, host_setup, run_scheme
+from .episodes import HostSetup, all_cores, host_setup, run_scheme, scheme_settings
 from .producer import ALLOWED_CPUS, Placement
 from .windows import AudioWindow, demo_windows
 
@@ -64,12 +64,20 @@ def profile_costs(profile: DeviceProfile) -> dict[int, float]:
     return out
 
 
+def online_cap(costs: dict[int, float]) -> int:
+    """as2d_online's widest chain on this machine: every width its calibration priced (up to K = 16).
+    The rule then picks each round's width from those costs; the pair's fixed b stays fixed As²d's."""
+    return max(1, min(max(costs), 16) - 1)
+
+
 def default_methods(model_cfg: dict[str, Any], same_vocab_cfg: dict[str, Any] | None,
                     profile: DeviceProfile | None = None, batches: Sequence[int] = (),
                     kernels: Sequence[str] = ()) -> list[Method]:
     """target-only (1 and 2 threads), HF assisted (same-vocab int8 base; cross-tokenizer tiny.en),
     SD and ASP with the serial drafter, As²d with each producer; with this machine's ``profile``
-    also as2d_online (chain length per round from the machine's per-width costs); for each of
+    also as2d_online (chain length per round from the machine's per-width costs, up to ``online_cap``)
+    and, on two or more CPUs, the same with the producer's core joining the verifier once the producer
+    has finished (``+cores``, ``driver.JoiningCores``); for each of
     ``batches`` other than the configured one, also As²d publishing batches of that size (``@batchN``);
     for each of ``kernels`` other than the target's, also As²d with the target on those linear kernels
     (``@plain`` / ``@packed``, ``models.packed_linear``), a second target in memory."""
@@ -97,7 +105,13 @@ def default_methods(model_cfg: dict[str, Any], same_vocab_cfg: dict[str, Any] | 
     ms += [Method("sd", "native", main, 1, "sd"), Method("asp", "native", main, 1, "asp"),
            Method(f"as2d/{main.source}", "native", main, 1, "as2d")]
     if main.costs is not None:
-        ms.append(Method(f"as2d_online/{main.source}", "native", main, 1, "as2d_online"))
+        cap = online_cap(main.costs)
+        online = dataclasses.replace(main, settings={**main.settings,
+                                                     "as2d_online": scheme_settings("as2d_online", cap)})
+        ms.append(Method(f"as2d_online/{main.source}", "native", online, 1, "as2d_online"))
+        if len(ALLOWED_CPUS) > 1:
+            joined = dataclasses.replace(online, widen=all_cores())
+            ms.append(Method(f"as2d_online/{main.source}+cores", "native", joined, 1, "as2d_online"))
     for n in dict.fromkeys(batches):
         if n != main.batch_tokens:
             other = dataclasses.replace(main, producer=dataclasses.replace(main.producer, batch_tokens=n))

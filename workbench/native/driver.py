@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import multiprocessing as mp
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -63,6 +63,8 @@ class NativeResult:
     placement: dict[str, Any] = field(default_factory=dict)
     fault: str | None = None
     origin: float = math.nan  # the decode clock's zero on time.perf_counter (s): on-demand request timing
+    joined_at_round: int | None = None  # first round the verifier ran on the producer's core too (widen)
+    producer_finish: float = math.nan  # when the producer stopped (EOS, cap or stop request), decode clock
 
     @property
     def tps(self) -> float:
@@ -75,6 +77,32 @@ def _loop(scheme: Scheme, target: Target, t0: float, clock: Callable[[], float])
     records = run_rounds(scheme, target, WallClock(t0, clock)).timed(scheme.records)
     stages = [s for r in records for s in round_stages(r.round, r.work, r.width, r.t_decide, r.t_start, r.t_end)]
     return list(records), stages
+
+
+class JoiningCores:
+    """The target, given the producer's core once the producer has finished (``widen``).
+
+    After the producer publishes its last token (EOS or cap) its core is idle for the rest of the
+    window, while every remaining candidate is already in the buffer. Before the first round that
+    sees the producer finished, the verifier thread takes ``widen`` (e.g. 2 threads on both cores);
+    the host gives it its own placement back after the window. Outputs are still audited against
+    target-only: thread count changes no greedy token here (the bench's 1- and 2-thread target-only
+    runs are compared on every window). Replay does not model this: host profiles price one core."""
+
+    def __init__(self, target: Target, shared: SharedBuffer, widen: Placement) -> None:
+        self._target, self._shared, self._widen = target, shared, widen
+        self.joined_at_round: int | None = None
+        self._rounds = 0
+
+    def verify(self, root: int, chain: Sequence[int]) -> list[int]:
+        if self.joined_at_round is None and not math.isnan(self._shared.finish_time.value):
+            self._widen.apply()
+            self.joined_at_round = self._rounds
+        self._rounds += 1
+        return self._target.verify(root, chain)
+
+    def __getattr__(self, name: str) -> Any:  # prefill, keep, eos_id, vocab_size, ... of the target
+        return getattr(self._target, name)
 
 
 class NativeHost:
@@ -167,12 +195,14 @@ class NativeHost:
         producer_cap: int | None = None,
         costs: Mapping[int, float] | None = None,
         instruction: str | None = None,
+        widen: Placement | None = None,
     ) -> NativeResult:
         """Run one window with one scheme; ``target`` is freshly built for this window.
 
         ``costs``: per-width verify costs (ms) for a cost-aware scheme (catalog ``needs_costs``).
         ``instruction``: the request's instruction, which the producer is prompted with (the target
-        and drafter were built with the same one)."""
+        and drafter were built with the same one). ``widen``: the verifier's placement once the
+        producer has finished (``JoiningCores``); None keeps the verifier on its own placement."""
         clock = time.perf_counter
         params = dict(params or {})
         decoupled = scheme_spec(scheme_name).decoupled
@@ -194,15 +224,19 @@ class NativeHost:
                              source=source, costs=costs, **params)
         scheme.start(root)
         fault = None
+        joined = JoiningCores(target, self.shared, widen) if decoupled and widen is not None else None
         try:
-            records, stages = _loop(scheme, target, t0, clock)
+            records, stages = _loop(scheme, joined or target, t0, clock)
         finally:
             t_eos = clock() - t0
             if decoupled:
                 self.stop_evt.set()
+            if joined is not None and joined.joined_at_round is not None:
+                self.verifier.apply()
         result = NativeResult(window_id, scheme_name, tuple(scheme.output), tuple(records), tuple(stages),
                               t_eos, t_eos, capped=bool(records) and records[-1].outcome == "cap",
-                              placement=dict(self.placement), origin=t0)
+                              placement=dict(self.placement), origin=t0,
+                              joined_at_round=None if joined is None else joined.joined_at_round)
         if not decoupled:
             return result
         try:
@@ -210,6 +244,7 @@ class NativeHost:
         except ProducerError as err:
             fault = str(err)
         finish = self.shared.finish_time.value - t0
+        result.producer_finish = finish
         source.snapshot()  # mirror everything published, for the trajectory
         buf = source.buffer
         result.producer_tokens = tuple(buf.snapshot().tokens())

@@ -40,6 +40,11 @@ def default_placements() -> tuple[Placement, Placement]:
     return Placement(1), Placement(1)
 
 
+def all_cores() -> Placement:
+    """Every CPU allowed at import, one thread each: the verifier once the producer's core is free."""
+    return Placement(max(1, len(ALLOWED_CPUS)), ALLOWED_CPUS or None)
+
+
 def scheme_settings(scheme: str, budget: int, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Every setting of ``scheme``: catalog defaults, ``overrides``, and the pair's budget where it has one."""
     spec = scheme_spec(scheme)
@@ -60,6 +65,9 @@ class HostSetup:
     # Per-width verify cost of a round on this machine (ms; its host profile), for cost-aware schemes
     # (catalog needs_costs, e.g. as2d_online); None: such schemes cannot run on this setup.
     costs: dict[int, float] | None = None
+    # The verifier's placement once the producer has finished (driver.JoiningCores: its core joins);
+    # None keeps one core, as calibration and replay price it.
+    widen: Placement | None = None
 
     @property
     def target(self) -> Any:
@@ -126,7 +134,7 @@ def run_scheme(host: NativeHost, setup: HostSetup, window: AudioWindow, scheme: 
                          "(workbench.native.bench.profile_costs of the host profile)")
     return host.run(window.window_id, scheme, setup.pair.new_target(window.audio, ask), audio=window.audio,
                     max_output=setup.max_output, drafter=drafter, params=setup.params(scheme), costs=costs,
-                    instruction=ask)
+                    instruction=ask, widen=setup.widen)
 
 
 # ------------------------------------------------------------------------ repeated episodes
