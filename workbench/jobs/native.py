@@ -11,7 +11,7 @@ from omegaconf import DictConfig, OmegaConf
 from workbench.figures.paper import decomposition
 
 from .base import ConfigError, JobResult
-from .config import budget, check_models
+from .config import budget, check_models, device_profile
 
 
 def validate(cfg: DictConfig) -> None:
@@ -42,8 +42,8 @@ def run(cfg: DictConfig, out: Path) -> JobResult:
         from workbench.models.mnn.bench import mnn_methods
 
         methods = mnn_methods(model)[0]
-    else:
-        methods = default_methods(model, alt)
+    else:  # this machine's profile prices as2d_online (calibrated once on first use, as the bench does)
+        methods = default_methods(model, alt, device_profile("host", cfg))
     frames = run_bench(evals, methods, int(n.repeats), out_dir=out / "bench")
     summary = frames["summary"]
     metrics: dict[str, float] = {}
