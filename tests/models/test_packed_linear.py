@@ -7,13 +7,13 @@ import pytest
 import torch
 
 from tests.models.conftest import tiny_audio, tiny_whisper
-from workbench.models.packed_linear import PackedLinear, pack_linears
+from workbench.models.packed_linear import MIN_ROWS, PackedLinear, pack_linears
 from workbench.models.registry import ModelSpec, check_kernels, load_audio_lm_spec
 from workbench.models.whisper import WhisperTarget, pack_decoder
 
 
 @pytest.mark.parametrize("bias", [True, False])
-@pytest.mark.parametrize("rows", [2, 3, 8, 17])
+@pytest.mark.parametrize("rows", [4, 5, 8, 17])
 def test_packed_rows_equal_plain_linear(bias, rows):
     torch.manual_seed(rows)
     lin = torch.nn.Linear(48, 200, bias=bias)
@@ -24,9 +24,10 @@ def test_packed_rows_equal_plain_linear(bias, rows):
     torch.testing.assert_close(y, lin(x), rtol=1e-5, atol=1e-5)
 
 
-def test_single_rows_take_the_plain_kernel_bit_for_bit():
+@pytest.mark.parametrize("rows", range(1, MIN_ROWS))
+def test_narrow_forwards_take_the_plain_kernel_bit_for_bit(rows):
     lin = torch.nn.Linear(48, 200)
-    x = torch.randn(1, 1, 48)
+    x = torch.randn(1, rows, 48)
     assert torch.equal(PackedLinear(lin)(x), torch.nn.functional.linear(x, lin.weight, lin.bias))
 
 

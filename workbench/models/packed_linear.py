@@ -4,13 +4,15 @@ On this machine kind a Whisper-base verify of K = 4 tokens cost 1.6-1.75 target 
 plain ``F.linear``: MKL's sgemm runs a slow path for a few rows against a wide weight (the
 51,865-row output projection took 10.7 ms for 4 rows against 4.6 ms for one). oneDNN's linear on a
 weight reordered once into its blocked layout ("packed") takes 6.0 ms for 4 rows and 10.0 ms for 8
-(``/tmp``-free micro numbers are printed by ``python -m workbench.native.bench``'s cost table).
+(one thread, 2-core Xeon VM, 2026-11-30).
 
-``PackedLinear`` keeps both: forwards of ``min_rows`` rows or more (verify chains, prompts) use the
-packed weight; single-row steps keep the plain kernel, which is a little faster there, so
-target-only loses nothing. Packed rows do not depend on how many rows share the call, so the logits
-of a K-wide verify equal, to float rounding, K single steps; exactness is still audited per run
-against target-only output (Appendix C.4), never assumed.
+``PackedLinear`` keeps both: forwards of ``min_rows`` rows or more (wide verify chains, prompts) use
+the packed weight; narrower ones keep the plain kernel, so target-only loses nothing. On the
+whole Whisper-base decoder (``benchmarks/verify_kernels.py``, one thread) packed cost 1.22x / 1.13x
+plain at K = 2 / 3 and 0.88x / 0.78x at K = 4 / 8, hence ``MIN_ROWS = 4``.
+Packed rows do not depend on how many rows share the call; a K-wide verify's logits equal K single
+steps' to float rounding. Exactness is still audited per run against target-only output
+(Appendix C.4), never assumed.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import torch
 
 KERNELS = ("plain", "packed")
+MIN_ROWS = 4  # narrowest forward that runs packed (measured above; plain wins below it)
 
 
 def packed_available() -> bool:
@@ -28,7 +31,7 @@ def packed_available() -> bool:
 class PackedLinear(torch.nn.Module):
     """An ``nn.Linear`` whose multi-row forwards use a oneDNN-packed copy of its weight."""
 
-    def __init__(self, linear: torch.nn.Linear, min_rows: int = 2) -> None:
+    def __init__(self, linear: torch.nn.Linear, min_rows: int = MIN_ROWS) -> None:
         super().__init__()
         self.in_features, self.out_features = linear.in_features, linear.out_features
         self.weight, self.bias = linear.weight, linear.bias  # shared, not copied (tied embeddings stay tied)
@@ -46,7 +49,7 @@ class PackedLinear(torch.nn.Module):
         return y.reshape(*x.shape[:-1], self.out_features)
 
 
-def pack_linears(module: torch.nn.Module, min_rows: int = 2) -> int:
+def pack_linears(module: torch.nn.Module, min_rows: int = MIN_ROWS) -> int:
     """Replace every fp32 ``nn.Linear`` under ``module`` (in place) by a ``PackedLinear``; returns the
     count. Raises if this torch has no oneDNN, naming the setting to change."""
     if not packed_available():
