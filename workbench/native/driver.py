@@ -14,7 +14,6 @@ import math
 import multiprocessing as mp
 import time
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -31,7 +30,7 @@ from workbench.decoding import (
 )
 
 from .messages import Done, Failed, Loaded, Message, PrepareWindow, Quit, Ready
-from .producer import Placement, ProducerSpec, producer_main, restoring_placement
+from .producer import Placement, ProducerSpec, producer_main
 from .shared import NativeSource, SharedBuffer
 
 Stage = tuple[str, str, float, float, int]
@@ -115,11 +114,10 @@ class NativeHost:
         self.ready_timeout = ready_timeout
         self.placement: dict[str, Any] = {}
         self._proc: mp.Process | None = None
-        self._placed: ExitStack | None = None
+        self._caller: Placement | None = None
 
     def __enter__(self) -> NativeHost:
-        self._placed = ExitStack()
-        self._placed.enter_context(restoring_placement())  # the caller's thread gets its CPUs back on exit
+        self._caller = Placement.current()  # the caller's thread gets its threads and CPUs back on exit
         try:
             if self.spec is not None:
                 self._start_producer()  # before the verifier narrows this thread: the child inherits all CPUs
@@ -160,9 +158,9 @@ class NativeHost:
         return msg
 
     def close(self) -> None:
-        if self._placed is not None:
-            self._placed.close()
-            self._placed = None
+        if self._caller is not None:
+            self._caller.apply()
+            self._caller = None
         if self._proc is None:
             return
         try:

@@ -22,6 +22,8 @@ from typing import Any, Literal
 
 from workbench.replay.profile import DEVICE_DIR, DeviceProfile, load_profile
 
+from .producer import ALLOWED_CPUS
+
 OnMismatch = Literal["calibrate", "refuse"]
 ON_MISMATCH: tuple[str, ...] = ("calibrate", "refuse")
 FIELDS = ("cpu", "cores", "threads", "torch", "engine", "calibration")
@@ -31,9 +33,9 @@ CALIBRATION_VERSION = 2
 QUICK_REPS = 3  # quick calibration: fewer repetitions than the D.2 protocol's 5, same fields
 
 
-# CPUs this process may use, read once at import: calibration and runs pin themselves to one core
-# (placements), which must not change which machine this is.
-_THREADS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+# CPUs this process may use, read once at import (``producer.ALLOWED_CPUS``): calibration and runs pin
+# themselves to one core (placements), which must not change which machine this is.
+_THREADS = len(ALLOWED_CPUS) or os.cpu_count() or 1
 
 
 class HostProfileMismatch(RuntimeError):

@@ -47,21 +47,6 @@ IDLE_TIMEOUT_S = 6 * 3600.0  # between windows the parent may run other methods 
 ALLOWED_CPUS: tuple[int, ...] = tuple(sorted(os.sched_getaffinity(0))) if hasattr(os, "sched_getaffinity") else ()
 
 
-@contextmanager
-def restoring_placement() -> Iterator[None]:
-    """Run a block that applies placements, then give this thread back its threads and CPUs."""
-    import torch
-
-    threads = torch.get_num_threads()
-    cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
-        if cpus is not None:
-            os.sched_setaffinity(0, cpus)
-
-
 @dataclass(frozen=True)
 class Placement:
     """Threads and CPU affinity of one process; ``cpus=None`` leaves the OS default."""
@@ -77,6 +62,24 @@ class Placement:
             os.sched_setaffinity(0, set(self.cpus))
         cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
         return {"threads": torch.get_num_threads(), "cpus": cpus, "pid": os.getpid()}
+
+    @classmethod
+    def current(cls) -> Placement:
+        """This thread's placement now: what to ``apply`` again after placing it elsewhere."""
+        import torch
+
+        cpus = tuple(sorted(os.sched_getaffinity(0))) if hasattr(os, "sched_getaffinity") else None
+        return cls(torch.get_num_threads(), cpus)
+
+
+@contextmanager
+def restoring_placement() -> Iterator[None]:
+    """Run a block that applies placements, then give this thread back its threads and CPUs."""
+    caller = Placement.current()
+    try:
+        yield
+    finally:
+        caller.apply()
 
 
 @dataclass(frozen=True)
