@@ -9,7 +9,8 @@ weight reordered once into its blocked layout ("packed") takes 6.0 ms for 4 rows
 ``PackedLinear`` keeps both: forwards of ``min_rows`` rows or more (wide verify chains, prompts) use
 the packed weight; narrower ones keep the plain kernel, so target-only loses nothing. On the
 whole Whisper-base decoder (``benchmarks/verify_kernels.py``, one thread) packed cost 1.22x / 1.13x
-plain at K = 2 / 3 and 0.88x / 0.78x at K = 4 / 8, hence ``MIN_ROWS = 4``.
+plain at K = 2 / 3 and 0.88x / 0.78x at K = 4 / 8, hence ``MIN_ROWS = 4`` (measured on a 2-core
+Intel Xeon VM only; another CPU may differ: the script prints its own crossover).
 Packed rows do not depend on how many rows share the call; a K-wide verify's logits equal K single
 steps' to float rounding. Exactness is still audited per run against target-only output
 (Appendix C.4), never assumed.
