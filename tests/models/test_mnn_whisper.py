@@ -193,3 +193,54 @@ def test_missing_or_corrupt_export_is_one_error_naming_file_and_command(mnn_pair
     (trunc / "encoder.mnn").write_bytes((real / "encoder.mnn").read_bytes()[:1000])
     with pytest.raises(MnnExportError, match=r"encoder\.mnn does not match its manifest"):
         load_mnn_export(trunc, source=mnn_pair["dirs"]["target"])
+
+
+def test_switching_threads_mid_decode_keeps_the_greedy_output(mnn_pair, clips, references):
+    """``use_threads`` (the ``+cores`` join) continues the same KV on a decoder loaded with 2 threads."""
+    base = mnn_pair["base"]
+    audio, reference = clips[2][0], references[2]
+    t = MnnWhisperTarget(base, audio=audio)
+    out = [t.prefill()]
+    while out[-1] != t.eos_id:
+        if len(out) == 4:
+            t.use_threads(2)
+        out.append(t.verify(out[-1], [])[0])
+        t.keep(0)
+    assert out == reference
+    assert t.state.decoder is base.decoder_with(2) is not base.decoder
+
+
+_THREAD_PROBE = """
+import os, sys, threading
+import numpy as np
+import torch
+torch.set_num_threads(1)
+from workbench.models.mnn.runtime import MnnSettings
+from workbench.models.mnn.whisper import load_mnn_export
+b = load_mnn_export(sys.argv[1], MnnSettings(threads=int(sys.argv[2])))
+s = b.decoder_state(b.features(np.zeros(16000, dtype=np.float32)))
+s.forward(b.protocol.prompt_ids)
+def ticks():  # CPU ticks of every thread but this one
+    tasks = [t for t in os.listdir("/proc/self/task") if t != str(threading.get_native_id())]
+    return sum(int(open(f"/proc/self/task/{t}/stat").read().split()[13]) for t in tasks)
+before = ticks()
+for _ in range(40):
+    s.forward([440]); s.crop(1)
+print(ticks() - before)
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
+def test_a_one_thread_module_computes_on_one_thread(mnn_pair):
+    """``mnn.threads`` is honoured: with 1 thread no other thread of the process computes (pymnn's
+    ``load_module_from_file`` alone ignored it and ran a 4-thread team); with 2, a second one does."""
+    import subprocess
+    import sys
+
+    def other_ticks(threads: int) -> int:
+        r = subprocess.run([sys.executable, "-c", _THREAD_PROBE, str(mnn_pair["base"].export), str(threads)],
+                           capture_output=True, text=True, timeout=300, check=True)
+        return int(r.stdout.strip().splitlines()[-1])
+
+    assert other_ticks(1) <= 2  # 40 base-decoder steps are ~100 ticks of work; a team would share it
+    assert other_ticks(2) >= 10

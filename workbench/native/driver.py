@@ -96,6 +96,9 @@ class JoiningCores:
     def verify(self, root: int, chain: Sequence[int]) -> list[int]:
         if self.joined_at_round is None and not math.isnan(self._shared.finish_time.value):
             self._widen.apply()
+            use_threads = getattr(self._target, "use_threads", None)  # MNN fixes threads per module
+            if use_threads is not None:
+                use_threads(self._widen.threads)
             self.joined_at_round = self._rounds
         self._rounds += 1
         return self._target.verify(root, chain)

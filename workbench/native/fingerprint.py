@@ -28,8 +28,9 @@ OnMismatch = Literal["calibrate", "refuse"]
 ON_MISMATCH: tuple[str, ...] = ("calibrate", "refuse")
 FIELDS = ("cpu", "cores", "threads", "torch", "engine", "calibration")
 # Bump when calibration measures something new that replay prices (2: per-width anchors, the verifier
-# beside the producer from live As2d calls, R_LIVE-V): older cached profiles are then measured again.
-CALIBRATION_VERSION = 2
+# beside the producer from live As2d calls, R_LIVE-V; 3: MNN modules run the threads they are given,
+# mnn.runtime.load_module): older cached profiles are then measured again.
+CALIBRATION_VERSION = 3
 QUICK_REPS = 3  # quick calibration: fewer repetitions than the D.2 protocol's 5, same fields
 
 

@@ -25,22 +25,43 @@ import polars as pl
 MNN_REF = "target_only@1t"  # the bench's reference name; here it is MNN's target-only (renamed on print)
 
 
-def mnn_methods(model_cfg: dict[str, Any]) -> tuple[list[Any], Any, Any]:
-    """(methods, MNN setup, torch setup) for ``run_bench``."""
+def mnn_methods(model_cfg: dict[str, Any], profile: Any = None) -> tuple[list[Any], Any, Any]:
+    """(methods, MNN setup, torch setup) for ``run_bench``.
+
+    MNN fixes a module's threads when it loads, so 2-thread target-only is a second MNN target loaded
+    with ``mnn.threads=2`` (the best target-only on two cores, as torch's ``target_only@2t``). With this
+    machine's MNN ``profile`` also as2d_online (every calibrated width) and, on two or more CPUs, the
+    same with the producer's core joining once the producer has finished (``+cores``: the target
+    switches to a decoder loaded with that many threads, ``MnnWhisperTarget.use_threads``)."""
     from workbench.models.pair import load_pair
-    from workbench.native.bench import Method
-    from workbench.native.episodes import host_setup
+    from workbench.native.bench import Method, online_cap, profile_costs
+    from workbench.native.episodes import all_cores, host_setup, scheme_settings
+    from workbench.native.producer import ALLOWED_CPUS
 
     from .runtime import check_engine
 
     cfg = {**model_cfg, "engine": "mnn"}
-    check_engine(cfg)  # one line for a family MNN cannot run, before any model loads
+    _, settings = check_engine(cfg)  # one line for a family MNN cannot run, before any model loads
     mnn = host_setup(load_pair(cfg, engine="mnn"))
     torch_setup = host_setup(load_pair({**model_cfg, "engine": "torch"}, engine="torch"), verifier=mnn.verifier)
     torch_setup = replace(torch_setup, producer=None)  # target-only needs no producer process
-    methods = [Method(MNN_REF, "native", mnn, 1, "target_only"),
-               Method("torch/target_only", "native", torch_setup, 1, "target_only"),
-               Method(f"mnn/as2d/{mnn.source}", "native", mnn, 1, "as2d")]
+    methods = [Method(MNN_REF, "native", mnn, 1, "target_only")]
+    cores = max(1, len(ALLOWED_CPUS))
+    if cores > 1:
+        wide = {**cfg, "mnn": {**settings.as_dict(), "threads": cores}}
+        wide_setup = replace(host_setup(load_pair(wide, engine="mnn")), producer=None)
+        methods.append(Method(f"mnn/target_only@{cores}t", "native", wide_setup, cores, "target_only"))
+    methods += [Method("torch/target_only", "native", torch_setup, 1, "target_only"),
+                Method(f"mnn/as2d/{mnn.source}", "native", mnn, 1, "as2d")]
+    if profile is not None:
+        costs = profile_costs(profile)
+        online = replace(mnn, costs=costs, settings={**mnn.settings,
+                                                     "as2d_online": scheme_settings("as2d_online", online_cap(costs))})
+        methods.append(Method(f"mnn/as2d_online/{mnn.source}", "native", online, 1, "as2d_online"))
+        if cores > 1:
+            mnn.pair.target.decoder_with(cores)  # loaded now, not inside a timed window
+            joined = replace(online, widen=all_cores())
+            methods.append(Method(f"mnn/as2d_online/{mnn.source}+cores", "native", joined, 1, "as2d_online"))
     if mnn.serial_source is not None:
         methods += [Method("mnn/sd", "native", mnn, 1, "sd"), Method("mnn/asp", "native", mnn, 1, "asp")]
     return methods, mnn, torch_setup
@@ -91,14 +112,25 @@ def f6_agreement(mnn: Any, torch_setup: Any, windows: Sequence[Any]) -> pl.DataF
 
 
 def run(model: str = "whisper_base", repeats: int = 2, n_windows: int | None = None, max_seconds: float = 25.0,
-        out_dir: str | Path = "outputs/native/bench_mnn", cost_reps: int = 10) -> dict[str, pl.DataFrame]:
+        out_dir: str | Path = "outputs/native/bench_mnn", cost_reps: int = 10, online: bool = True,
+        profile: str | None = None) -> dict[str, pl.DataFrame]:
+    """``online``: also as2d_online (and ``+cores``), priced by ``profile`` or by this machine's MNN
+    host profile, calibrated once if there is none yet (``native.fingerprint.host_profile``)."""
     from workbench.models.registry import load_model_config
     from workbench.native.bench import run_bench
     from workbench.native.windows import demo_windows
+    from workbench.replay.profile import load_profile
 
     _, evals = demo_windows(max_seconds)
     evals = evals[:n_windows]
-    methods, mnn, torch_setup = mnn_methods(load_model_config(model))
+    cfg = {**load_model_config(model), "engine": "mnn"}
+    prof = None
+    if online:
+        from workbench.native.fingerprint import host_profile
+
+        prof = load_profile(profile) if profile else host_profile(cfg)
+        print(f"MNN costs from {prof.file}")
+    methods, mnn, torch_setup = mnn_methods(cfg, prof)
     frames = run_bench(evals, methods, repeats, out_dir=out_dir)
     frames["summary"] = frames["summary"].with_columns(
         pl.col("method").replace({MNN_REF: "mnn/target_only"}))
@@ -119,8 +151,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--max-seconds", type=float, default=25.0)
     ap.add_argument("--cost-reps", type=int, default=10)
     ap.add_argument("--out-dir", default="outputs/native/bench_mnn")
+    ap.add_argument("--no-online", action="store_true", help="skip as2d_online (no MNN host profile needed)")
+    ap.add_argument("--profile", default=None, help="MNN host profile (default: this machine's, calibrated once)")
     args = ap.parse_args(argv)
-    frames = run(args.model, args.repeats, args.windows, args.max_seconds, args.out_dir, args.cost_reps)
+    frames = run(args.model, args.repeats, args.windows, args.max_seconds, args.out_dir, args.cost_reps,
+                 not args.no_online, args.profile)
     with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=250, float_precision=3):
         print("As²d on MNN (matched: equal to MNN target-only; torch/target_only: equal to MNN greedy)")
         print(frames["summary"])

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,17 @@ class MnnWhisperBundle:
     export: Path
     name: str = "whisper-mnn"
     engine: str = "mnn"
+    _decoders: dict[int, Any] = field(default_factory=dict, repr=False)  # threads -> decoder module
+
+    def decoder_with(self, threads: int) -> Any:
+        """The decoder on a runtime of ``threads`` threads (loaded once): MNN fixes a module's threads
+        when it loads, and a decode that gains cores mid-window (``driver.JoiningCores``) switches to
+        it. KV and cross-KV ``Var`` s are plain CPU tensors, so either module continues the other's."""
+        if threads == self.settings.threads:
+            return self.decoder
+        if threads not in self._decoders:
+            self._decoders[threads] = load_module(self.export / DECODER, DEC_IN, DEC_OUT, self.settings, threads)
+        return self._decoders[threads]
 
     def features(self, audio: np.ndarray) -> np.ndarray:
         """Log-mel features ``[1, M, 2*S]`` (same extractor and padding as the torch bundle)."""
@@ -136,6 +147,7 @@ class MnnDecoderState:
         empty = np.zeros((cfg.decoder_layers, 1, heads, 0, cfg.d_model // heads), dtype=np.float32)
         self.past_k, self.past_v = const(empty), const(empty)
         self.length = 0  # decoder entries held in the KV
+        self.decoder = bundle.decoder
         self._mask = torch.zeros(cfg.vocab_size, dtype=torch.float32)
         if bundle.protocol.suppress_ids:
             self._mask[torch.tensor(bundle.protocol.suppress_ids)] = float("-inf")
@@ -155,7 +167,7 @@ class MnnDecoderState:
                              f"{self.bundle.config.max_target_positions}")
         tokens = const(np.asarray([ids], dtype=np.int32))
         positions = const(np.arange(self.length, self.length + k, dtype=np.int32))
-        logits, self.past_k, self.past_v = self.bundle.decoder.forward(
+        logits, self.past_k, self.past_v = self.decoder.forward(
             [tokens, positions, self.past_k, self.past_v, self.cross_k, self.cross_v])
         self.length += k
         return read(logits)[0]
@@ -166,6 +178,10 @@ class MnnDecoderState:
 
     def begin_mask(self) -> torch.Tensor:
         return self._begin
+
+    def use_threads(self, threads: int) -> None:
+        """Run the next forwards on ``threads`` threads (same KV, same request)."""
+        self.decoder = self.bundle.decoder_with(threads)
 
     def crop(self, n_remove: int) -> None:
         """Drop the last ``n_remove`` entries by slicing the KV's position axis."""
@@ -191,6 +207,10 @@ class MnnWhisperTarget(WhisperTarget):
         self.last_logits = logits
         self._pending = 0
         return greedy(logits)[0]
+
+    def use_threads(self, threads: int) -> None:
+        """Verify on ``threads`` threads from now on (``driver.JoiningCores``; torch's count is global)."""
+        self.state.use_threads(threads)
 
 
 def mnn_drafter(bundle: MnnWhisperBundle, audio: np.ndarray):
