@@ -54,6 +54,24 @@ def test_as2d_on_mnn_through_the_native_driver_equals_mnn_target_only(setup):
     assert {s[0] for s in run.stages} >= {"verifier", "producer"}
 
 
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="the producer's core can only join on 2+ CPUs")
+def test_mnn_target_takes_the_producers_core_once_it_finished_and_stays_exact(setup):
+    """``+cores`` on MNN: the target's next verify runs on a decoder loaded with every core's threads."""
+    from dataclasses import replace
+
+    from workbench.native.episodes import all_cores
+
+    window = AudioWindow("librivox-0880", ("0880",),
+                         load_audio(LIBRIVOX / "sense_and_sensibility_01_austen_64kb-0880.wav"))
+    joined = replace(setup, widen=all_cores())
+    with NativeHost(setup.producer, setup.verifier) as host:
+        ref = run_scheme(host, setup, window, "target_only")
+        run = run_scheme(host, joined, window, "as2d")
+    assert run.output == ref.output
+    assert run.joined_at_round is not None and run.joined_at_round >= 1
+    assert all_cores().threads in setup.target._decoders  # the wide decoder was loaded and used
+
+
 def test_mnn_engine_refuses_qwen3_asr_in_one_line_before_loading():
     with pytest.raises(PairError, match=r"engine mnn cannot run target qwen3-asr-1\.7b \(qwen3_asr\): llmexport"):
         load_pair(load_model_config("qwen3_asr"), engine="mnn")

@@ -38,11 +38,12 @@ def run(cfg: DictConfig, out: Path) -> JobResult:
     alt = load_model_config(n.same_vocab_model) if n.same_vocab_model else None
     _, evals = demo_windows(float(n.max_seconds), model=model)  # under the target's own audio limit
     evals = evals[: n.max_windows or len(evals)]
+    # this machine's profile (of the run's engine) prices as2d_online, calibrated once on first use
     if cfg.model.engine == "mnn":  # issue 14: MNN target-only/As²d/SD/ASP beside torch target-only
         from workbench.models.mnn.bench import mnn_methods
 
-        methods = mnn_methods(model)[0]
-    else:  # this machine's profile prices as2d_online (calibrated once on first use, as the bench does)
+        methods = mnn_methods(model, device_profile("host", cfg))[0]
+    else:
         methods = default_methods(model, alt, device_profile("host", cfg))
     frames = run_bench(evals, methods, int(n.repeats), out_dir=out / "bench")
     summary = frames["summary"]

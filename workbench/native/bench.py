@@ -253,10 +253,11 @@ def summarize(frames: dict[str, pl.DataFrame]) -> pl.DataFrame:
 GOALS = {"speedup": 1.5, "vs_hf": 2.0, "slower_share": 0.05, "exact": 1.0}  # issue 12
 
 
-def goal_lines(summary: pl.DataFrame) -> list[str]:
-    """One PASS/FAIL line per issue-12 goal, judged on the fastest As²d variant."""
+def goal_lines(summary: pl.DataFrame, prefix: str = "as2d", hf: bool = True) -> list[str]:
+    """One PASS/FAIL line per issue-12 goal, judged on the fastest As²d variant (methods named
+    ``prefix``...); ``hf=False`` leaves out the HF goal (the MNN bench, issue 14, has none)."""
     rows = {r["method"]: r for r in summary.to_dicts()}
-    ours = [m for m in rows if m.startswith("as2d")]
+    ours = [m for m in rows if m.startswith(prefix)]
     if not ours:
         return ["no As²d method ran: no goal can be judged"]
     best = max(ours, key=lambda m: rows[m]["tps"])
@@ -267,7 +268,9 @@ def goal_lines(summary: pl.DataFrame) -> list[str]:
 
     out = [line(r["ratio_target_only"] >= GOALS["speedup"],
                 f"{best}: {r['ratio_target_only']:.2f}x the best target-only (goal >= {GOALS['speedup']}x)")]
-    if r["ratio_hf"] is not None:
+    if not hf:
+        pass
+    elif r["ratio_hf"] is not None:
         out.append(line(r["ratio_hf"] >= GOALS["vs_hf"],
                         f"{best}: {r['ratio_hf']:.2f}x the best HF assisted (goal >= {GOALS['vs_hf']}x)"))
     else:
