@@ -66,7 +66,7 @@ def demo_store(tmp_path_factory):
     db = d / "mlflow.db"
     res = subprocess.run(
         [sys.executable, "-m", "workbench.run", "experiment=demo", "dataset.max_windows=4", "native.max_windows=1",
-         "budgets=[1,3,7]", f"tracking.uri=sqlite:///{db}", f"hydra.run.dir={d}/out"],
+         "native.repeats=1", "budgets=[1,3,7]", f"tracking.uri=sqlite:///{db}", f"hydra.run.dir={d}/out"],
         cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True, timeout=3000)
     assert res.returncode == 0, res.stderr[-4000:]
     return d, db, res.stdout
