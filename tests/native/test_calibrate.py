@@ -56,17 +56,26 @@ def test_calibration_writes_a_profile_replay_accepts_with_all_widths(host_cfg, w
     assert src.startup_ms >= 0 and loaded.anchor_window == "calib"
     to = raw.filter((pl.col("kind") == "episode") & (pl.col("scheme") == "target_only"))
     assert loaded.anchor_ms == pytest.approx(sorted((to["ms"] / to["rounds"]).to_list())[to.height // 2], abs=1e-4)
-    # Beside the producer, a width As²d called often is priced from those calls (R_LIVE), the rest by the sweep.
-    rounds = pl.read_parquet(tmp_path / "host_rounds.parquet").filter(pl.col("config") == "as2d")
-    calls = (1000 * (rounds["t_end"] - rounds["t_start"])).to_list()
-    by_width = {k: [c for c, w in zip(calls, rounds["width"].to_list(), strict=True) if w == k] for k in range(1, 17)}
-    live = [k for k, v in by_width.items() if len(v) >= LIVE_MIN_CALLS]
-    assert live, "the tiny As²d episodes call some width often enough"
-    for k in live:
-        assert loaded.verify_ms(k, concurrent=True) == pytest.approx(statistics.median(by_width[k]), abs=1e-3)
-        assert "R_LIVE" in loaded.provenance[f"verifier.concurrent.ms.{k}"]
-    for k in set(range(1, 17)) - set(live):
-        assert "R_LIVE" not in loaded.provenance.get(f"verifier.concurrent.ms.{k}", "")
+    # A width the episodes called often is priced from those calls (R_LIVE; a window's first call left out,
+    # the cold surcharge prices it), the rest by the sweep: beside the producer from As²d's calls, idle
+    # from target-only, SD and ASP calls.
+    all_rounds = pl.read_parquet(tmp_path / "host_rounds.parquet").filter(pl.col("round") > 0)
+    for configs, concurrent, field in ((["as2d"], True, "concurrent.ms"), (["target_only", "sd", "asp"], False,
+                                                                           "idle_ms")):
+        rounds = all_rounds.filter(pl.col("config").is_in(configs))
+        calls = (1000 * (rounds["t_end"] - rounds["t_start"])).to_list()
+        by_width = {k: [c for c, w in zip(calls, rounds["width"].to_list(), strict=True) if w == k]
+                    for k in range(1, 17)}
+        live = [k for k, v in by_width.items() if len(v) >= LIVE_MIN_CALLS]
+        assert live, f"the tiny {configs} episodes call some width often enough"
+        for k in live:
+            assert loaded.verify_ms(k, concurrent) == pytest.approx(statistics.median(by_width[k]), abs=1e-3)
+            assert "R_LIVE" in loaded.provenance[f"verifier.{field}.{k}"]
+        for k in set(range(1, 17)) - set(live):
+            assert "R_LIVE" not in loaded.provenance.get(f"verifier.{field}.{k}", "")
+            if not concurrent:  # the sweep's median
+                sweep = raw.filter((pl.col("kind") == "verify") & ~pl.col("concurrent") & (pl.col("width") == k))
+                assert loaded.verify_ms(k) == pytest.approx(statistics.median(sweep["ms"].to_list()), abs=1e-3)
     # Per-width anchors: the idle sweep's calls on that window at offset 0, median per probe width.
     calls = raw.filter((pl.col("kind") == "verify") & ~pl.col("concurrent") & (pl.col("offset") == 0)
                        & (pl.col("window_id") == "calib"))

@@ -343,7 +343,8 @@ def fit_profile(raw: pl.DataFrame, rounds: pl.DataFrame, setup: HostSetup, date:
             "R_REFRESH": "ASP batched KV refresh at width K = serial draft forward * V(K)/V(1) of this file.",
             "R_LIVE": "The producer's coexistence factor and startup come from its publication times in the "
                       "native As2d episodes of the calibration windows (what replay must predict); so does the "
-                      "verifier's cost beside the producer at each width those episodes called often enough.",
+                      "verifier's cost at each width those episodes called often enough: beside the producer "
+                      "from As2d's calls, idle from target-only, SD and ASP calls (first calls left out).",
         },
         **({"anchor_ms": meas(anchor, "median target-only round on anchor_window (drift anchor)"),
             "anchor_window": to["window_id"][0]} if anchor else {}),
@@ -354,8 +355,11 @@ def fit_profile(raw: pl.DataFrame, rounds: pl.DataFrame, setup: HostSetup, date:
         "loop_residual_ms": meas(loop, "median per serial round of (T - draft - verify) / rounds"),
         "queue_ms": meas(queue, "median As2d gap from a call's end to the next decision"),
         "alignment_ms": meas(align, "median As2d decision-to-call time"),
-        "verifier": {"idle_ms": {k: _with_sd(meas(v), sds.get(k)) for k, v in idle.items()},
-                     "concurrent": {"ms": live_concurrent(a, conc, date), "missing": "median_ratio"},
+        "verifier": {"idle_ms": {k: _with_sd(e, sds.get(k)) for k, e in live_widths(
+                         r.filter(pl.col("config").is_in(list(IDLE_SCHEMES))), idle, date,
+                         "idle calls (target-only, SD, ASP)").items()},
+                     "concurrent": {"ms": live_widths(a, conc, date, "As2d calls beside the producer"),
+                                    "missing": "median_ratio"},
                      **({"context": ctx} if ctx is not None else {})},
         "sources": sources,
         "serial_drafter": setup.serial_source,
@@ -365,23 +369,28 @@ def fit_profile(raw: pl.DataFrame, rounds: pl.DataFrame, setup: HostSetup, date:
     }
 
 
-LIVE_MIN_CALLS = 5  # fewer native As²d calls at a width than this: the sweep prices it
+LIVE_MIN_CALLS = 5  # fewer native calls at a width than this: the sweep prices it
+IDLE_SCHEMES = ("target_only", "sd", "asp")  # their verify calls run with no producer beside them
 
 
-def live_concurrent(as2d_rounds: pl.DataFrame, sweep: dict[int, list[float]], date: str) -> dict[int, dict[str, Any]]:
-    """The verifier's cost beside the producer, per width: the median call at that width in the calibration
-    windows' native As²d episodes (R_LIVE), where it made at least ``LIVE_MIN_CALLS``; else the sweep's.
+def live_widths(rounds: pl.DataFrame, sweep: dict[int, list[float]], date: str, what: str,
+                ) -> dict[int, dict[str, Any]]:
+    """The verifier's cost per width: the median native call at that width among ``rounds`` of the
+    calibration windows' episodes (R_LIVE), where they made at least ``LIVE_MIN_CALLS``; else the sweep's.
+    A window's first call is left out: the context fit's cold surcharge prices it.
 
-    Why (agreement runs at 17:13 and 17:25): beside the producer, the sweep's K = 1 call measured
-    38.0 / 30.3 ms, but As²d's own K = 1 calls took 29.0 / 28.0 ms. Replay priced every plain step of
-    As²d that much too slowly; the 17:13 run was 6-15% slow even with the frozen profile. At K = 4 the
-    two agreed within 3%."""
+    Why, beside the producer (agreement runs at 17:13 and 17:25): the sweep's K = 1 call measured
+    38.0 / 30.3 ms, but As²d's own K = 1 calls took 29.0 / 28.0 ms; replay priced every plain step of
+    As²d that much too slowly. Idle, the same (a fresh calibration at 23:40): the sweep's K1 / K4 took
+    27.0 / 33.7 ms against 23.5 (target-only steps) / 32.5 (SD verifies), and replay prices As²d's
+    calls once its producer has finished at the idle rate, so short windows replayed 5-9% slow."""
+    calls = rounds.filter(pl.col("round") > 0) if rounds.height else rounds
     out = {}
     for k, v in sweep.items():
-        live = (1000 * as2d_rounds.filter(pl.col("width") == k)["call"]).to_list() if as2d_rounds.height else []
+        live = (1000 * calls.filter(pl.col("width") == k)["call"]).to_list() if calls.height else []
         if len(live) >= LIVE_MIN_CALLS:
-            out[k] = {"v": round(_med(live), 4), "source": f"fitted on host {date}, n={len(live)} native As2d calls "
-                                                            "at this width beside the producer, median (R_LIVE)"}
+            out[k] = {"v": round(_med(live), 4),
+                      "source": f"fitted on host {date}, n={len(live)} native {what} at this width, median (R_LIVE)"}
         elif v:
             out[k] = {"v": round(_med(v), 4), "source": f"measured on host {date}, n={len(v)}, median"}
     return out
