@@ -70,6 +70,19 @@ def online_cap(costs: dict[int, float]) -> int:
     return max(1, min(max(costs), 16) - 1)
 
 
+def online_methods(setup: HostSetup, costs: dict[int, float], prefix: str = "") -> list[Method]:
+    """as2d_online priced by this machine's per-width ``costs`` (widths up to ``online_cap``) and, on two
+    or more CPUs, the same with the producer's core joining once the producer has finished (``+cores``,
+    ``driver.JoiningCores``); method names start with ``prefix`` (the MNN bench's ``mnn/``)."""
+    online = dataclasses.replace(setup, costs=costs, settings={
+        **setup.settings, "as2d_online": scheme_settings("as2d_online", online_cap(costs))})
+    ms = [Method(f"{prefix}as2d_online/{setup.source}", "native", online, 1, "as2d_online")]
+    if len(ALLOWED_CPUS) > 1:
+        joined = dataclasses.replace(online, widen=all_cores())
+        ms.append(Method(f"{prefix}as2d_online/{setup.source}+cores", "native", joined, 1, "as2d_online"))
+    return ms
+
+
 def default_methods(model_cfg: dict[str, Any], same_vocab_cfg: dict[str, Any] | None,
                     profile: DeviceProfile | None = None, batches: Sequence[int] = (),
                     kernels: Sequence[str] = ()) -> list[Method]:
@@ -105,13 +118,7 @@ def default_methods(model_cfg: dict[str, Any], same_vocab_cfg: dict[str, Any] | 
     ms += [Method("sd", "native", main, 1, "sd"), Method("asp", "native", main, 1, "asp"),
            Method(f"as2d/{main.source}", "native", main, 1, "as2d")]
     if main.costs is not None:
-        cap = online_cap(main.costs)
-        online = dataclasses.replace(main, settings={**main.settings,
-                                                     "as2d_online": scheme_settings("as2d_online", cap)})
-        ms.append(Method(f"as2d_online/{main.source}", "native", online, 1, "as2d_online"))
-        if len(ALLOWED_CPUS) > 1:
-            joined = dataclasses.replace(online, widen=all_cores())
-            ms.append(Method(f"as2d_online/{main.source}+cores", "native", joined, 1, "as2d_online"))
+        ms += online_methods(main, main.costs)
     for n in dict.fromkeys(batches):
         if n != main.batch_tokens:
             other = dataclasses.replace(main, producer=dataclasses.replace(main.producer, batch_tokens=n))
@@ -268,12 +275,10 @@ def goal_lines(summary: pl.DataFrame, prefix: str = "as2d", hf: bool = True) -> 
 
     out = [line(r["ratio_target_only"] >= GOALS["speedup"],
                 f"{best}: {r['ratio_target_only']:.2f}x the best target-only (goal >= {GOALS['speedup']}x)")]
-    if not hf:
-        pass
-    elif r["ratio_hf"] is not None:
+    if hf and r["ratio_hf"] is not None:
         out.append(line(r["ratio_hf"] >= GOALS["vs_hf"],
                         f"{best}: {r['ratio_hf']:.2f}x the best HF assisted (goal >= {GOALS['vs_hf']}x)"))
-    else:
+    elif hf:
         out.append("FAIL  no HF assisted run to compare with")
     out.append(line(r["slower_share"] <= GOALS["slower_share"],
                     f"{best}: {100 * r['slower_share']:.0f}% of windows slower than target-only "

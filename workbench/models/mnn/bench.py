@@ -34,8 +34,8 @@ def mnn_methods(model_cfg: dict[str, Any], profile: Any = None) -> tuple[list[An
     same with the producer's core joining once the producer has finished (``+cores``: the target
     switches to a decoder loaded with that many threads, ``MnnWhisperTarget.use_threads``)."""
     from workbench.models.pair import load_pair
-    from workbench.native.bench import Method, online_cap, profile_costs
-    from workbench.native.episodes import all_cores, host_setup, scheme_settings
+    from workbench.native.bench import Method, online_methods, profile_costs
+    from workbench.native.episodes import host_setup
     from workbench.native.producer import ALLOWED_CPUS
 
     from .runtime import check_engine
@@ -54,14 +54,9 @@ def mnn_methods(model_cfg: dict[str, Any], profile: Any = None) -> tuple[list[An
     methods += [Method("torch/target_only", "native", torch_setup, 1, "target_only"),
                 Method(f"mnn/as2d/{mnn.source}", "native", mnn, 1, "as2d")]
     if profile is not None:
-        costs = profile_costs(profile)
-        online = replace(mnn, costs=costs, settings={**mnn.settings,
-                                                     "as2d_online": scheme_settings("as2d_online", online_cap(costs))})
-        methods.append(Method(f"mnn/as2d_online/{mnn.source}", "native", online, 1, "as2d_online"))
         if cores > 1:
-            mnn.pair.target.decoder_with(cores)  # loaded now, not inside a timed window
-            joined = replace(online, widen=all_cores())
-            methods.append(Method(f"mnn/as2d_online/{mnn.source}+cores", "native", joined, 1, "as2d_online"))
+            mnn.pair.target.decoder_with(cores)  # +cores' decoder, loaded now, not inside a timed window
+        methods += online_methods(mnn, profile_costs(profile), prefix="mnn/")
     if mnn.serial_source is not None:
         methods += [Method("mnn/sd", "native", mnn, 1, "sd"), Method("mnn/asp", "native", mnn, 1, "asp")]
     return methods, mnn, torch_setup
