@@ -21,7 +21,7 @@ SCHEME_NAMES = ("target_only", "sd", "asp", "as2d", "as2d_wo_td", "as2d_wo_bc")
 # sources, a drafter beside the buffer) exist in replay and on the host only, not in the runners yet.
 # as2d_online's rules moved on in Python (issue 19: running-throughput width, bonus check of the first
 # left-out candidate); the C++ runner's port is the older rule, so it is host-only until re-ported.
-HOST_ONLY_SCHEMES = ("as2d_online", "as2d_subst", "as2d_hybrid", "as2d_sources", "as2d_adaptive")
+HOST_ONLY_SCHEMES = ("as2d_online", "as2d_guarded", "as2d_subst", "as2d_hybrid", "as2d_sources", "as2d_adaptive")
 ENGINES = ("reference", "torch", "mnn")
 MODES = ("run", "calibrate", "ondemand")  # ondemand: phone_runner/ondemand.py
 ERROR_CODES = ("bad_request", "missing_file", "unsupported_backend", "width_not_priced", "exactness",

@@ -15,8 +15,8 @@ from workbench.replay.synthetic import SyntheticSpec, paper_like_sources, synthe
 from workbench.replay.trajectory import SourceTrack
 
 WINDOWS = synthetic_windows(SyntheticSpec(n_windows=6, sources=paper_like_sources()))
-VARIANTS = [("as2d_subst", "qwen"), ("as2d_hybrid", "qwen"), ("as2d_sources", "qwen+sensevoice"),
-            ("as2d_adaptive", "qwen+parakeet+sensevoice")]
+VARIANTS = [("as2d_guarded", "qwen"), ("as2d_subst", "qwen"), ("as2d_hybrid", "qwen"),
+            ("as2d_sources", "qwen+sensevoice"), ("as2d_adaptive", "qwen+parakeet+sensevoice")]
 
 
 @pytest.mark.parametrize("profile", ["k70_pro", "xiaomi_11_pro", "xiaomi_14", "redmi_note_9_pro"])

@@ -6,10 +6,10 @@ A, B, C, D, E, F, X, Y, R, EOS, Z = range(1, 12)
 VOCAB = 16
 
 
-def run(reference, stream, budget=8, span=8, times=None, anchor_order="next_token"):
+def run(reference, stream, budget=8, span=8, times=None, anchor_order="next_token", guard=False):
     times = times or [0.0] * len(stream)
     buf = PublicationBuffer.from_stream(stream, times, vocab_size=VOCAB)
-    scheme = As2d(buf, budget, max_output=64, eos_id=EOS, span=span, anchor_order=anchor_order)
+    scheme = As2d(buf, budget, max_output=64, eos_id=EOS, span=span, anchor_order=anchor_order, guard=guard)
     res = decode(scheme, ReferenceTarget(reference, EOS, VOCAB))
     assert res.output == tuple(reference)
     return [(r.root, r.chain, r.accepted, r.committed, r.cursor_after) for r in res.records]
@@ -127,3 +127,49 @@ def test_multi_token_target_insertion_is_recovered_within_the_lookback():
     res = decode(As2d(buf, 4, 64, EOS, lookback=1), ReferenceTarget(reference, EOS, VOCAB))
     assert res.output == tuple(reference)
     assert sum(r.accepted for r in res.records[1:]) == 0
+
+
+# -- guarded anchor (beyond the paper, issue 19) ----------------------------------------------------
+
+def test_find_guarded_prefers_the_match_the_committed_context_confirms():
+    snap = PublicationBuffer.from_stream([R, A, B, X, A, C], [0.0] * 6, vocab_size=VOCAB).snapshot()
+    cur = ReadCursor(1, 1)
+    # find_anchor takes the first A (slot 1, the expected one): confirmed by being expected.
+    assert cur.find_anchor(snap, A, 8) == 1 and cur.find_guarded(snap, A, X, 8) == (1, False)
+    far = ReadCursor(2, 2)
+    # Past the expected slots, the A preceded by X (slot 4) is confirmed by the committed X ...
+    assert far.find_guarded(snap, A, X, 8) == (4, False)
+    # ... and with another token before the root, the first far A is only a tentative match.
+    assert far.find_guarded(snap, C, B, 8) == (5, True)
+    assert far.find_guarded(snap, Z, B, 8) == (None, False)
+
+
+def test_a_refuted_far_match_no_longer_retires_the_true_alignment():
+    # Producer lost two tokens: target 5 6 6 3 5 6, producer 5 3 5 6. After the correction the root 6
+    # matches only the far 6 at slot 3, preceded by 5 (the target said 6): a spurious match.
+    P, Q, S = 5, 6, 3
+    reference, stream = [P, Q, Q, S, P, Q, EOS], [P, S, P, Q, EOS]
+    paper = run(reference, stream, budget=3)
+    # The paper's rule verifies it, the target refutes it, and the cursor moves past slot 1: the true
+    # continuation 3 5 6 is retired and the target decodes alone to the end.
+    assert paper[2] == (Q, (EOS,), 0, (S,), 4)
+    assert all(r[2] == 0 for r in paper[3:]) and len(paper) == 6
+    guarded = run(reference, stream, budget=3, guard=True)
+    # Guarded: the refuted match leaves the cursor at slot 1, so the root 3 anchors there and
+    # 5 6 EOS are verified in one call.
+    assert guarded[2] == (Q, (EOS,), 0, (S,), 1)
+    assert guarded[3] == (S, (P, Q, EOS), 3, (P, Q, EOS), 5) and len(guarded) == 4
+
+
+def test_a_guarded_match_with_nothing_after_it_is_not_taken():
+    # The root R matches only the last published token, far from the expected slot 2 and after Z where
+    # the target said B: nothing follows to test it with. The paper's rule anchors there anyway (and
+    # would move the cursor past slots 2-3); the guard leaves the round unmatched.
+    buf = PublicationBuffer.from_stream([A, B, C, Z, R], [0.0] * 5, vocab_size=VOCAB)
+    for guard, anchor in ((False, 4), (True, None)):
+        scheme = As2d(buf, 4, max_output=64, eos_id=EOS, guard=guard)
+        scheme.start(B)
+        scheme.output.append(R)
+        scheme.cursor = ReadCursor(2, 2)
+        call = scheme.plan(1.0)
+        assert (call.chain, call.anchor) == ((), anchor)

@@ -38,8 +38,8 @@ def test_decoupled_and_serial_partition_the_catalog():
     # Hybrid candidates (issue 19) read the buffer and draft when it has nothing usable.
     assert {n for n, s in CATALOG.items() if s.needs_drafter} <= SERIAL | {"as2d_hybrid", "as2d_adaptive"}
     # the schemes that read the publication buffer
-    assert DECOUPLED == {"as2d", "as2d_wo_bc", "as2d_online", "as2d_subst", "as2d_hybrid", "as2d_sources",
-                         "as2d_adaptive"}
+    assert DECOUPLED == {"as2d", "as2d_wo_bc", "as2d_online", "as2d_guarded", "as2d_subst", "as2d_hybrid",
+                         "as2d_sources", "as2d_adaptive"}
 
 
 @pytest.mark.parametrize("name", sorted(CATALOG))

@@ -1,6 +1,6 @@
 """Proposition 1 as a property: every scheme's output equals the greedy reference.
 
-About 10,000 generated windows in CI: every speculative scheme in the catalog (6 today) x 1,500
+About 10,000 generated windows in CI: every speculative scheme in the catalog x 1,500
 examples, plus target-only (which has no knobs and reads no candidates) x 300. Streams: noisy copies of the reference
 published early (proposals guaranteed), with insertion/deletion bursts, and the original
 random, noisy, repeated, exact and empty streams with slow or bursty publication; budgets 1-24;
@@ -27,6 +27,7 @@ KNOBS = {
     "span": st.integers(1, 10),
     "cap": st.integers(1, 24),
     "threshold": st.floats(0.0, 1.0),
+    "guard": st.booleans(),  # the guarded anchor of issue 19's schemes (alignment.py)
 }
 SPECULATIVE = [s for s in SCHEMES if s != "target_only"]
 

@@ -4,7 +4,7 @@ For each device profile, on the development split (D.2.6): fix one (source, budg
 does, and the resident source set of the multi-source methods (the fixed source alone, with each
 other source, or with all; pooled development TPS decides -- sources share the drafting workers,
 so more is not always better). Then on the test split: target-only, fixed As²d, each issue-19
-variant (online budget, substitution guess, hybrid candidates, online source choice) and their
+variant (online budget, guarded anchor, substitution guess, hybrid candidates, online source choice) and their
 combination (``as2d_adaptive``), plus the per-window hindsight oracle over the fixed catalog
 (D.4.3). Per method: pooled TPS, the share of windows slower than target-only, and the oracle gap
 (negative when an adaptive method beats the best fixed choice per window). Every replay is audited.
@@ -55,6 +55,7 @@ log = logging.getLogger("workbench")
 # method -> (online: bounded by adaptive.bound, several resident sources)
 VARIANTS = {
     "as2d_online": (True, False),
+    "as2d_guarded": (False, False),
     "as2d_subst": (False, False),
     "as2d_hybrid": (False, False),
     "as2d_sources": (True, True),

@@ -6,6 +6,10 @@ published candidates after the anchor, and hands them to the target. If nothing 
 the target takes a plain step. With ``threshold`` set, the chain also stops after the first
 low-confidence candidate: As²d keeps SpecASR's 0.4 where the source publishes confidences (D.4.3,
 D.5.1); the ``w/o BC`` ablation applies the same rule with ASP's cap instead of the budget.
+
+With ``guard`` (beyond the paper, issue 19) the anchor is guarded (``alignment.py``): a far match
+the committed context does not confirm is verified, but a rejection of its first candidate leaves
+the read cursor where an unmatched round would.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ class As2d(Scheme):
         lookback: int | None = None,
         confidence_required: bool = True,
         anchor_order: AnchorOrder = ANCHOR_NEXT_TOKEN,
+        guard: bool = False,
     ) -> None:
         super().__init__(max_output, eos_id)
         self.source = source
@@ -55,6 +60,7 @@ class As2d(Scheme):
         if anchor_order not in ANCHOR_ORDERS:
             raise ValueError(f"anchor_order must be one of {', '.join(ANCHOR_ORDERS)}, got {anchor_order!r}")
         self.anchor_order = anchor_order
+        self.guard = bool(guard)
 
     def _reset(self) -> None:
         self.cursor = ReadCursor()
@@ -62,16 +68,22 @@ class As2d(Scheme):
         # correction token stays on record for the next round's fallback search.
         self._correction: tuple[int, int] | None = None  # (mismatch slot, correction token)
         self._processing = False  # this round's root is a correction still to be processed
+        self._tentative = False  # this round's anchor is an unconfirmed far match (guard)
 
     def plan(self, now: float) -> Call:
         n = self.chain_limit(self.budget)
         before = self.cursor.cursor
+        self._tentative = False
         if n == 0:
             return Call(root=self.root, k1_reason="output_cap", cursor_before=before)
         if self._processing:
             return Call(root=self.root, k1_reason="correction", cursor_before=before)
         snap = self.source.snapshot(now)
-        anchor = self.cursor.find_anchor(snap, self.root, self.span)
+        if self.guard:
+            prev = self.output[-2] if len(self.output) > 1 else None
+            anchor, self._tentative = self.cursor.find_guarded(snap, self.root, prev, self.span)
+        else:
+            anchor = self.cursor.find_anchor(snap, self.root, self.span)
         if anchor is None and self._correction is not None:
             # Fallback (C.3): the correction token, then its continuation after the slot the
             # next target token (the root) substituted.
@@ -94,6 +106,9 @@ class As2d(Scheme):
         reason: K1Reason | None = None
         if not chain:
             reason = "exhausted" if snap.complete else "not_ready"
+            if self._tentative:  # nothing to test an unconfirmed match with: do not move to it
+                self._tentative = False
+                return Call(root=self.root, k1_reason=reason, cursor_before=before)
         return Call(
             root=self.root,
             chain=chain,
@@ -112,6 +127,12 @@ class As2d(Scheme):
         return "no_match"
 
     def _after(self, call: Call, verdict: Verdict) -> int | None:
+        tentative, self._tentative = self._tentative, False
+        if tentative and call.anchor is not None and verdict.accepted == 0 and verdict.outcome == "correction":
+            # A guessed alignment the target refuted at once: as if nothing had matched (guard).
+            self.cursor = self.cursor.after_call(None, 0, self.lookback)
+            self._processing, self._correction = False, None
+            return self.cursor.cursor
         self.cursor = self.cursor.after_call(call.anchor, verdict.accepted, self.lookback)
         rejected = verdict.outcome == "correction" and verdict.accepted < len(call.chain)
         self._processing = rejected and self.anchor_order == ANCHOR_NEXT_TOKEN

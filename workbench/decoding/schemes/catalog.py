@@ -146,40 +146,51 @@ def _as2d_wo_bc(*, max_output: int, eos_id: int | None, source: CandidateSource,
     return s
 
 
+def _as2d_guarded(*, max_output: int, eos_id: int | None, source: CandidateSource, budget: int,
+                  threshold: float | None, span: int, lookback: int | None, anchor_order: str, **_: Any) -> Scheme:
+    s = As2d(source, budget, max_output, eos_id, span, threshold, lookback, confidence_required=False,
+             anchor_order=anchor_order, guard=True)
+    s.name = "as2d_guarded"
+    return s
+
+
 def _as2d_online(*, max_output: int, eos_id: int | None, source: CandidateSource, budget: int,
-                 threshold: float | None, span: int, lookback: int | None, anchor_order: str,
+                 threshold: float | None, span: int, lookback: int | None, anchor_order: str, guard: bool,
                  costs: Mapping[int, float], decay: float, prior: float, prior_rounds: float, **_: Any) -> Scheme:
     return As2dOnline(source, budget, max_output, eos_id, costs, decay, prior, prior_rounds, span=span,
-                      threshold=threshold, lookback=lookback, confidence_required=False, anchor_order=anchor_order)
+                      threshold=threshold, lookback=lookback, confidence_required=False, anchor_order=anchor_order,
+                      guard=guard)
 
 
 def _as2d_subst(*, max_output: int, eos_id: int | None, source: CandidateSource, budget: int,
-                threshold: float | None, span: int, lookback: int | None, anchor_order: str, **_: Any) -> Scheme:
+                threshold: float | None, span: int, lookback: int | None, anchor_order: str, guard: bool,
+                **_: Any) -> Scheme:
     return As2dSubstitution(source, budget, max_output, eos_id, span, threshold, lookback,
-                            confidence_required=False, anchor_order=anchor_order)
+                            confidence_required=False, anchor_order=anchor_order, guard=guard)
 
 
 def _as2d_hybrid(*, max_output: int, eos_id: int | None, source: CandidateSource, drafter: Drafter, budget: int,
-                 threshold: float | None, span: int, lookback: int | None, anchor_order: str, **_: Any) -> Scheme:
+                 threshold: float | None, span: int, lookback: int | None, anchor_order: str, guard: bool,
+                 **_: Any) -> Scheme:
     return As2dHybrid(source, drafter, budget, max_output, eos_id, span=span, threshold=threshold,
-                      lookback=lookback, confidence_required=False, anchor_order=anchor_order)
+                      lookback=lookback, confidence_required=False, anchor_order=anchor_order, guard=guard)
 
 
 def _as2d_adaptive(*, max_output: int, eos_id: int | None, source: CandidateSource, drafter: Drafter | None,
                    budget: int, threshold: float | None, span: int, lookback: int | None, anchor_order: str,
-                   costs: Mapping[int, float], decay: float, hybrid: bool, prior: float, prior_rounds: float,
-                   draft_prior: float, **_: Any) -> Scheme:
+                   guard: bool, costs: Mapping[int, float], decay: float, hybrid: bool, prior: float,
+                   prior_rounds: float, draft_prior: float, **_: Any) -> Scheme:
     return As2dAdaptive(source, budget, max_output, eos_id, costs, decay, drafter if hybrid else None, prior,
-                        prior_rounds, draft_prior, span=span,
-                        threshold=threshold, lookback=lookback, confidence_required=False, anchor_order=anchor_order)
+                        prior_rounds, draft_prior, span=span, threshold=threshold, lookback=lookback,
+                        confidence_required=False, anchor_order=anchor_order, guard=guard)
 
 
 def _as2d_sources(*, max_output: int, eos_id: int | None, source: CandidateSource, budget: int,
-                  threshold: float | None, span: int, lookback: int | None, anchor_order: str,
+                  threshold: float | None, span: int, lookback: int | None, anchor_order: str, guard: bool,
                   costs: Mapping[int, float], decay: float, prior: float, prior_rounds: float, **_: Any) -> Scheme:
     return As2dSourceChoice(source, budget, max_output, eos_id, costs, decay, prior, prior_rounds, span=span,
-                            threshold=threshold,
-                            lookback=lookback, confidence_required=False, anchor_order=anchor_order)
+                            threshold=threshold, lookback=lookback, confidence_required=False,
+                            anchor_order=anchor_order, guard=guard)
 
 
 def _spec(name: str, label: str, factory: Callable[..., Scheme], *, decoupled: bool = False,
@@ -197,6 +208,9 @@ _ALIGN = {"span": DEFAULT_ALIGN_SPAN, "lookback": None, "anchor_order": ANCHOR_N
 # rounds (decoding/width.py); a deployment fits both on dev (jobs/adaptive.py).
 _PRIOR = {"prior": PRIOR, "prior_rounds": PRIOR_ROUNDS}
 
+# Issue 19's schemes also take the guarded anchor (alignment.py; off by default, as in the paper).
+_ALIGN19 = {**_ALIGN, "guard": False}
+
 CATALOG: Mapping[str, SchemeSpec] = MappingProxyType({s.name: s for s in (
     _spec("target_only", "Target only", _target_only),
     _spec("sd", "SD", _sd, needs_drafter=True, chain="width", tag="K", width=DEFAULT_SD_WIDTH),
@@ -211,22 +225,26 @@ CATALOG: Mapping[str, SchemeSpec] = MappingProxyType({s.name: s for s in (
     # Beyond the paper (F.1, F.3): the budget is an upper bound; each round verifies the ready
     # candidates worth their verify time (decoding/width.py). ``decay`` forgets old outcomes.
     _spec("as2d_online", "As²d online budget", _as2d_online, decoupled=True, chain="budget", tag="b",
-          needs_costs=True, budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD, decay=0.9, **_PRIOR, **_ALIGN),
+          needs_costs=True, budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD, decay=0.9, **_PRIOR, **_ALIGN19),
     # Issue 19 variants (schemes/substitution.py, hybrid.py, adaptive.py): after a rejection verify
     # the correction plus the continuation (substitution guess); draft when the buffer has nothing
     # usable (hybrid candidates, F.1); choose per round among several resident sources (a
     # ``MultiSource``; replay: source "qwen+parakeet"); and all of them with the online budget.
-    _spec("as2d_subst", "As²d substitution guess", _as2d_subst, decoupled=True, chain="budget", tag="b",
+    # The guarded anchor alone (alignment.py): a far match the committed context does not confirm is
+    # verified, but moves the read cursor only if the target accepts its first candidate.
+    _spec("as2d_guarded", "As²d guarded anchor", _as2d_guarded, decoupled=True, chain="budget", tag="b",
           budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD, **_ALIGN),
+    _spec("as2d_subst", "As²d substitution guess", _as2d_subst, decoupled=True, chain="budget", tag="b",
+          budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD, **_ALIGN19),
     _spec("as2d_hybrid", "As²d hybrid candidates", _as2d_hybrid, decoupled=True, needs_drafter=True,
-          chain="budget", tag="b", budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD, **_ALIGN),
+          chain="budget", tag="b", budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD, **_ALIGN19),
     _spec("as2d_sources", "As²d online source choice", _as2d_sources, decoupled=True, chain="budget", tag="b",
-          needs_costs=True, budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD, decay=0.9, **_PRIOR, **_ALIGN),
+          needs_costs=True, budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD, decay=0.9, **_PRIOR, **_ALIGN19),
     _spec("as2d_adaptive", "Adaptive As²d", _as2d_adaptive, decoupled=True, needs_drafter=True, chain="budget",
           tag="b", needs_costs=True, budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD, decay=0.9, hybrid=True, **_PRIOR,
-          draft_prior=PRIOR, **_ALIGN),
+          draft_prior=PRIOR, **_ALIGN19),
 )})
-ADAPTIVE: tuple[str, ...] = ("as2d_subst", "as2d_hybrid", "as2d_sources", "as2d_adaptive")
+ADAPTIVE: tuple[str, ...] = ("as2d_guarded", "as2d_subst", "as2d_hybrid", "as2d_sources", "as2d_adaptive")
 
 DECOUPLED: frozenset[str] = frozenset(n for n, s in CATALOG.items() if s.decoupled)
 SERIAL: frozenset[str] = frozenset(n for n, s in CATALOG.items() if s.serial)
