@@ -58,6 +58,15 @@ def test_a_wrong_guess_falls_back_to_the_papers_realignment():
     assert recs[2].provenance[0] == 4 and recs[2].accepted == 3
 
 
+def test_when_the_correction_is_the_next_published_token_the_guess_continues_after_it():
+    extra = [R0, A, B, X, Y, D, E, EOS]  # the producer wrote an extra X before the target's Y
+    recs = run("as2d_subst", SUBSTITUTED, extra)
+    assert (recs[0].accepted, recs[0].committed[-1]) == (2, Y)  # X rejected at slot 3, correction Y
+    # Y is published at slot 4: the guess anchors there and verifies d, e, EOS after it.
+    assert recs[1].chain == (D, E, EOS) and recs[1].provenance == (5, 6, 7) and recs[1].accepted == 3
+    assert len(recs) == 2
+
+
 def test_hybrid_drafts_when_the_buffer_has_nothing_and_reads_the_buffer_otherwise():
     late = run("as2d_hybrid", SUBSTITUTED, PRODUCED, t_publish=1e9)  # never published in time
     assert late[0].provenance[0] == FRESH and late[0].work.forwards > 0

@@ -2,9 +2,10 @@
 scheme (issue 19).
 
 It is the online source choice (``source_choice.py``) whose readers guess substitutions
-(``substitution.py``): each resident source proposes what As²d with a substitution guess would
-verify -- after a rejection, the correction plus that source's continuation after the mismatch
-slot; otherwise its anchored chain. Then:
+(``substitution.py``; with ``guess=False`` they take the paper's correction step): each resident
+source proposes what As²d with a substitution guess would verify -- after a rejection, the
+correction plus that source's continuation after the mismatch slot; otherwise its anchored chain.
+Then:
 
 * **online budget and source** (``width.py``): each proposal is cut to the length with the best
   expected tokens per unit verify time, from the device's per-width ``costs`` and a running
@@ -50,7 +51,10 @@ class As2dAdaptive(As2dSourceChoice):
     def __init__(self, source: CandidateSource, budget: int, max_output: int, eos_id: int | None,
                  costs: Mapping[int, float], decay: float = 0.9, drafter: Drafter | None = None,
                  prior: float = PRIOR, prior_rounds: float = PRIOR_ROUNDS, draft_prior: float = PRIOR,
-                 **as2d: object) -> None:
+                 guess: bool = True, **as2d: object) -> None:
+        # Without ``guess`` the readers take the paper's plain correction step (a deployment choice: the
+        # guess pays where mismatches are mostly substitutions, experiment=adaptive chooses it on dev).
+        self.reader_class = As2dSubstitution if guess else As2d
         super().__init__(source, budget, max_output, eos_id, costs, decay, prior, prior_rounds, **as2d)
         AcceptanceEstimate.starting_at(draft_prior, prior_rounds, decay)  # one clear error, now
         self.draft_prior = draft_prior

@@ -179,9 +179,9 @@ def _as2d_hybrid(*, max_output: int, eos_id: int | None, source: CandidateSource
 def _as2d_adaptive(*, max_output: int, eos_id: int | None, source: CandidateSource, drafter: Drafter | None,
                    budget: int, threshold: float | None, span: int, lookback: int | None, anchor_order: str,
                    guard: bool, costs: Mapping[int, float], decay: float, hybrid: bool, prior: float,
-                   prior_rounds: float, draft_prior: float, **_: Any) -> Scheme:
+                   prior_rounds: float, draft_prior: float, guess: bool, **_: Any) -> Scheme:
     return As2dAdaptive(source, budget, max_output, eos_id, costs, decay, drafter if hybrid else None, prior,
-                        prior_rounds, draft_prior, span=span, threshold=threshold, lookback=lookback,
+                        prior_rounds, draft_prior, guess, span=span, threshold=threshold, lookback=lookback,
                         confidence_required=False, anchor_order=anchor_order, guard=guard)
 
 
@@ -242,7 +242,7 @@ CATALOG: Mapping[str, SchemeSpec] = MappingProxyType({s.name: s for s in (
           needs_costs=True, budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD, decay=0.9, **_PRIOR, **_ALIGN19),
     _spec("as2d_adaptive", "Adaptive As²d", _as2d_adaptive, decoupled=True, needs_drafter=True, chain="budget",
           tag="b", needs_costs=True, budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD, decay=0.9, hybrid=True, **_PRIOR,
-          draft_prior=PRIOR, **_ALIGN19),
+          draft_prior=PRIOR, guess=True, **_ALIGN19),
 )})
 ADAPTIVE: tuple[str, ...] = ("as2d_guarded", "as2d_subst", "as2d_hybrid", "as2d_sources", "as2d_adaptive")
 
