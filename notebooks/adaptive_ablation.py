@@ -57,11 +57,13 @@ else:
 
 # %% [markdown]
 # This run: pooled TPS, share of windows slower than target-only, oracle gap, share of the guarded
-# oracle (runs from before the guard lack it), change against fixed As²d.
+# oracle (runs from before the guard lack it), change against fixed As²d. The last row,
+# `online_source_hindsight`, is no method: per window the faster of the online budget on each source
+# alone, picked in hindsight -- a bound for any online source choice over those readers.
 
 # %%
 ORDER = ["target_only", "as2d_fixed", "as2d_online", "as2d_guarded", "as2d_subst", "as2d_hybrid", "as2d_sources",
-         "as2d_adaptive"]
+         "as2d_adaptive", "online_source_hindsight"]
 if rows is not None:
     table = rows.select(
         "device", "method", "config", pl.col("tps").round(2),
