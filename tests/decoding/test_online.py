@@ -29,6 +29,15 @@ def test_a_perfect_producer_on_cheap_wide_verifies_uses_the_whole_budget():
     assert all(r.k1_reason != "cost" for r in res.records)
 
 
+def test_the_eos_candidate_is_left_to_the_bonus():
+    # 30 tokens, budget 8: rounds of 8 candidates, then the last chain ends ... 33, 34, EOS. Verifying the
+    # EOS would commit nothing the bonus does not: the last round stops before it and the bonus is EOS.
+    res = run(PublicationBuffer.from_stream(REF, [0.0] * len(REF)), CHEAP_WIDE)
+    last = res.records[-1]
+    assert EOS not in last.chain and last.committed[-1] == EOS and last.accepted == len(last.chain)
+    assert all(EOS not in r.chain for r in res.records)
+
+
 def test_verifies_that_cannot_pay_become_plain_steps():
     # Even all-accepted chains yield at most n+1 tokens for 30*(n+1) ms < 1 token per 10 ms step.
     res = run(PublicationBuffer.from_stream(REF, [0.0] * len(REF)), EXPENSIVE_WIDE)

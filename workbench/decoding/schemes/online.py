@@ -32,7 +32,7 @@ from dataclasses import replace
 
 from ..records import Call
 from ..verification import Verdict
-from ..width import PRIOR, PRIOR_ROUNDS, AcceptanceEstimate, RunningRate, choose_chain_length
+from ..width import PRIOR, PRIOR_ROUNDS, AcceptanceEstimate, RunningRate, before_eos, choose_chain_length
 from .as2d import As2d, CandidateSource
 
 
@@ -80,7 +80,8 @@ class As2dOnline(As2d):
 
     def plan(self, now: float) -> Call:
         call = super().plan(now)
-        n = choose_chain_length(len(call.chain), self.costs, self.estimate.slots(len(call.chain)), self.rate.value)
+        ready = before_eos(call.chain, self.eos_id)
+        n = choose_chain_length(ready, self.costs, self.estimate.slots(ready), self.rate.value)
         self._cut = (call.chain[n], call.provenance[n]) if n < len(call.chain) else None
         if n < len(call.chain):
             call.chain, call.provenance = call.chain[:n], call.provenance[:n]

@@ -19,7 +19,15 @@ from collections.abc import Mapping, Sequence
 from ..buffer import Snapshot
 from ..records import Call
 from ..verification import Verdict
-from ..width import PRIOR, PRIOR_ROUNDS, AcceptanceEstimate, RunningRate, chain_value, choose_chain_length
+from ..width import (
+    PRIOR,
+    PRIOR_ROUNDS,
+    AcceptanceEstimate,
+    RunningRate,
+    before_eos,
+    chain_value,
+    choose_chain_length,
+)
 from .as2d import As2d, CandidateSource
 from .base import Scheme
 from .hybrid import drafted_cursor
@@ -108,8 +116,9 @@ class As2dSourceChoice(Scheme):
             calls.append(call)
             if not call.chain:
                 continue
-            q = self.estimate((i, kind)).slots(len(call.chain))
-            n = choose_chain_length(len(call.chain), self.costs, q, rate)
+            ready = before_eos(call.chain, self.eos_id)
+            q = self.estimate((i, kind)).slots(ready)
+            n = choose_chain_length(ready, self.costs, q, rate)
             value = chain_value(n, self.costs, q, rate)
             if n > 0 and (best is None or value > best[0] + 1e-12 * max(1.0, abs(best[0]))):
                 best = (value, i, n, kind)
