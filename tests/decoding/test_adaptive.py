@@ -80,8 +80,8 @@ def test_adaptive_verifies_wide_when_cheap_and_steps_when_verifies_cost_too_much
     reference = [R0, A, B, D, E, X, Y, D, E, A, EOS]
     costs = {1: 1.0, **{k: verify for k in range(2, 26)}}
     recs = run("as2d_adaptive", reference, reference, costs=costs, budget=24, hybrid=False)
-    if verify == 1.0:  # a wide verify costs a step: verify every ready candidate
-        assert recs[0].width == len(reference)
+    if verify == 1.0:  # a wide verify costs a step: verify every ready candidate but the EOS (the bonus is it)
+        assert recs[0].width == len(reference) - 1 and recs[0].committed[-1] == EOS
     else:  # no chain can earn 100 steps' worth: plain steps only
         assert all(r.width == 1 for r in recs) and recs[0].k1_reason == "cost"
 
