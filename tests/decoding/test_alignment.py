@@ -173,3 +173,11 @@ def test_a_guarded_match_with_nothing_after_it_is_not_taken():
         scheme.cursor = ReadCursor(2, 2)
         call = scheme.plan(1.0)
         assert (call.chain, call.anchor) == ((), anchor)
+
+
+def test_leave_eos_verifies_up_to_the_eos_and_the_bonus_commits_it():
+    for leave, widths in ((False, [5]), (True, [4])):
+        buf = PublicationBuffer.from_stream([R, A, B, C, EOS], [0.0] * 5, vocab_size=VOCAB)
+        scheme = As2d(buf, 8, max_output=64, eos_id=EOS, guard=True, leave_eos=leave)
+        res = decode(scheme, ReferenceTarget([R, A, B, C, EOS], EOS, VOCAB))
+        assert res.output == (R, A, B, C, EOS) and [r.width for r in res.records] == widths

@@ -28,6 +28,7 @@ KNOBS = {
     "cap": st.integers(1, 24),
     "threshold": st.floats(0.0, 1.0),
     "guard": st.booleans(),  # the guarded anchor of issue 19's schemes (alignment.py)
+    "leave_eos": st.booleans(),  # as2d_guarded: the chain stops before an EOS candidate
 }
 SPECULATIVE = [s for s in SCHEMES if s != "target_only"]
 

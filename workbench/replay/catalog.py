@@ -28,11 +28,11 @@ CATALOG_SCHEMA = {"window_id": pl.Utf8, "dataset": pl.Utf8, "profile": pl.Utf8, 
 _JOB: tuple[Sequence[Window], Sequence[ReplayConfig], DeviceProfile, bool] | None = None
 
 
-def as2d_catalog(sources: Sequence[str], budgets: Sequence[int] = range(1, 25), scheme: str = "as2d"
-                 ) -> list[ReplayConfig]:
-    """The oracle's search space: As²d with every source and fixed budget (``scheme``: an As²d variant
-    with a fixed budget, e.g. ``as2d_guarded``, for an oracle over that variant's catalog)."""
-    return [ReplayConfig(scheme, source=s, budget=b) for s in sources for b in budgets]
+def as2d_catalog(sources: Sequence[str], budgets: Sequence[int] = range(1, 25), scheme: str = "as2d",
+                 **settings: object) -> list[ReplayConfig]:
+    """The oracle's search space: As²d with every source and fixed budget (``scheme`` and ``settings``: an
+    As²d variant with a fixed budget, e.g. ``as2d_guarded``, for an oracle over that variant's catalog)."""
+    return [ReplayConfig(scheme, source=s, budget=b, **settings) for s in sources for b in budgets]
 
 
 def _replay_windows(windows: Sequence[Window], configs: Sequence[ReplayConfig], profile: DeviceProfile,

@@ -9,7 +9,8 @@ D.5.1); the ``w/o BC`` ablation applies the same rule with ASP's cap instead of 
 
 With ``guard`` (beyond the paper, issue 19) the anchor is guarded (``alignment.py``): a far match
 the committed context does not confirm is verified, but a rejection of its first candidate leaves
-the read cursor where an unmatched round would.
+the read cursor where an unmatched round would. With ``leave_eos`` the chain stops before an EOS
+candidate: nothing follows EOS, so the bonus commits it at one width less (``width.before_eos``).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ class As2d(Scheme):
         confidence_required: bool = True,
         anchor_order: AnchorOrder = ANCHOR_NEXT_TOKEN,
         guard: bool = False,
+        leave_eos: bool = False,
     ) -> None:
         super().__init__(max_output, eos_id)
         self.source = source
@@ -61,6 +63,7 @@ class As2d(Scheme):
             raise ValueError(f"anchor_order must be one of {', '.join(ANCHOR_ORDERS)}, got {anchor_order!r}")
         self.anchor_order = anchor_order
         self.guard = bool(guard)
+        self.leave_eos = bool(leave_eos)
 
     def _reset(self) -> None:
         self.cursor = ReadCursor()
@@ -103,6 +106,8 @@ class As2d(Scheme):
                     "confidence stopping needs them (set threshold to null)"
                 )
             chain = chain[: confident_prefix(confs, self.threshold)]
+        if self.leave_eos and self.eos_id in chain:
+            chain = chain[: chain.index(self.eos_id)]  # the bonus is the target's own EOS (width.before_eos)
         reason: K1Reason | None = None
         if not chain:
             reason = "exhausted" if snap.complete else "not_ready"

@@ -147,9 +147,10 @@ def _as2d_wo_bc(*, max_output: int, eos_id: int | None, source: CandidateSource,
 
 
 def _as2d_guarded(*, max_output: int, eos_id: int | None, source: CandidateSource, budget: int,
-                  threshold: float | None, span: int, lookback: int | None, anchor_order: str, **_: Any) -> Scheme:
+                  threshold: float | None, span: int, lookback: int | None, anchor_order: str, leave_eos: bool,
+                  **_: Any) -> Scheme:
     s = As2d(source, budget, max_output, eos_id, span, threshold, lookback, confidence_required=False,
-             anchor_order=anchor_order, guard=True)
+             anchor_order=anchor_order, guard=True, leave_eos=leave_eos)
     s.name = "as2d_guarded"
     return s
 
@@ -232,8 +233,10 @@ CATALOG: Mapping[str, SchemeSpec] = MappingProxyType({s.name: s for s in (
     # ``MultiSource``; replay: source "qwen+parakeet"); and all of them with the online budget.
     # The guarded anchor alone (alignment.py): a far match the committed context does not confirm is
     # verified, but moves the read cursor only if the target accepts its first candidate.
+    # ``leave_eos``: the chain stops before an EOS candidate, as the online budget's does (width.before_eos);
+    # with it this is the strongest fixed catalog here (the adaptive job's second oracle).
     _spec("as2d_guarded", "As²d guarded anchor", _as2d_guarded, decoupled=True, chain="budget", tag="b",
-          budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD, **_ALIGN),
+          budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD, leave_eos=False, **_ALIGN),
     _spec("as2d_subst", "As²d substitution guess", _as2d_subst, decoupled=True, chain="budget", tag="b",
           budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD, **_ALIGN19),
     _spec("as2d_hybrid", "As²d hybrid candidates", _as2d_hybrid, decoupled=True, needs_drafter=True,
