@@ -38,6 +38,17 @@ def test_the_eos_candidate_is_left_to_the_bonus():
     assert all(EOS not in r.chain for r in res.records)
 
 
+def test_once_the_producer_is_done_the_rounds_are_priced_alone():
+    from workbench.decoding.width import IDLE_KEY
+
+    buf = PublicationBuffer.from_stream(REF, [0.0] * len(REF))  # everything out, the producer finished
+    assert buf.snapshot(0.0).complete
+    beside = run(buf, EXPENSIVE_WIDE)  # priced as if the producer still ran: no verify pays
+    assert all(r.width == 1 for r in beside.records)
+    alone = run(buf, {**EXPENSIVE_WIDE, **{IDLE_KEY + k: c for k, c in CHEAP_WIDE.items()}})
+    assert alone.output == tuple(REF) and max(r.width for r in alone.records) == 9
+
+
 def test_verifies_that_cannot_pay_become_plain_steps():
     # Even all-accepted chains yield at most n+1 tokens for 30*(n+1) ms < 1 token per 10 ms step.
     res = run(PublicationBuffer.from_stream(REF, [0.0] * len(REF)), EXPENSIVE_WIDE)

@@ -36,6 +36,7 @@ from workbench.decoding import (
     make_scheme,
     run_rounds,
 )
+from workbench.decoding.width import IDLE_KEY
 
 from .audit import audit_run
 from .multi_source import SEPARATOR, MultiPlan
@@ -91,6 +92,8 @@ def _scheme(window: Window, cfg: ReplayConfig, buffer: object | None, price: Pri
     if cfg.spec.needs_costs:  # what a round costs while the producer runs, plus the round's fixed overhead
         costs = {k: c + price.loop_s + price.align_s for k, c in price.conc_s.items()}
         costs.setdefault(1, price.step_s + price.loop_s + price.align_s)
+        # ... and once every producer has finished, the idle verify (width.split_costs)
+        costs.update({IDLE_KEY + k: c + price.loop_s + price.align_s for k, c in price.idle_s.items()})
         if cfg.spec.needs_drafter:  # key 0: one drafted token on the verifier (hybrid candidates, issue 19)
             rows = price.prob_row_s if cfg.settings.get("threshold") is not None and price.prob_row_s else 0.0
             costs[0] = price.forward_s + rows

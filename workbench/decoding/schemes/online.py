@@ -32,7 +32,15 @@ from dataclasses import replace
 
 from ..records import Call
 from ..verification import Verdict
-from ..width import PRIOR, PRIOR_ROUNDS, AcceptanceEstimate, RunningRate, before_eos, choose_chain_length
+from ..width import (
+    PRIOR,
+    PRIOR_ROUNDS,
+    AcceptanceEstimate,
+    RunningRate,
+    before_eos,
+    choose_chain_length,
+    split_costs,
+)
 from .as2d import As2d, CandidateSource
 
 
@@ -68,7 +76,7 @@ class As2dOnline(As2d):
             raise ValueError("as2d_online: costs must give each priced width's verify time, width 1 included")
         if not 0.0 < decay <= 1.0:
             raise ValueError(f"as2d_online: decay must be in (0, 1], got {decay}")
-        self.costs = {int(k): float(v) for k, v in costs.items()}
+        self.costs, self.idle_costs = split_costs(costs)
         self.decay = decay
         AcceptanceEstimate.starting_at(prior, prior_rounds, decay)  # one clear error for a bad prior, now
         self.prior, self.prior_rounds = prior, prior_rounds
@@ -81,7 +89,9 @@ class As2dOnline(As2d):
     def plan(self, now: float) -> Call:
         call = super().plan(now)
         ready = before_eos(call.chain, self.eos_id)
-        n = choose_chain_length(ready, self.costs, self.estimate.slots(ready), self.rate.value)
+        alone = self.idle_costs and self.source.snapshot(now).complete
+        self._table = self.idle_costs if alone else self.costs  # the producer is done: rounds run alone
+        n = choose_chain_length(ready, self._table, self.estimate.slots(ready), self.rate.value)
         self._cut = (call.chain[n], call.provenance[n]) if n < len(call.chain) else None
         if n < len(call.chain):
             call.chain, call.provenance = call.chain[:n], call.provenance[:n]
@@ -90,7 +100,7 @@ class As2dOnline(As2d):
         return call
 
     def _after(self, call: Call, verdict: Verdict) -> int | None:
-        self.rate.observe(len(verdict.committed), self.costs.get(1 + len(call.chain)))
+        self.rate.observe(len(verdict.committed), self._table.get(1 + len(call.chain)))
         seen, v = seen_cut(call, verdict, self._cut)  # the estimate learns the first left-out slot too
         self.estimate.observe(len(seen.chain), v.accepted)
         return super()._after(*rejected_at_cut(call, verdict, seen, v))

@@ -27,6 +27,7 @@ from ..width import (
     before_eos,
     chain_value,
     choose_chain_length,
+    split_costs,
 )
 from .as2d import As2d, CandidateSource
 from .base import Scheme
@@ -75,7 +76,8 @@ class As2dSourceChoice(Scheme):
             raise ValueError(f"{self.name}: costs must give each priced width's verify time, width 1 included")
         if not 0.0 < decay <= 1.0:
             raise ValueError(f"{self.name}: decay must be in (0, 1], got {decay}")
-        self.costs = {int(k): float(v) for k, v in costs.items() if int(k) >= 1}
+        running, self.idle_costs = split_costs(costs)
+        self.costs = {k: c for k, c in running.items() if k >= 1}
         self.decay = decay
         AcceptanceEstimate.starting_at(prior, prior_rounds, decay)  # one clear error for a bad prior, now
         self.prior, self.prior_rounds = prior, prior_rounds  # where each estimate starts (online.py)
@@ -110,6 +112,8 @@ class As2dSourceChoice(Scheme):
         self._chosen, calls, self._cut = None, [], None
         best: tuple[float, int, int, str] | None = None  # value, reader, chain length, kind
         rate = self.rate.value
+        alone = self.idle_costs and all(r.source.snapshot(now).complete for r in self.readers)
+        self._table = costs = self.idle_costs if alone else self.costs  # every producer done: rounds run alone
         for i, r in enumerate(self.readers):
             call = r.plan(now)
             kind = self._kind(r, call)
@@ -118,8 +122,8 @@ class As2dSourceChoice(Scheme):
                 continue
             ready = before_eos(call.chain, self.eos_id)
             q = self.estimate((i, kind)).slots(ready)
-            n = choose_chain_length(ready, self.costs, q, rate)
-            value = chain_value(n, self.costs, q, rate)
+            n = choose_chain_length(ready, costs, q, rate)
+            value = chain_value(n, costs, q, rate)
             if n > 0 and (best is None or value > best[0] + 1e-12 * max(1.0, abs(best[0]))):
                 best = (value, i, n, kind)
         self._calls = calls
@@ -139,7 +143,7 @@ class As2dSourceChoice(Scheme):
                     cursor_before=primary.cursor_before)
 
     def _after(self, call: Call, verdict: Verdict) -> int | None:
-        self.rate.observe(len(verdict.committed), self.costs.get(1 + len(call.chain)))
+        self.rate.observe(len(verdict.committed), self._table.get(1 + len(call.chain)))
         chosen = self._chosen
         if chosen is not None:
             i, kind = chosen
