@@ -30,6 +30,7 @@ import polars as pl
 import torch
 
 from workbench import metrics
+from workbench.decoding.width import IDLE_KEY
 from workbench.io import atomic_write_parquet
 from workbench.replay.profile import DeviceProfile, MissingWidthError, load_profile
 from workbench.replay.result import STAGE_SCHEMA
@@ -52,7 +53,8 @@ class Method:
 
 def profile_costs(profile: DeviceProfile) -> dict[int, float]:
     """This machine's cost of one As²d round at each width (ms): the concurrent verify (the producer
-    runs beside it) plus the round's alignment and queue work -- what as2d_online weighs (as replay)."""
+    runs beside it) plus the round's alignment and queue work -- what as2d_online weighs (as replay) --
+    and, under ``IDLE_KEY + K``, the same round once the producer has finished."""
     extra = profile.alignment_ms + profile.queue_ms
     out = {}
     for k in profile.verifier.widths():
@@ -60,6 +62,7 @@ def profile_costs(profile: DeviceProfile) -> dict[int, float]:
             out[k] = profile.verify_ms(k, True) + extra
         except MissingWidthError:
             continue
+        out[IDLE_KEY + k] = profile.verify_ms(k, False) + extra  # once the producer finished (width.split_costs)
     out.setdefault(1, profile.target_step_ms + extra)
     return out
 
@@ -67,7 +70,7 @@ def profile_costs(profile: DeviceProfile) -> dict[int, float]:
 def online_cap(costs: dict[int, float]) -> int:
     """as2d_online's widest chain on this machine: every width its calibration priced (up to K = 16).
     The rule then picks each round's width from those costs; the pair's fixed b stays fixed As²d's."""
-    return max(1, min(max(costs), 16) - 1)
+    return max(1, min(max(k for k in costs if k < IDLE_KEY), 16) - 1)
 
 
 def online_methods(setup: HostSetup, costs: dict[int, float], prefix: str = "") -> list[Method]:
