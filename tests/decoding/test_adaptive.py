@@ -67,6 +67,17 @@ def test_when_the_correction_is_the_next_published_token_the_guess_continues_aft
     assert len(recs) == 2
 
 
+def test_a_guess_the_correction_anchors_is_weighed_as_an_anchored_chain():
+    # After the producer's extra X is rejected, the correction Y is the next published token: the guess
+    # anchored there is confirmed by the buffer, so the combination verifies D, E with its anchored-chain
+    # estimate (prior 0.95) -- not the pessimistic guess estimate, which verified D alone, then a step.
+    extra = [R0, A, B, X, Y, D, E, EOS]
+    costs = {k: 1.0 + 0.2 * (k - 1) for k in range(1, 26)}
+    recs = run("as2d_adaptive", SUBSTITUTED, extra, costs=costs, budget=8, hybrid=False, prior=0.95)
+    assert [(r.width, r.accepted) for r in recs] == [(7, 2), (3, 2)]
+    assert recs[1].chain == (D, E) and recs[1].committed == (D, E, EOS)
+
+
 def test_hybrid_drafts_when_the_buffer_has_nothing_and_reads_the_buffer_otherwise():
     late = run("as2d_hybrid", SUBSTITUTED, PRODUCED, t_publish=1e9)  # never published in time
     assert late[0].provenance[0] == FRESH and late[0].work.forwards > 0

@@ -81,7 +81,10 @@ class As2dAdaptive(As2dSourceChoice):
         return super().estimate(key)
 
     def _kind(self, reader: As2d, call: Call) -> str:
-        return "guess" if reader._processing and call.anchor is not None else "anchor"
+        # A guess that the correction itself anchors (published right after the mismatch slot) is
+        # confirmed by the buffer like any anchor; only the substitution hypothesis is a guess.
+        guess = reader._processing and call.anchor is not None and call.anchor == call.cursor_before
+        return "guess" if guess else "anchor"
 
     def _fallback(self, call: Call) -> Call | None:
         self._drafted = False
