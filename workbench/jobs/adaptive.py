@@ -233,7 +233,8 @@ def device_table(windows: list[Window], profile: DeviceProfile, cfg: DictConfig)
     for name in VARIANTS:
         rc = config(name, chosen[name], **weights.get(name, {}))
         frames[name] = (_frame(test.windows, rc, profile), rc.label)
-    alone = [_frame(test.windows, config("as2d_online", s, **weights.get("as2d_online", {})), profile)
+    alone = [frames["as2d_online"][0] if s == chosen["as2d_online"]  # that source's run is in the table
+             else _frame(test.windows, config("as2d_online", s, **weights.get("as2d_online", {})), profile)
              for s in sources]
     best = pl.concat(alone).group_by("window_id", maintain_order=True).agg(pl.col("tokens").first(),
                                                                             pl.col("time").min())

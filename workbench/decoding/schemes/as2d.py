@@ -21,6 +21,7 @@ from ..alignment import ANCHOR_NEXT_TOKEN, ANCHOR_ORDERS, DEFAULT_ALIGN_SPAN, An
 from ..buffer import Snapshot
 from ..records import Call, K1Reason
 from ..verification import Verdict
+from ..width import before_eos
 from .asp import confident_prefix
 from .base import Scheme, check_budget, check_threshold
 
@@ -106,8 +107,8 @@ class As2d(Scheme):
                     "confidence stopping needs them (set threshold to null)"
                 )
             chain = chain[: confident_prefix(confs, self.threshold)]
-        if self.leave_eos and self.eos_id in chain:
-            chain = chain[: chain.index(self.eos_id)]  # the bonus is the target's own EOS (width.before_eos)
+        if self.leave_eos:
+            chain = chain[: before_eos(chain, self.eos_id)]  # the bonus is the target's own EOS
         reason: K1Reason | None = None
         if not chain:
             reason = "exhausted" if snap.complete else "not_ready"
