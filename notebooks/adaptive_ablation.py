@@ -60,11 +60,13 @@ else:
 # This run: pooled TPS, share of windows slower than target-only, oracle gap, share of the strong
 # oracle (older runs lack it), change against fixed As²d. The last row,
 # `online_source_hindsight`, is no method: per window the faster of the online budget on each source
-# alone, picked in hindsight -- a bound for any online source choice over those readers.
+# alone, picked in hindsight -- a bound for any online source choice over those readers. Nor is
+# `resident_choice_hindsight`: the same pick over the combination's resident set, with every resident
+# producer running on the shared drafting workers -- a bound for any choice rule over that set.
 
 # %%
 ORDER = ["target_only", "as2d_fixed", "as2d_online", "as2d_guarded", "as2d_subst", "as2d_hybrid", "as2d_sources",
-         "as2d_adaptive", "online_source_hindsight"]
+         "as2d_adaptive", "online_source_hindsight", "resident_choice_hindsight"]
 if rows is not None:
     table = rows.select(
         "device", "method", "config", pl.col("tps").round(2),

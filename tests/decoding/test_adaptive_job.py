@@ -10,7 +10,9 @@ from hydra import compose, initialize_config_dir
 
 from workbench.jobs import adaptive
 from workbench.jobs.base import ConfigError
+from workbench.replay.engine import replay
 from workbench.replay.profile import load_profile
+from workbench.replay.result import ReplayConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -49,6 +51,17 @@ def test_the_table_has_every_method_and_honest_reference_rows():
     # The source hindsight holds the online budget's own source.
     assert rows[adaptive.SOURCE_HINDSIGHT]["tps"] >= rows["as2d_online"]["tps"] * (1 - 1e-12)
     assert rows["as2d_adaptive"]["config"] is not None
+    # The resident-choice hindsight by hand: per test window, the faster of the online budget reading each
+    # resident source first while the others keep producing beside it.
+    resident = chosen["resident"]["as2d_adaptive"].split("+")
+    profile = load_profile("xiaomi_14")
+    online = {**adaptive.method_settings(cfg, "as2d_online"), "budget": chosen["bound"], "prior": chosen["prior"],
+              **chosen["dev_choice"]["as2d_online"]}
+    orders = ["+".join([s, *(r for r in resident if r != s)]) for s in resident]
+    best = [min(replay(w, ReplayConfig("as2d_online", source=o, **online), profile).summary()["time"] for o in orders)
+            for w in test]
+    assert rows[adaptive.RESIDENT_HINDSIGHT]["tps"] == pytest.approx(tokens / sum(best), rel=1e-12)
+    assert rows[adaptive.RESIDENT_HINDSIGHT]["config"] == f"min({', '.join(f'as2d_online/{o}' for o in orders)})"
     # The resident set is one of the candidates, the fixed source first.
     for name in ("as2d_sources", "as2d_adaptive"):
         assert chosen["resident"][name] in adaptive.resident_sets(chosen["source"], ["qwen", "parakeet", "sensevoice"])
