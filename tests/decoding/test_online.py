@@ -113,3 +113,42 @@ def test_the_prior_decides_the_first_round(prior, first_width):
 def test_a_bad_prior_is_named(bad, key):
     with pytest.raises(ValueError, match=key):
         As2dOnline(PublicationBuffer.from_stream(REF, [0.0] * len(REF)), 8, 64, EOS, CHEAP_WIDE, **bad)
+
+
+def test_the_eos_candidate_rides_along_when_the_wider_width_is_cheaper():
+    # This machine's calibration: K2/K3 run unpacked and cost more than a packed K4 (models/packed_linear.py).
+    # After the root 32, the candidates 33, 34, EOS are verified in one K4 round, not in a K3 round (or plain
+    # steps) whose bonus is the EOS.
+    costs = {1: 24.0, 2: 43.0, 3: 58.0, **{k: 23.0 + k for k in range(4, 17)}}
+    ref = REF[-4:]  # 32, 33, 34, EOS
+    buf = PublicationBuffer.from_stream(ref, [0.0] * len(ref))
+    scheme = As2dOnline(buf, 8, 64, EOS, costs, prior=0.95)
+    res = decode(scheme, ReferenceTarget(ref, EOS, V), verify_cost=lambda k: costs[k])
+    assert res.output == tuple(ref)
+    assert [r.width for r in res.records] == [4] and res.records[0].chain == (33, 34, EOS)
+    # Monotone costs keep the EOS out (the bonus commits it one width narrower).
+    mono = {k: 10.0 + k for k in range(1, 17)}
+    res = decode(As2dOnline(buf, 8, 64, EOS, mono, prior=0.95), ReferenceTarget(ref, EOS, V),
+                 verify_cost=lambda k: mono[k])
+    assert [r.width for r in res.records] == [3] and res.records[0].chain == (33, 34)
+
+
+def test_eos_pricing_by_hand():
+    from workbench.decoding.width import eos_pricing
+
+    costs = {1: 24.0, 2: 43.0, 3: 58.0, 4: 23.0}
+    assert eos_pricing((7, 8, EOS), EOS, costs) == (2, {**costs, 3: 23.0}, True)
+    assert eos_pricing((7, 8, 9), EOS, costs) == (3, costs, False)  # no EOS candidate
+    assert eos_pricing((7, EOS), EOS, costs) == (1, costs, False)  # K3 costs more than K2
+    assert eos_pricing((7, 8, 9, EOS), EOS, costs) == (3, costs, False)  # K5 is not priced
+
+
+def test_the_source_choice_lets_the_eos_ride_too():
+    from workbench.decoding.schemes.source_choice import As2dSourceChoice
+
+    costs = {1: 24.0, 2: 43.0, 3: 58.0, **{k: 23.0 + k for k in range(4, 17)}}
+    ref = REF[-4:]
+    buf = PublicationBuffer.from_stream(ref, [0.0] * len(ref))
+    res = decode(As2dSourceChoice(buf, 8, 64, EOS, costs, prior=0.95), ReferenceTarget(ref, EOS, V),
+                 verify_cost=lambda k: costs[k])
+    assert res.output == tuple(ref) and [r.width for r in res.records] == [4]

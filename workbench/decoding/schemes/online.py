@@ -37,8 +37,8 @@ from ..width import (
     PRIOR_ROUNDS,
     AcceptanceEstimate,
     RunningRate,
-    before_eos,
     choose_chain_length,
+    eos_pricing,
     split_costs,
 )
 from .as2d import As2d, CandidateSource
@@ -88,10 +88,11 @@ class As2dOnline(As2d):
 
     def plan(self, now: float) -> Call:
         call = super().plan(now)
-        ready = before_eos(call.chain, self.eos_id)
         alone = self.idle_costs and self.source.snapshot(now).complete
         self._table = self.idle_costs if alone else self.costs  # the producer is done: rounds run alone
-        n = choose_chain_length(ready, self._table, self.estimate.slots(ready), self.rate.value)
+        ready, table, rides = eos_pricing(call.chain, self.eos_id, self._table)
+        n = choose_chain_length(ready, table, self.estimate.slots(ready), self.rate.value)
+        n += rides and n == ready  # the EOS candidate rides along at the cheaper width
         self._cut = (call.chain[n], call.provenance[n]) if n < len(call.chain) else None
         if n < len(call.chain):
             call.chain, call.provenance = call.chain[:n], call.provenance[:n]

@@ -24,9 +24,9 @@ from ..width import (
     PRIOR_ROUNDS,
     AcceptanceEstimate,
     RunningRate,
-    before_eos,
     chain_value,
     choose_chain_length,
+    eos_pricing,
     split_costs,
 )
 from .as2d import As2d, CandidateSource
@@ -120,10 +120,11 @@ class As2dSourceChoice(Scheme):
             calls.append(call)
             if not call.chain:
                 continue
-            ready = before_eos(call.chain, self.eos_id)
+            ready, table, rides = eos_pricing(call.chain, self.eos_id, costs)
             q = self.estimate((i, kind)).slots(ready)
-            n = choose_chain_length(ready, costs, q, rate)
-            value = chain_value(n, costs, q, rate)
+            n = choose_chain_length(ready, table, q, rate)
+            value = chain_value(n, table, q, rate)
+            n += rides and n == ready  # the EOS candidate rides along at the cheaper width
             if n > 0 and (best is None or value > best[0] + 1e-12 * max(1.0, abs(best[0]))):
                 best = (value, i, n, kind)
         self._calls = calls
