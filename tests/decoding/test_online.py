@@ -152,3 +152,44 @@ def test_the_source_choice_lets_the_eos_ride_too():
     res = decode(As2dSourceChoice(buf, 8, 64, EOS, costs, prior=0.95), ReferenceTarget(ref, EOS, V),
                  verify_cost=lambda k: costs[k])
     assert res.output == tuple(ref) and [r.width for r in res.records] == [4]
+
+
+def test_supply_rate_by_hand():
+    from workbench.decoding.width import supply_rate
+
+    costs = {1: 24.0, 2: 43.0, 3: 58.0, 4: 23.0}
+    assert supply_rate(1, costs) == pytest.approx(1 / 24)
+    assert supply_rate(3, costs) == pytest.approx(3 / 58)  # K3 beats K1+K2 (67) and three steps (72)
+    assert supply_rate(4, costs) == pytest.approx(4 / 23)
+    assert supply_rate(5, costs) == pytest.approx(5 / 47)  # K4 + K1
+    assert supply_rate(0, costs) is None and supply_rate(3, {2: 5.0}) is None  # nothing / widths cannot cover 3
+
+
+def test_once_the_producer_is_done_the_rate_is_what_the_rest_can_earn():
+    # Budget 5: one K6 round (12 ms) commits 6..10 and the bonus 11, a running rate of 0.5 token/ms. Left:
+    # 12, EOS. Against 0.5 a K2 verify (18 ms) loses to a plain step (10 ms), so the window ended in two plain
+    # steps (20 ms). Nothing more will be published, so the time saved can only earn what the rest can:
+    # 2 tokens in 18 ms at best -- and then the K2 verify pays.
+    costs = {1: 10.0, 2: 18.0, 3: 40.0, 4: 40.0, 5: 40.0, 6: 12.0, 7: 12.0}
+    ref = list(range(5, 13)) + [EOS]
+    buf = PublicationBuffer.from_stream(ref, [0.0] * len(ref))
+    res = decode(As2dOnline(buf, 5, 64, EOS, costs, prior=0.95), ReferenceTarget(ref, EOS, V),
+                 verify_cost=lambda k: costs[k])
+    assert res.output == tuple(ref)
+    assert [r.width for r in res.records] == [6, 2]
+    # While the producer still runs, the window's own rate decides: the same chain ends in plain steps.
+    late = PublicationBuffer.from_stream(ref, [0.0] * (len(ref) - 1) + [1e9])  # EOS published much later
+    res = decode(As2dOnline(late, 5, 64, EOS, costs, prior=0.95), ReferenceTarget(ref, EOS, V),
+                 verify_cost=lambda k: costs[k])
+    assert res.output == tuple(ref) and [r.width for r in res.records] == [6, 1, 1]
+
+
+def test_the_source_choice_caps_the_rate_once_every_producer_is_done():
+    from workbench.decoding.schemes.source_choice import As2dSourceChoice
+
+    costs = {1: 10.0, 2: 18.0, 3: 40.0, 4: 40.0, 5: 40.0, 6: 12.0, 7: 12.0}  # as above
+    ref = list(range(5, 13)) + [EOS]
+    buf = PublicationBuffer.from_stream(ref, [0.0] * len(ref))
+    res = decode(As2dSourceChoice(buf, 5, 64, EOS, costs, prior=0.95), ReferenceTarget(ref, EOS, V),
+                 verify_cost=lambda k: costs[k])
+    assert res.output == tuple(ref) and [r.width for r in res.records] == [6, 2]

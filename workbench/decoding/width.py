@@ -29,10 +29,17 @@ mostly buys one more round and its fixed cost (measured: on Xiaomi 14's K4->K5 c
 cut K8 chains to K4 and lost 1.8% against the fixed budget). Against the window's own rate a
 slot is verified when its chance of being accepted pays for its extra verify time at that rate.
 Before any round is priced the ratio rule decides (its best ratio is the rate it expects).
+
+Once the producer is done, nothing more will be published: time a round saves can only go to the
+candidates already known, so the rate is capped by the best rate at which they can be committed
+(``supply_rate``). Without the cap, the rate a window earned on wide verifies made its last
+tokens go one plain step at a time. Measured on a host profile that priced K3 at 2.4 plain steps,
+the demo's combination went from 96.6% to 97.3% of the oracle; the phone profiles did not move.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -125,6 +132,27 @@ def eos_pricing(chain: Sequence[int], eos_id: int | None, costs: Mapping[int, fl
     if k == len(chain) or narrow is None or wide is None or wide >= narrow:
         return k, costs, False
     return k, {**costs, k + 1: wide}, True
+
+
+def supply_rate(known: int, costs: Mapping[int, float]) -> float | None:
+    """The best tokens per unit cost at which ``known`` tokens can be committed: rounds of priced widths,
+    each committing its width, every candidate accepted (``None`` when the widths cannot cover them)."""
+    if known <= 0:
+        return None
+    best = [0.0] + [math.inf] * known  # best[r]: least cost to commit r tokens
+    for r in range(1, known + 1):
+        best[r] = min((c + best[r - k] for k, c in costs.items() if 1 <= k <= r and c > 0), default=math.inf)
+    return known / best[known] if best[known] < math.inf else None
+
+
+def opportunity_rate(rate: float | None, chain: Sequence[int], eos_id: int | None, costs: Mapping[int, float],
+                     done: bool) -> float | None:
+    """What a round's time would earn otherwise: the window's running ``rate``, capped once the producer is
+    ``done`` by the ``supply_rate`` of what is left to read (the chain up to its EOS, plus the bonus)."""
+    if not done or rate is None:
+        return rate
+    left = supply_rate(before_eos(chain, eos_id) + 1, costs)
+    return rate if left is None else min(rate, left)
 
 
 def chain_value(n: int, costs: Mapping[int, float], accept: float | Sequence[float], rate: float | None) -> float:
@@ -226,4 +254,4 @@ class AcceptanceEstimate:
 
 __all__ = ["IDLE_KEY", "PRIOR", "PRIOR_ROUNDS", "AcceptanceEstimate", "RunningRate", "before_eos", "chain_value",
            "eos_pricing",
-           "choose_chain_length", "expected_tokens", "split_costs", "tried_slots"]
+           "choose_chain_length", "expected_tokens", "opportunity_rate", "supply_rate", "split_costs", "tried_slots"]

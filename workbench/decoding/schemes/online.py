@@ -39,6 +39,7 @@ from ..width import (
     RunningRate,
     choose_chain_length,
     eos_pricing,
+    opportunity_rate,
     split_costs,
 )
 from .as2d import As2d, CandidateSource
@@ -88,10 +89,11 @@ class As2dOnline(As2d):
 
     def plan(self, now: float) -> Call:
         call = super().plan(now)
-        alone = self.idle_costs and self.source.snapshot(now).complete
-        self._table = self.idle_costs if alone else self.costs  # the producer is done: rounds run alone
+        done = self.source.snapshot(now).complete
+        self._table = self.idle_costs if done and self.idle_costs else self.costs  # done: rounds run alone
         ready, table, rides = eos_pricing(call.chain, self.eos_id, self._table)
-        n = choose_chain_length(ready, table, self.estimate.slots(ready), self.rate.value)
+        rate = opportunity_rate(self.rate.value, call.chain, self.eos_id, table, done)
+        n = choose_chain_length(ready, table, self.estimate.slots(ready), rate)
         n += rides and n == ready  # the EOS candidate rides along at the cheaper width
         self._cut = (call.chain[n], call.provenance[n]) if n < len(call.chain) else None
         if n < len(call.chain):

@@ -27,6 +27,7 @@ from ..width import (
     chain_value,
     choose_chain_length,
     eos_pricing,
+    opportunity_rate,
     split_costs,
 )
 from .as2d import As2d, CandidateSource
@@ -112,8 +113,8 @@ class As2dSourceChoice(Scheme):
         self._chosen, calls, self._cut = None, [], None
         best: tuple[float, int, int, str] | None = None  # value, reader, chain length, kind
         rate = self.rate.value
-        alone = self.idle_costs and all(r.source.snapshot(now).complete for r in self.readers)
-        self._table = costs = self.idle_costs if alone else self.costs  # every producer done: rounds run alone
+        done = all(r.source.snapshot(now).complete for r in self.readers)
+        self._table = costs = self.idle_costs if done and self.idle_costs else self.costs  # done: rounds run alone
         for i, r in enumerate(self.readers):
             call = r.plan(now)
             kind = self._kind(r, call)
@@ -122,8 +123,9 @@ class As2dSourceChoice(Scheme):
                 continue
             ready, table, rides = eos_pricing(call.chain, self.eos_id, costs)
             q = self.estimate((i, kind)).slots(ready)
-            n = choose_chain_length(ready, table, q, rate)
-            value = chain_value(n, table, q, rate)
+            r_i = opportunity_rate(rate, call.chain, self.eos_id, table, done)
+            n = choose_chain_length(ready, table, q, r_i)
+            value = chain_value(n, table, q, r_i)
             n += rides and n == ready  # the EOS candidate rides along at the cheaper width
             if n > 0 and (best is None or value > best[0] + 1e-12 * max(1.0, abs(best[0]))):
                 best = (value, i, n, kind)
