@@ -34,7 +34,8 @@ Once the producer is done, nothing more will be published: time a round saves ca
 candidates already known, so the rate is capped by the best rate at which they can be committed
 (``supply_rate``). Without the cap, the rate a window earned on wide verifies made its last
 tokens go one plain step at a time. Measured on a host profile that priced K3 at 2.4 plain steps,
-the demo's combination went from 96.6% to 97.3% of the oracle; the phone profiles did not move.
+the demo's combination went from 96.6% to 97.5% of the oracle; the phone profiles did not move
+(AMD EPYC host, 2 cores, fingerprint ``d1b2d495578d``; ``experiment=adaptive dataset=demo``).
 """
 
 from __future__ import annotations
@@ -124,9 +125,10 @@ def eos_pricing(chain: Sequence[int], eos_id: int | None, costs: Mapping[int, fl
 
     Verifying ``c_1..c_k, EOS`` commits what verifying ``c_1..c_k`` does (the bonus is the target's
     EOS), so all ``k`` may be verified at whichever of the two widths is cheaper. Widths are not always
-    monotone in cost: this machine's calibration priced K3 at 58 ms and K4 at 23 ms (packed kernels
-    start at K4), and leaving the EOS out then turned a window's last K4 round into three plain steps.
-    With ``rides`` the caller verifies one more candidate when it chose all ``k``."""
+    monotone in cost: an AMD EPYC host's calibration (2 cores, fingerprint ``d1b2d495578d``) priced K3
+    at 58 ms and K4 at 23 ms (packed kernels start at K4, ``models/packed_linear.py``), and leaving the
+    EOS out then turned a window's last K4 round into three plain steps. With ``rides`` the caller
+    verifies one more candidate when it chose all ``k``."""
     k = before_eos(chain, eos_id)
     narrow, wide = costs.get(k + 1), costs.get(k + 2)
     if k == len(chain) or narrow is None or wide is None or wide >= narrow:
@@ -153,6 +155,18 @@ def opportunity_rate(rate: float | None, chain: Sequence[int], eos_id: int | Non
         return rate
     left = supply_rate(before_eos(chain, eos_id) + 1, costs)
     return rate if left is None else min(rate, left)
+
+
+def online_choice(chain: Sequence[int], eos_id: int | None, costs: Mapping[int, float],
+                  estimate: AcceptanceEstimate, rate: float | None, done: bool) -> tuple[int, float]:
+    """How many of ``chain``'s candidates the online rule verifies, and that choice's ``chain_value``:
+    ``choose_chain_length`` with the EOS priced by ``eos_pricing`` and, once the producer is ``done``,
+    the rate capped by ``opportunity_rate``. One rule for every scheme that weighs widths online."""
+    ready, table, rides = eos_pricing(chain, eos_id, costs)
+    q = estimate.slots(ready)
+    r = opportunity_rate(rate, chain, eos_id, table, done)
+    n = choose_chain_length(ready, table, q, r)
+    return n + (rides and n == ready), chain_value(n, table, q, r)  # the EOS rides along at the cheaper width
 
 
 def chain_value(n: int, costs: Mapping[int, float], accept: float | Sequence[float], rate: float | None) -> float:
@@ -253,5 +267,5 @@ class AcceptanceEstimate:
 
 
 __all__ = ["IDLE_KEY", "PRIOR", "PRIOR_ROUNDS", "AcceptanceEstimate", "RunningRate", "before_eos", "chain_value",
-           "eos_pricing",
-           "choose_chain_length", "expected_tokens", "opportunity_rate", "supply_rate", "split_costs", "tried_slots"]
+           "choose_chain_length", "eos_pricing", "expected_tokens", "online_choice", "opportunity_rate",
+           "split_costs", "supply_rate", "tried_slots"]

@@ -37,9 +37,7 @@ from ..width import (
     PRIOR_ROUNDS,
     AcceptanceEstimate,
     RunningRate,
-    choose_chain_length,
-    eos_pricing,
-    opportunity_rate,
+    online_choice,
     split_costs,
 )
 from .as2d import As2d, CandidateSource
@@ -91,10 +89,7 @@ class As2dOnline(As2d):
         call = super().plan(now)
         done = self.source.snapshot(now).complete
         self._table = self.idle_costs if done and self.idle_costs else self.costs  # done: rounds run alone
-        ready, table, rides = eos_pricing(call.chain, self.eos_id, self._table)
-        rate = opportunity_rate(self.rate.value, call.chain, self.eos_id, table, done)
-        n = choose_chain_length(ready, table, self.estimate.slots(ready), rate)
-        n += rides and n == ready  # the EOS candidate rides along at the cheaper width
+        n, _ = online_choice(call.chain, self.eos_id, self._table, self.estimate, self.rate.value, done)
         self._cut = (call.chain[n], call.provenance[n]) if n < len(call.chain) else None
         if n < len(call.chain):
             call.chain, call.provenance = call.chain[:n], call.provenance[:n]

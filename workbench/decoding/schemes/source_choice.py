@@ -24,10 +24,7 @@ from ..width import (
     PRIOR_ROUNDS,
     AcceptanceEstimate,
     RunningRate,
-    chain_value,
-    choose_chain_length,
-    eos_pricing,
-    opportunity_rate,
+    online_choice,
     split_costs,
 )
 from .as2d import As2d, CandidateSource
@@ -121,12 +118,7 @@ class As2dSourceChoice(Scheme):
             calls.append(call)
             if not call.chain:
                 continue
-            ready, table, rides = eos_pricing(call.chain, self.eos_id, costs)
-            q = self.estimate((i, kind)).slots(ready)
-            r_i = opportunity_rate(rate, call.chain, self.eos_id, table, done)
-            n = choose_chain_length(ready, table, q, r_i)
-            value = chain_value(n, table, q, r_i)
-            n += rides and n == ready  # the EOS candidate rides along at the cheaper width
+            n, value = online_choice(call.chain, self.eos_id, costs, self.estimate((i, kind)), rate, done)
             if n > 0 and (best is None or value > best[0] + 1e-12 * max(1.0, abs(best[0]))):
                 best = (value, i, n, kind)
         self._calls = calls
