@@ -15,15 +15,8 @@ from typing import Any
 import polars as pl
 from omegaconf import DictConfig
 
+from workbench.errors import ConfigError as ConfigError  # re-exported: jobs raise it from here
 from workbench.io import atomic_write_bytes, atomic_write_parquet
-
-
-class ConfigError(ValueError):
-    """A bad config value; the message starts with the dotted key to fix."""
-
-    def __init__(self, key: str, problem: str) -> None:
-        super().__init__(f"{key}: {problem}")
-        self.key = key
 
 
 @dataclass

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from workbench.data.audio import load_audio, validate_audio
-from workbench.jobs.base import ConfigError
+from workbench.errors import ConfigError
 
 
 class DatasetLayoutError(ConfigError):
@@ -25,9 +25,21 @@ class DatasetLayoutError(ConfigError):
     A ``ConfigError``: the entry point prints it as one line (the fix is ``dataset.root``)."""
 
     def __init__(self, name: str, root: Any, problem: str, layout: str) -> None:
-        ValueError.__init__(self, f"dataset.root={root}: {problem}; {name} expects {layout}")
-        self.key = "dataset.root"
+        super().__init__("dataset.root", f"{root}: {problem}; {name} expects {layout}")
         self.dataset = name
+
+    def line(self) -> str:
+        return f"dataset.root={self.what}"
+
+    def __reduce__(self):
+        return (_layout_error, (type(self), self.key, self.what, self.dataset))
+
+
+def _layout_error(cls: type, key: str, what: str, dataset: str) -> DatasetLayoutError:
+    err = cls.__new__(cls)
+    ConfigError.__init__(err, key, what)
+    err.dataset = dataset
+    return err
 
 
 @dataclass(frozen=True, slots=True)
