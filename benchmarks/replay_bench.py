@@ -1,6 +1,6 @@
 """Replay throughput on the full oracle catalog: SYNTHETIC windows x sources x budgets 1-24.
 
-The case of issue 3: 688 synthetic windows (~137 tokens each) x 3 sources x 24 budgets on the
+The full-catalog case: 688 synthetic windows (~137 tokens each) x 3 sources x 24 budgets on the
 K70 profile, audited, with process parallelism. Prints windows*configs per second and the
 oracle summary. Wall time is measured here, never asserted in a test.
 

@@ -1,4 +1,5 @@
-"""Whisper-base verify cost per width, plain against packed linear kernels, side by side (issue 12).
+"""Whisper-base verify cost per width, plain against packed linear kernels, side by side
+(packed kernels, ``models/packed_linear.py``).
 
 One thread, the real offline weights, a 40-token decoder prefix; each width K is one decoder forward
 over K tokens followed by a rollback, timed alternately on both targets (median of ``--reps``).

@@ -1,5 +1,5 @@
 # %% [markdown]
-# # Adaptive As²d — ablation, variant by variant (issue 19)
+# # Adaptive As²d — ablation, variant by variant
 #
 # Beyond the paper (F.1, F.3). Per device profile, on the test split: target-only, fixed As²d with the
 # dev-selected (source, budget) (D.2.6), each variant alone — online budget (`as2d_online`), guarded
@@ -9,9 +9,9 @@
 # phone's drafting workers, so more sources are not free). Per method: pooled TPS, the share of windows
 # slower than target-only, and the gap to the per-window hindsight oracle over the fixed catalog (D.4.3;
 # negative when an adaptive method beats the best fixed choice per window). Beside it, the share of the
-# same oracle over a stronger fixed catalog (guarded anchor, EOS left to the bonus: the rules of issue 19 a
-# fixed configuration could use too), so a gain they explain is not read as adaptation. Goals (issue
-# 19): combination ≥ 99% of the oracle on every profile, ≥ 98% on Xiaomi 14, never more than 1% below
+# same oracle over a stronger fixed catalog (guarded anchor, EOS left to the bonus: the rules of adaptive As²d a
+# fixed configuration could use too), so a gain they explain is not read as adaptation. Goals (docs/adaptive.md):
+# combination ≥ 99% of the oracle on every profile, ≥ 98% on Xiaomi 14, never more than 1% below
 # fixed As²d.
 #
 # For reference, **paper (phones)**: the paper's fixed dev-selected budget as a share of its oracle
@@ -119,7 +119,7 @@ if rows is not None:
         y=alt.Y("pct:Q", title="% of hindsight oracle TPS"),
         color=alt.Color("method:N", sort=ORDER, legend=None),
     )
-    goal = base.mark_rule(strokeDash=[4, 3], color="black").encode(y="mean(goal):Q")  # issue 19's goal line
+    goal = base.mark_rule(strokeDash=[4, 3], color="black").encode(y="mean(goal):Q")  # the goal line (docs/adaptive.md)
     chart = alt.layer(bars, goal).properties(width=170, height=220).facet(
         column=alt.Column("device:N", title=None), title="Adaptive As²d, variant by variant (dashed: the goal)")
     paths = save_chart(chart, Path(FIGURES) / "adaptive_ablation")

@@ -206,7 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if req.mode == "calibrate":
                 calibrate_torch(req, req_path.parent, out)
                 totals = {"rounds": 0, "tokens": 0, "time": 0.0}
-            elif req.mode == "ondemand":  # issue 18: request-time prefill + decode, request lines
+            elif req.mode == "ondemand":  # on-demand (Section 5.4): request-time prefill + decode, request lines
                 from .ondemand import run_ondemand_native
 
                 totals = run_ondemand_native(req, req_path.parent, out)

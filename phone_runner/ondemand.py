@@ -1,4 +1,4 @@
-"""On-demand requests in the phone_runner protocol (issue 18, Section 5.4, D.6.1; ``PROTOCOL.md``).
+"""On-demand requests in the phone_runner protocol (Section 5.4, D.6.1; ``PROTOCOL.md``).
 
 A request file in mode ``ondemand`` carries the host's request trace: one window per request, cut
 from the trace at its checkpoint (the latest ``window_s`` seconds, capped at the target's audio

@@ -17,9 +17,9 @@ from typing import Any
 VERSION = 1
 DEVICE_ROOT = "/data/local/tmp/as2d"
 SCHEME_NAMES = ("target_only", "sd", "asp", "as2d", "as2d_wo_td", "as2d_wo_bc")
-# Catalog schemes protocol v1 does not carry: the adaptive variants of issue 19 (several resident
+# Catalog schemes protocol v1 does not carry: the adaptive variants (beyond the paper; several resident
 # sources, a drafter beside the buffer) exist in replay and on the host only, not in the runners yet.
-# as2d_online's rules moved on in Python (issue 19: running-throughput width, bonus check of the first
+# as2d_online's rules moved on in Python (running-throughput width, bonus check of the first
 # left-out candidate); the C++ runner's port is the older rule, so it is host-only until re-ported.
 HOST_ONLY_SCHEMES = ("as2d_online", "as2d_guarded", "as2d_subst", "as2d_hybrid", "as2d_sources", "as2d_adaptive")
 ENGINES = ("reference", "torch", "mnn")

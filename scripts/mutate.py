@@ -1,4 +1,4 @@
-"""Apply issue 21's ten mutants one at a time to a scratch copy and run the tests that guard them.
+"""Apply the mutation audit's ten mutants one at a time to a scratch copy and run the tests that guard them.
 
     .venv/bin/python scripts/mutate.py            # all ten; prints "killed N/10", exit 0 only if N == 10
     .venv/bin/python scripts/mutate.py --list     # the mutants and their tests

@@ -10,14 +10,14 @@ PY=${PY:-python3}
 VENV=${VENV:-.venv}
 cd "$(dirname "$0")/.."
 
-# Debian packages, one per line with why. Append yours here (one line, a comment, the issue).
+# Debian packages, one per line with why. Append yours here (one line, a comment, what needs it).
 APT_PACKAGES=(
   pocketsphinx-testdata  # real LibriVox speech: demo corpus, real-weight tests
-  adb                    # the real adb server for phone_runner (issue 15)
-  cmake                  # host build of the C++ on-device runner, phone_runner/runner (issue 16)
-  g++                    # host build of the C++ on-device runner, phone_runner/runner (issue 16)
-  chromium               # headless browser for tests/browser: MLflow UI and JupyterLab (issue 20)
-  chromium-driver        # chromedriver that Selenium drives Chromium with (issue 20)
+  adb                    # the real adb server for phone_runner
+  cmake                  # host build of the C++ on-device runner, phone_runner/runner
+  g++                    # host build of the C++ on-device runner, phone_runner/runner
+  chromium               # headless browser for tests/browser: MLflow UI and JupyterLab
+  chromium-driver        # chromedriver that Selenium drives Chromium with
 )
 
 in_ci() { case "${CI:-}" in "" | 0 | false | no) return 1 ;; *) return 0 ;; esac; }
@@ -67,7 +67,7 @@ system_packages
 
 # Build steps (native parts), one block each with why. Append yours below.
 
-# C++ on-device runner, host build (reference model, no MNN; issue 16). phone_runner uses it on the
+# C++ on-device runner, host build (reference model, no MNN). phone_runner uses it on the
 # loopback phone; tests reuse it while it is newer than its sources (else they build a cached copy).
 if command -v cmake >/dev/null 2>&1 && command -v c++ >/dev/null 2>&1; then
   cmake -S phone_runner/runner -B phone_runner/runner/build -DCMAKE_BUILD_TYPE=Release -DAS2D_WITH_MNN=OFF >/dev/null

@@ -1,4 +1,4 @@
-"""Audio validation refuses what a model must never see (issue 21's surviving audio mutants).
+"""Audio validation refuses what a model must never see (the mutation audit's audio mutants).
 
 Infinite samples and non-numeric dtypes are rejected with one ``ValueError`` that names the input;
 an unchecked cast would either pass them on (bool -> 0/1 floats, +/-inf) or fail with numpy's own

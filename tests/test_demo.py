@@ -107,10 +107,10 @@ CANNOT_FEED = {
     "table1_cases": "Table 1 shows representative windows of >= 64 target tokens; the demo's clips are shorter",
     "sensitivity": "cost scenarios re-run the oracle and the ablations: experiment=sensitivity, not the demo",
     "adaptive_ablation": "reads experiment=adaptive's table (or $AS2D_ADAPTIVE_BENCH's parquet), not a demo run",
-    "fig7_ondemand": "native on-demand requests: experiment=ondemand, not the demo (issue 18)",
+    "fig7_ondemand": "native on-demand requests: experiment=ondemand, not the demo",
     "table15_energy": "request energy comes with experiment=ondemand (RAPL) or a phone monitor, not the demo",
-    "fig9_streaming": "sustained streaming: experiment=streaming, not the demo (issue 18)",
-    "table16_streaming": "sustained streaming: experiment=streaming, not the demo (issue 18)",
+    "fig9_streaming": "sustained streaming: experiment=streaming, not the demo",
+    "table16_streaming": "sustained streaming: experiment=streaming, not the demo",
     "table3_tasks": "translation/QA replays on CoVoST 2 / Spoken SQuAD (task quality tables), not the demo",
     "b1_acceptance": "per-corpus acceptance comes from experiment=context_probe runs, not the demo",
 }

@@ -131,11 +131,11 @@ def test_work_by_config_accounts_every_second_of_sd_at_two_widths() -> None:
     assert set(t["dataset"]) == {*(w.dataset for w in ws), "all"}
     for label in ("sd/K8", "sd/K12"):
         allrow = t.filter((pl.col("config") == label) & (pl.col("dataset") == "all")).row(0, named=True)
-        mine = [r for r in results if r.config.label == label]
-        assert allrow["rounds"] == sum(len(r.untimed) for r in mine)
-        assert allrow["tps"] == pytest.approx(metrics.tps_pooled(results_frame(mine)))
+        subset = [r for r in results if r.config.label == label]
+        assert allrow["rounds"] == sum(len(r.untimed) for r in subset)
+        assert allrow["tps"] == pytest.approx(metrics.tps_pooled(results_frame(subset)))
         # serial SD: the charged clock is drafting + verification + the per-round loop residual
-        loop = sum(len(r.untimed) for r in mine) * prof.loop_residual_ms / 1000
+        loop = sum(len(r.untimed) for r in subset) * prof.loop_residual_ms / 1000
         assert allrow["draft_s"] + allrow["verify_s"] + loop == pytest.approx(allrow["time"])
         parts = t.filter((pl.col("config") == label) & (pl.col("dataset") != "all"))
         assert parts["draft_forwards"].sum() == allrow["draft_forwards"] > 0

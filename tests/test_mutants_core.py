@@ -1,4 +1,4 @@
-"""Hand-computed cases that pin behaviour an audit found unguarded (issue 21's surviving mutants).
+"""Hand-computed cases that pin behaviour an audit found unguarded (the mutation audit's surviving mutants).
 
 * a rejection at the last chain slot is a correction, never a bonus;
 * ``tps_pooled(by=...)`` pools each group separately and keeps the groups in first-seen order.

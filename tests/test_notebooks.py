@@ -35,7 +35,7 @@ EXPECTED = {
     "table13_14_tradeoff": ["table13_14_budget_tradeoff", "table13_14_paper_table14"],
     "d27_decomposition": ["d27_decomposition"],
     "d3_agreement": ["d3_paper_table7"],  # the host agreement panel needs the native demo run
-    "sensitivity": ["sensitivity_oracle_gap", "sensitivity_ablation_tps"],  # D.4.3 / D.5 (issue 11)
+    "sensitivity": ["sensitivity_oracle_gap", "sensitivity_ablation_tps"],  # D.4.3 / D.5
 }
 
 JOBS = [  # small and SYNTHETIC: the machine is shared; each finishes in well under a minute

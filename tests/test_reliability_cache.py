@@ -1,4 +1,4 @@
-"""Conversion cache and result files under concurrency and crashes (issue 13)."""
+"""Conversion cache and result files under concurrency and crashes."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Config errors that used to surface as tracebacks mid-run (issue 13) are one line, before any run."""
+"""Config errors that used to surface as tracebacks mid-run are one line, before any run."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SIGKILL at random points over 20 trials (issue 13): afterwards the reaper leaves no RUNNING
+"""SIGKILL at random points over 20 trials: afterwards the reaper leaves no RUNNING
 run, no job process is left, and the next run reuses only valid cache entries."""
 
 from __future__ import annotations

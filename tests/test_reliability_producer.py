@@ -1,4 +1,4 @@
-"""The native producer outlives no parent (issue 13): SIGKILL the parent after "ready"; the producer
+"""The native producer outlives no parent: SIGKILL the parent after "ready"; the producer
 exits on its own and its semaphores leave /dev/shm."""
 
 from __future__ import annotations

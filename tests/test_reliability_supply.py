@@ -1,4 +1,4 @@
-"""Supply chain (issue 13): hub weights must be pinned to a commit before they are downloaded."""
+"""Supply chain: hub weights must be pinned to a commit before they are downloaded."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""MLflow run lifecycle on a real sqlite store: nothing stays RUNNING, failures say why (issue 21).
+"""MLflow run lifecycle on a real sqlite store: nothing stays RUNNING, failures say why.
 
 * an ordinary exception ends the run FAILED with an ``error`` tag and an ``error.txt`` traceback;
 * SIGTERM ends it FAILED too (in a child process, synchronised on a line it prints);

@@ -1,4 +1,4 @@
-"""Run lifecycle under faults (issue 13): real signals to real processes, checked in the real store."""
+"""Run lifecycle under faults: real signals to real processes, checked in the real store."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Interrupted sweeps (issue 13): real signals to a real ``-m`` sweep, checked in the real store.
+"""Interrupted sweeps: real signals to a real ``-m`` sweep, checked in the real store.
 
 SIGTERM to the sweep's parent used to leave the parent run RUNNING and orphan the joblib/loky
 workers; Ctrl-C (SIGINT to the terminal's process group) left the parent and a child RUNNING.

@@ -124,10 +124,10 @@ def regime_changes(per_window: pl.DataFrame, regime: Sequence[str] = ("device", 
     """
     on = [*[k for k in regime if k != "dataset"], "window_id"]
     base = per_window.filter(pl.col("method") == baseline).select(*on, pl.col("tps").alias("tps_base"))
-    mine = per_window.filter(pl.col("method") != baseline)
-    joined = mine.join(base, on=on, how="inner")
-    if joined.height != mine.height:
-        raise ValueError(f"per_window: {mine.height - joined.height} rows have no {baseline!r} TPS for their window")
+    subset = per_window.filter(pl.col("method") != baseline)
+    joined = subset.join(base, on=on, how="inner")
+    if joined.height != subset.height:
+        raise ValueError(f"per_window: {subset.height - joined.height} rows have no {baseline!r} TPS for their window")
     change = 100.0 * (pl.col("tps") / pl.col("tps_base") - 1.0)
     return joined.group_by([*regime, "method"]).agg(
         change.median().alias("median_pct"),

@@ -33,14 +33,14 @@ JOBS = {
     "native_host": "native",
     "calibrate_host": "calibrate",
     "demo": "demo",
-    "context_probe": "context_probe",  # Fig. 3(b), B.3.2 (issue 17)
-    "sensitivity": "sensitivity",  # D.4.3 / D.5 cost scenarios (issue 11)
-    "phone_info": "phone",  # phone_runner over adb (issue 15)
+    "context_probe": "context_probe",  # Fig. 3(b), B.3.2
+    "sensitivity": "sensitivity",  # D.4.3 / D.5 cost scenarios
+    "phone_info": "phone",  # phone_runner over adb
     "calibrate_phone": "phone",
     "native_phone": "phone",
-    "ondemand": "ondemand",  # native on-demand requests, Fig. 7 (issue 18)
-    "streaming": "streaming",  # sustained native streaming, Fig. 9 / Table 16 (issue 18)
-    "adaptive": "adaptive",  # adaptive As²d vs fixed As²d and the oracle (issue 19)
+    "ondemand": "ondemand",  # native on-demand requests, Fig. 7
+    "streaming": "streaming",  # sustained native streaming, Fig. 9 / Table 16
+    "adaptive": "adaptive",  # adaptive As²d vs fixed As²d and the oracle (beyond the paper)
 }
 
 

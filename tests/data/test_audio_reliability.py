@@ -1,4 +1,4 @@
-"""Audio that used to load silently wrong (issue 13): checked from the header, refused with the fix."""
+"""Audio that used to load silently wrong: checked from the header, refused with the fix."""
 
 from __future__ import annotations
 

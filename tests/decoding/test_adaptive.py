@@ -1,4 +1,4 @@
-"""Issue 19 variants on hand-built windows: what each one verifies, and that the output stays exact."""
+"""Adaptive As²d variants on hand-built windows: what each one verifies, and that the output stays exact."""
 
 from __future__ import annotations
 

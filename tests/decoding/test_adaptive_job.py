@@ -1,4 +1,4 @@
-"""Job ``adaptive`` (issue 19) in-process: the per-device table against independent expectations."""
+"""Job ``adaptive`` in-process: the per-device table against independent expectations."""
 
 from __future__ import annotations
 

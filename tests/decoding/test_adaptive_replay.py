@@ -1,4 +1,4 @@
-"""Issue 19 variants under replay: audited on every phone profile, several resident sources included."""
+"""Adaptive As²d variants under replay: audited on every phone profile, several resident sources included."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 19 methods through the front door: conf/method files, Hydra composition, the replay job, MLflow."""
+"""Adaptive As²d methods through the front door: conf/method files, Hydra composition, the replay job, MLflow."""
 
 from __future__ import annotations
 

@@ -107,7 +107,7 @@ def test_read_cursor_is_monotone():
 
 
 def test_the_read_cursor_never_moves_back_when_a_passed_position_anchors():
-    # Issue 11's repro: buffer A B, reference X Y Z W B. B is found behind the expected slot (4),
+    # A spurious far match: buffer A B, reference X Y Z W B. B is found behind the expected slot (4),
     # at position 1, which was never retired: the read cursor goes 0 -> 2, never 4 -> 2.
     rounds = run([X, Y, Z, D, B, EOS], [A, B])
     cursors = [0] + [r[4] for r in rounds]
@@ -129,7 +129,7 @@ def test_multi_token_target_insertion_is_recovered_within_the_lookback():
     assert sum(r.accepted for r in res.records[1:]) == 0
 
 
-# -- guarded anchor (beyond the paper, issue 19) ----------------------------------------------------
+# -- guarded anchor (beyond the paper, C.3) ----------------------------------------------------
 
 def test_find_guarded_prefers_the_match_the_committed_context_confirms():
     snap = PublicationBuffer.from_stream([R, A, B, X, A, C], [0.0] * 6, vocab_size=VOCAB).snapshot()

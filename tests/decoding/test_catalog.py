@@ -35,7 +35,7 @@ def test_a_setting_of_another_scheme_is_rejected_and_the_allowed_ones_listed():
 
 def test_decoupled_and_serial_partition_the_catalog():
     assert DECOUPLED | SERIAL == set(CATALOG) and not DECOUPLED & SERIAL
-    # Hybrid candidates (issue 19) read the buffer and draft when it has nothing usable.
+    # Hybrid candidates (beyond the paper) read the buffer and draft when it has nothing usable.
     assert {n for n, s in CATALOG.items() if s.needs_drafter} <= SERIAL | {"as2d_hybrid", "as2d_adaptive"}
     # the schemes that read the publication buffer
     assert DECOUPLED == {"as2d", "as2d_wo_bc", "as2d_online", "as2d_guarded", "as2d_subst", "as2d_hybrid",

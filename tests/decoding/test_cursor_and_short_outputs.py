@@ -1,4 +1,4 @@
-"""Property cases for issue 11: one-token outputs, and a read cursor that only moves forward."""
+"""Property cases for C.3: one-token outputs, and a read cursor that only moves forward."""
 
 from __future__ import annotations
 

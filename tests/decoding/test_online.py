@@ -116,7 +116,7 @@ def test_a_bad_prior_is_named(bad, key):
 
 
 def test_the_eos_candidate_rides_along_when_the_wider_width_is_cheaper():
-    # As an AMD EPYC host calibrated (d1b2d495578d): K2/K3 run unpacked and cost more than a packed K4.
+    # As a host whose packed kernels start at K4 prices them: K2/K3 run unpacked and cost more than K4.
     # After the root 32, the candidates 33, 34, EOS are verified in one K4 round, not in a K3 round (or plain
     # steps) whose bonus is the EOS.
     costs = {1: 24.0, 2: 43.0, 3: 58.0, **{k: 23.0 + k for k in range(4, 17)}}

@@ -1,4 +1,4 @@
-"""Issue 11's core rules, each on a hand-made window: ASP recycling, As²d settings, anchor order."""
+"""The paper's core rules (C.3, D.1), each on a hand-made window: ASP recycling, As²d settings, anchor order."""
 
 from workbench.decoding import FRESH, ReferenceTarget, SpecASR, TrajectoryDrafter, decode
 

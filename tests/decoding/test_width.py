@@ -1,4 +1,4 @@
-"""The cost-aware chain-length rule against hand-computed cases (issue 19's closed-form checks)."""
+"""The cost-aware chain-length rule against hand-computed cases (closed-form checks)."""
 
 from __future__ import annotations
 

@@ -32,7 +32,7 @@ def tiny_whisper(seed: int = 0, **overrides) -> WhisperBundle:
     torch.manual_seed(seed)
     cfg = WhisperConfig(**{**TINY_WHISPER, **overrides})
     model = WhisperForConditionalGeneration(cfg).eval()
-    # larger weights than the default init spread the logits, so greedy ties are not an issue
+    # larger weights than the default init spread the logits, so greedy ties do not arise
     with torch.no_grad():
         for p in model.parameters():
             if p.dim() > 1:

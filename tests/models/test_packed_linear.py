@@ -1,4 +1,4 @@
-"""Packed linear kernels (issue 12): same numbers as ``F.linear``, rows independent of the call's
+"""Packed linear kernels: same numbers as ``F.linear``, rows independent of the call's
 width, and only the layers and settings they apply to."""
 
 from __future__ import annotations

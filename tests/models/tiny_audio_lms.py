@@ -25,7 +25,7 @@ TEXT = dict(vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_l
 
 
 def spread(model: torch.nn.Module, seed: int) -> torch.nn.Module:
-    """Larger weights than the default init spread the logits, so greedy ties are not an issue."""
+    """Larger weights than the default init spread the logits, so greedy ties do not arise."""
     torch.manual_seed(seed)
     with torch.no_grad():
         for p in model.parameters():

@@ -163,7 +163,7 @@ def test_producer_crash_mid_run_gives_one_error_keeps_timings_and_leaves_no_orph
 
 
 def test_host_places_the_producer_off_the_verifiers_core_and_gives_the_thread_its_cpus_back(producer_dir):
-    # Regression (issue 12): placements narrowed the calling thread for good, so after an in-process
+    # Regression: placements narrowed the calling thread for good, so after an in-process
     # calibration the next host's producer inherited the verifier's one core and ran at half speed.
     before = os.sched_getaffinity(0)
     threads = torch.get_num_threads()

@@ -167,14 +167,14 @@ def make_config(rng: np.random.Generator, widest: int) -> tuple[ReplayConfig, st
 
 
 def _anchor(rng: np.random.Generator) -> dict[str, str]:
-    """The anchor order after a rejection, where the catalog has the setting (issue 11, item 3)."""
+    """The anchor order after a rejection, where the catalog has the setting (C.3)."""
     if "anchor_order" not in AS2D_SETTINGS:
         return {}
     return {"anchor_order": "correction_first" if rng.random() < 0.35 else "next_token"}
 
 
-AS2D_SETTINGS = scheme_spec("as2d").defaults  # As²d gained a confidence threshold (issue 11, item 6)
-# The runner mirrors the paper's six schemes; as2d_online and the issue-19 variants are host-only (protocol.py).
+AS2D_SETTINGS = scheme_spec("as2d").defaults  # As²d gained a confidence threshold (D.1)
+# The runner mirrors the paper's six schemes; as2d_online and the adaptive variants are host-only (protocol.py).
 SCHEMES = ("target_only", "sd", "asp", "as2d", "as2d_wo_td", "as2d_wo_bc")
 
 
@@ -374,7 +374,7 @@ def pinned_cases() -> list[Case]:
     asp_last = _window("pin-asp-last-token", ref, [], [[6, 7, 50, 60], [7], [8, 9, 10, 11, 0], [9, 10, 11, 0],
                                                        [10, 11, 0], [11, 0], [0]], [[0.9] * 4, [0.9], hi[:5],
                                                                                     hi[:4], hi[:3], hi[:2], hi[:1]])
-    # Drain at an exact boundary (issue 11, item 5): 4 plain steps of 15 ms, a producer that
+    # Drain at an exact boundary (drain, D.3): 4 plain steps of 15 ms, a producer that
     # never matches at 5 ms per forward; EOS at 60 ms is the end of its 12th forward: 60, not 65.
     drain = _window("pin-drain-boundary", [1, 2, 3, 4, 0], [999] * 40, [[9]] * 4, [[0.9]] * 4)
     # A source without confidences under As²d's threshold: missing confidences never stop it.

@@ -1,4 +1,4 @@
-"""Drain charging and the accounting audits, on hand-computed timelines (issue 21).
+"""Drain charging and the accounting audits, on hand-computed timelines (mutation audit).
 
 The timeline: the verifier's K=1 call costs 15 ms, the producer runs 5 ms forwards (one token
 each) from time 0 and never publishes a usable candidate, so every round is a plain step. With
@@ -51,7 +51,7 @@ def producer_stop(r) -> float:
 
 @pytest.mark.parametrize("queue_ms, t_eos_ms, charged_ms, producer_stop_ms", [
     # EOS at 60 ms falls exactly on the end of the 12th forward: nothing is in flight, no drain
-    # (issue 11, item 5: float drift in the producer's work used to charge one more forward, 65 ms).
+    # (float drift in the producer's work used to charge one more forward, 65 ms).
     (0.0, 60.0, 60.0, 60.0),
     # calls end at 15, 32, 49, 66; the forward in flight at 66 ends at 70, after the queue work (68).
     (2.0, 66.0, 70.0, 70.0),

@@ -1,4 +1,4 @@
-"""The drift anchor (issue 11): a profile scaled to the machine's current speed, and how it is checked."""
+"""The drift anchor (D.3): a profile scaled to the machine's current speed, and how it is checked."""
 
 from __future__ import annotations
 

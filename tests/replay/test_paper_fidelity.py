@@ -1,4 +1,4 @@
-"""Issue 11's behaviour fixes as replay sees them, each pinned on a hand-made window."""
+"""The paper's rules as replay sees them, each pinned on a hand-made window."""
 
 from __future__ import annotations
 

@@ -27,8 +27,8 @@ def test_work_by_config_keeps_sd_k8_and_k12_apart_and_accounts_every_token(resul
     allrows = work.filter(pl.col("dataset") == "all")
     assert set(allrows["config"]) == set(windows["config"]) and len(set(windows["config"])) == 3
     for cfg, tokens, time in allrows.select("config", "tokens", "time").iter_rows():
-        mine = windows.filter(pl.col("config") == cfg)
-        assert tokens == mine["tokens"].sum() and time == pytest.approx(mine["time"].sum())
+        subset = windows.filter(pl.col("config") == cfg)
+        assert tokens == subset["tokens"].sum() and time == pytest.approx(subset["time"].sum())
     rounds = result.tables["rounds"]
     for cfg, n in allrows.select("config", "rounds").iter_rows():
         assert n == rounds.filter(pl.col("config") == cfg).height
@@ -39,11 +39,11 @@ def test_regime_changes_are_the_median_per_window_change_over_target_only(result
     w = result.tables["windows"]
     assert set(t["method"]) == {"sd"}  # the baseline itself is not a row
     row = t.row(0, named=True)
-    mine = w.filter(pl.col("dataset") == row["dataset"])
-    base = {r["window_id"]: r["tokens"] / r["time"] for r in mine.filter(pl.col("method") == "target_only")
+    subset = w.filter(pl.col("dataset") == row["dataset"])
+    base = {r["window_id"]: r["tokens"] / r["time"] for r in subset.filter(pl.col("method") == "target_only")
             .iter_rows(named=True)}
     sd: dict[str, list[float]] = {}  # SD's K8 and K12 TPS averaged within each window first (D.1.3)
-    for r in mine.filter(pl.col("method") == "sd").iter_rows(named=True):
+    for r in subset.filter(pl.col("method") == "sd").iter_rows(named=True):
         sd.setdefault(r["window_id"], []).append(r["tokens"] / r["time"])
     changes = [100 * (statistics.mean(v) / base[k] - 1) for k, v in sd.items()]
     assert row["windows"] == len(changes)

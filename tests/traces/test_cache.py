@@ -1,4 +1,4 @@
-"""Trace cache identity and healing (issue 13): a content key, validation on load, quarantine."""
+"""Trace cache identity and healing: a content key, validation on load, quarantine."""
 
 from __future__ import annotations
 

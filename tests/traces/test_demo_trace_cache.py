@@ -1,7 +1,8 @@
 """The demo's traces on the real offline Whisper pair: a changed cap or quantization re-collects.
 
-Before issue 13 the cache was keyed on ``model.name`` only, so ``model.max_new_tokens`` changes
-replayed the old traces. One short clip and a small cap keep this to a few model forwards.
+A cache keyed on ``model.name`` only would replay old traces after a ``model.max_new_tokens``
+change; the key holds every setting that changes a trace. One short clip and a small cap keep
+this to a few model forwards.
 """
 
 from __future__ import annotations

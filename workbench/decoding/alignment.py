@@ -33,12 +33,11 @@ makes ``buffer[j+1:]`` the candidate chain. The cases of C.3 fall out of that ru
 A repeated token can anchor at an unhelpful position; that costs verification work, never
 exactness, because every reused token is verified again (C.4, condition 3).
 
-**Guarded anchor** (beyond the paper, issue 19; ``find_guarded``). A match away from the expected
+**Guarded anchor** (beyond the paper; ``find_guarded``). A match away from the expected
 slot whose published predecessor differs from the token committed before the root is *tentative*.
 The paper's rule moves the read cursor past any anchor whose chain was verified, so one such
 spurious match (a frequent token, a comma) retires the true alignment for good and the scheme
-decodes alone until the target catches up (measured on the synthetic catalog's Zipf text: windows at
-target-only speed where the same source gives 2.6x; K70 Pro pooled 29.0 -> 35.7 TPS with the guard).
+decodes alone until the target catches up (evidence: docs/adaptive.md, "Guarded anchor").
 A tentative anchor is still verified; if its first candidate is rejected, the round is treated as
 unmatched -- the cursor does not move past it (``As2d(guard=True)``).
 """

@@ -25,17 +25,16 @@ With a running throughput ``r`` (tokens per unit cost this window has achieved s
     n*   = argmax_{0 <= n <= ready}  E[n] - r * cost[n + 1]
 
 The ratio rule alone is myopic: a candidate it leaves out stays in the buffer, so cutting a chain
-mostly buys one more round and its fixed cost (measured: on Xiaomi 14's K4->K5 cost jump it
-cut K8 chains to K4 and lost 1.8% against the fixed budget). Against the window's own rate a
+mostly buys one more round and its fixed cost: at a device's jump in cost between two widths it cuts
+chains the fixed budget verifies profitably (docs/adaptive.md, "Online budget"). Against the window's own rate a
 slot is verified when its chance of being accepted pays for its extra verify time at that rate.
 Before any round is priced the ratio rule decides (its best ratio is the rate it expects).
 
 Once the producer is done, nothing more will be published: time a round saves can only go to the
 candidates already known, so the rate is capped by the best rate at which they can be committed
 (``supply_rate``). Without the cap, the rate a window earned on wide verifies made its last
-tokens go one plain step at a time. Measured on a host profile that priced K3 at 2.4 plain steps,
-the demo's combination went from 96.6% to 97.5% of the oracle; the phone profiles did not move
-(AMD EPYC host, 2 cores, fingerprint ``d1b2d495578d``; ``experiment=adaptive dataset=demo``).
+tokens go one plain step at a time on a profile whose narrow verifies are dear (docs/adaptive.md,
+"Supply-rate cap"; ``experiment=adaptive dataset=demo``).
 """
 
 from __future__ import annotations
@@ -109,9 +108,8 @@ def before_eos(chain: Sequence[int], eos_id: int | None) -> int:
 
     ``expected_tokens`` counts a bonus after the last candidate, but nothing follows EOS. Verifying
     candidates ``c_1..c_k, EOS`` commits at most ``c_1..c_k, EOS``; verifying ``c_1..c_k`` commits the
-    same, the bonus being the target's own EOS -- one width narrower (measured on the demo traces:
-    every window's last round verified its EOS at one width more; under the Redmi Note 9 Pro
-    profile that is 31 ms of a 1.9 s window, and across Xiaomi 14's K4 -> K5 step 18 ms)."""
+    same, the bonus being the target's own EOS -- one width narrower (otherwise every window's last
+    round verifies its EOS at one width more; docs/adaptive.md, "EOS left to the bonus")."""
     for i, tok in enumerate(chain):
         if tok == eos_id:
             return i
@@ -125,9 +123,9 @@ def eos_pricing(chain: Sequence[int], eos_id: int | None, costs: Mapping[int, fl
 
     Verifying ``c_1..c_k, EOS`` commits what verifying ``c_1..c_k`` does (the bonus is the target's
     EOS), so all ``k`` may be verified at whichever of the two widths is cheaper. Widths are not always
-    monotone in cost: an AMD EPYC host's calibration (2 cores, fingerprint ``d1b2d495578d``) priced K3
-    at 58 ms and K4 at 23 ms (packed kernels start at K4, ``models/packed_linear.py``), and leaving the
-    EOS out then turned a window's last K4 round into three plain steps. With ``rides`` the caller
+    monotone in cost: on a host whose packed kernels start at K4 (``models/packed_linear.py``) K3 can
+    cost more than K4, and leaving the EOS out then turns a window's last K4 round into plain steps
+    (docs/adaptive.md, "EOS left to the bonus"). With ``rides`` the caller
     verifies one more candidate when it chose all ``k``."""
     k = before_eos(chain, eos_id)
     narrow, wide = costs.get(k + 1), costs.get(k + 2)

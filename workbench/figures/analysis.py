@@ -39,9 +39,9 @@ def gain_over_best_baseline(pooled: pl.DataFrame, method: str = "as2d") -> pl.Da
     """Gain (%) of ``method`` over the fastest of target-only, SD and SpecASR (Table 8 'Gain')."""
     base = pooled.filter(pl.col("method").is_in(BASELINES)).group_by(["device", "dataset"]).agg(
         pl.col("tps").max().alias("best"), pl.col("method").sort_by("tps").last().alias("best_baseline"))
-    mine = pooled.filter(pl.col("method") == method).select("device", "dataset", pl.col("tps").alias("mine"))
-    return mine.join(base, on=["device", "dataset"]).with_columns(
-        (100 * (pl.col("mine") / pl.col("best") - 1)).alias("gain_pct")).sort("device", "dataset")
+    this_run = pooled.filter(pl.col("method") == method).select("device", "dataset", pl.col("tps").alias("this_run"))
+    return this_run.join(base, on=["device", "dataset"]).with_columns(
+        (100 * (pl.col("this_run") / pl.col("best") - 1)).alias("gain_pct")).sort("device", "dataset")
 
 
 def with_dataset(per_window: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:

@@ -30,15 +30,15 @@ def _label(df: pl.DataFrame, provenance: str) -> pl.DataFrame:
     return out
 
 
-def _side(paper: pl.DataFrame, mine: pl.DataFrame, keys: list[str], value: str) -> pl.DataFrame:
+def _side(paper: pl.DataFrame, this_run: pl.DataFrame, keys: list[str], value: str) -> pl.DataFrame:
     """Wide comparison: one column per provenance, joined on ``keys``; nothing averaged across them."""
     a = paper.select(*keys, pl.col(value).alias(f"{value} | {PV.PAPER}"))
-    b = mine.select(*keys, pl.col(value).alias(f"{value} | {PV.THIS_RUN}"))
+    b = this_run.select(*keys, pl.col(value).alias(f"{value} | {PV.THIS_RUN}"))
     return b.join(a, on=keys, how="left").sort(keys)
 
 
-def _stack(paper: pl.DataFrame, mine: pl.DataFrame, cols: list[str]) -> pl.DataFrame:
-    return pl.concat([_label(paper, PV.PAPER).select(cols), _label(mine, PV.THIS_RUN).select(cols)])
+def _stack(paper: pl.DataFrame, this_run: pl.DataFrame, cols: list[str]) -> pl.DataFrame:
+    return pl.concat([_label(paper, PV.PAPER).select(cols), _label(this_run, PV.THIS_RUN).select(cols)])
 
 
 def fig5_tps_cdf(exp: str | None = None) -> Result:
@@ -63,20 +63,20 @@ def fig3a_drafting_share(exp: str | None = None) -> Result:
     """Fig. 3(a): drafting share of serial SD (K8) decode time, per profile and, if logged, the native host."""
     exp = exp or experiment("as2d-replay")
     stages, runs = tables_by_device(exp, "stages")
-    mine = A.drafting_share(stages)
+    this_run = A.drafting_share(stages)
     notes: list[str] = []
     native = optional(lambda: latest_table(experiment(NATIVE_EXPERIMENT), NATIVE_STAGES), notes)
     if native is not None:
         nat = A.drafting_share(native[0]).with_columns(pl.format("{} (native)", "device").alias("device"))
-        mine = pl.concat([mine, nat], how="diagonal_relaxed")
+        this_run = pl.concat([this_run, nat], how="diagonal_relaxed")
         runs = [*runs, native[1]]
-    df = _stack(PV.drafting_share(), mine, ["provenance", "Device", "share_pct"]).with_columns(
+    df = _stack(PV.drafting_share(), this_run, ["provenance", "Device", "share_pct"]).with_columns(
         pl.lit("SD K8 drafting").alias("part"))
     chart = P.side_by_side_bars(df, "Device", "share_pct", "part", "Drafting share of serial SD time (Fig. 3a)",
                                 "Device", "Drafting share of decode time (%)", "Stage", run_subtitle(runs),
                                 y_domain=[0, 100])
     return Result("fig3a", {"drafting_share": chart},
-                  {"paper (phones) vs this run: drafting share (%)": _side(PV.drafting_share(), mine, ["device"],
+                  {"paper (phones) vs this run: drafting share (%)": _side(PV.drafting_share(), this_run, ["device"],
                                                                            "share_pct")}, runs, notes)
 
 
@@ -111,42 +111,42 @@ def table1_cases(exp: str | None = None, prefer: str = "xiaomi_14") -> Result:
     if not devices:
         raise MissingTable(f"no device in '{exp}' has target_only, sd, asp and as2d per-window TPS")
     device = prefer if prefer in devices else sorted(devices)[0]
-    mine = cases.filter(pl.col("device") == device)
+    this_run = cases.filter(pl.col("device") == device)
     long = lambda df: df.unpivot(index=["dataset"], on=["target_only", "sd", "asp", "as2d"],  # noqa: E731
                                  variable_name="method", value_name="tps")
-    bars = _stack(long(PV.table1()), long(mine), ["provenance", "dataset", "Method", "tps"])
+    bars = _stack(long(PV.table1()), long(this_run), ["provenance", "dataset", "Method", "tps"])
     return Result("table1", {"cases": P.side_by_side_bars(
         bars, "dataset", "tps", "Method", f"Representative windows (Table 1); this run: {device}", "Dataset",
         "Window throughput (tokens/s)", "Method", run_subtitle(runs))},
         {f"{PV.PAPER}: Table 1 (Xiaomi 14)": PV.table1().drop("provenance", "source"),
-         f"{PV.THIS_RUN}: {device}, window nearest the median gain over max(SD, SpecASR)": mine}, runs)
+         f"{PV.THIS_RUN}: {device}, window nearest the median gain over max(SD, SpecASR)": this_run}, runs)
 
 
 def table2_oracle(exp: str | None = None) -> Result:
     """Table 2 / D.4.3: pooled TPS shortfall of the dev-selected (source, budget) from the hindsight oracle."""
     exp = exp or experiment("as2d-oracle")
     oracle, runs = tables_by_device(exp, "oracle", prefix=True)
-    mine = A.oracle_shortfall(oracle)
+    this_run = A.oracle_shortfall(oracle)
     notes = [] if "dataset" in oracle.columns else [
         "oracle tables carry no 'dataset' column: this run's shortfall is pooled over all windows only"]
-    df = _stack(PV.table2(), mine, ["provenance", "Device", "dataset", "gap_pct"])
+    df = _stack(PV.table2(), this_run, ["provenance", "Device", "dataset", "gap_pct"])
     return Result("table2", {"oracle_gap": P.side_by_side_bars(
         df, "Device", "gap_pct", "dataset", "TPS shortfall from the per-window oracle (Table 2)", "Device",
         "Shortfall vs oracle (%)", "Dataset", run_subtitle(runs))},
-        {"paper (phones) vs this run: shortfall (%)": _side(PV.table2(), mine, ["device", "dataset"], "gap_pct"),
-         "this run: selected vs oracle": mine}, runs, notes)
+        {"paper (phones) vs this run: shortfall (%)": _side(PV.table2(), this_run, ["device", "dataset"], "gap_pct"),
+         "this run: selected vs oracle": this_run}, runs, notes)
 
 
 def table4_12_slowdowns(exp: str | None = None) -> Result:
     """Tables 4 / 12: windows slower than target-only, counts, median and max loss."""
     exp = exp or experiment("as2d-replay")
     per, runs = tables_by_device(exp, "per_window")
-    mine = A.slowdowns(per)
-    df = _stack(PV.table12(), mine, ["provenance", "Device", "Method", "slower_pct"])
+    this_run = A.slowdowns(per)
+    df = _stack(PV.table12(), this_run, ["provenance", "Device", "Method", "slower_pct"])
     cols = ["device", "method", "faster", "slower", "slower_pct", "median_loss_pct", "max_loss_pct"]
     return Result("table4_12", {"slowdowns": P.slowdown_chart(df, subtitle=run_subtitle(runs))},
                   {f"{PV.PAPER}: Tables 4/12 (688 windows per phone)": PV.table12().select(cols),
-                   f"{PV.THIS_RUN}: slowdowns vs target-only": mine}, runs)
+                   f"{PV.THIS_RUN}: slowdowns vs target-only": this_run}, runs)
 
 
 def table5_8_full(exp: str | None = None, ablation_exp: str | None = None) -> Result:
@@ -159,18 +159,18 @@ def table5_8_full(exp: str | None = None, ablation_exp: str | None = None) -> Re
         extra = abl[0].filter(~pl.col("method").is_in(windows["method"].unique().implode()))
         windows = pl.concat([windows, extra], how="diagonal_relaxed")
         runs = [*runs, *abl[1]]
-    mine = A.pooled_by_dataset(windows)
-    gains = A.gain_over_best_baseline(mine)
-    wide = mine.pivot(on="dataset", index=["device", "method"], values="tps")
+    this_run = A.pooled_by_dataset(windows)
+    gains = A.gain_over_best_baseline(this_run)
+    wide = this_run.pivot(on="dataset", index=["device", "method"], values="tps")
     paper_wide = PV.table8().pivot(on="dataset", index=["device", "method"], values="tps")
-    df = _stack(PV.table5(), mine.filter(pl.col("dataset") == "all"), ["provenance", "Device", "Method", "tps"])
+    df = _stack(PV.table5(), this_run.filter(pl.col("dataset") == "all"), ["provenance", "Device", "Method", "tps"])
     return Result("table5_8", {"pooled_tps": P.side_by_side_bars(
         df, "Device", "tps", "Method", "Pooled TPS with ablations (Tables 5 / 8)", "Device",
         "Pooled throughput (tokens/s)", "Method", run_subtitle(runs))},
         {f"{PV.PAPER}: Table 8 (TPS)": paper_wide, f"{PV.THIS_RUN}: pooled TPS": wide,
          f"{PV.THIS_RUN}: As²d gain over best baseline (%)": gains,
          "paper (phones) vs this run: all-dataset TPS (Table 5)": _side(
-             PV.table5(), mine.filter(pl.col("dataset") == "all"), ["device", "method"], "tps")}, runs, notes)
+             PV.table5(), this_run.filter(pl.col("dataset") == "all"), ["device", "method"], "tps")}, runs, notes)
 
 
 def table9_10_sd(exp: str | None = None) -> Result:

@@ -1,9 +1,9 @@
-"""Job ``adaptive`` (issue 19): adaptive As²d against fixed As²d and the hindsight oracle, per device.
+"""Job ``adaptive`` (beyond the paper, F.1/F.3): adaptive As²d against fixed As²d and the hindsight oracle, per device.
 
 For each device profile, on the development split (D.2.6): fix one (source, budget) as the paper
 does, and the resident source set of the multi-source methods (the fixed source alone, with each
 other source, or with all; pooled development TPS decides -- sources share the drafting workers,
-so more is not always better). Then on the test split: target-only, fixed As²d, each issue-19
+so more is not always better). Then on the test split: target-only, fixed As²d, each adaptive
 variant (online budget, guarded anchor, substitution guess, hybrid candidates, online source choice) and their
 combination (``as2d_adaptive``), plus the per-window hindsight oracle over the fixed catalog
 (D.4.3). Per method: pooled TPS, the share of windows slower than target-only, and the oracle gap
@@ -267,7 +267,7 @@ def device_table(windows: list[Window], profile: DeviceProfile, cfg: DictConfig)
 
 
 def goals(table: pl.DataFrame) -> pl.DataFrame:
-    """Issue 19's goals per device for the combination: >= 99% of the oracle (98% on Xiaomi 14), and
+    """The goals per device (docs/adaptive.md) for the combination: >= 99% of the oracle (98% on Xiaomi 14), and
     never more than 1% below fixed As²d."""
     return table.filter(pl.col("method") == "as2d_adaptive").select(
         "device", (pl.col("of_oracle") >= pl.when(pl.col("device") == "xiaomi_14").then(0.98).otherwise(0.99))

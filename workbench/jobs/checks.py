@@ -1,6 +1,6 @@
 """Config checks every job shares, run before any MLflow run exists (one ``ConfigError`` line each).
 
-Values that used to surface only as tracebacks mid-run (issue 13): a seed that is not an integer,
+Values that used to surface only as tracebacks mid-run: a seed that is not an integer,
 a candidate ``source`` no window or profile has, a model ``device``/``dtype`` torch cannot use.
 """
 
@@ -79,7 +79,7 @@ def check_source(cfg: DictConfig) -> None:
     if source is None:
         return
     known = known_sources(cfg)
-    # several resident sources (issue 19, as2d_sources/as2d_adaptive): "producer+chunk", each one known
+    # several resident sources (as2d_sources/as2d_adaptive): "producer+chunk", each one known
     if any(part not in known for part in str(source).split("+")):
         raise ConfigError("source", f"unknown candidate source {source!r}; choose one of {sorted(known)} "
                           "(or several joined by '+')")

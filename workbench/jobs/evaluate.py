@@ -75,9 +75,9 @@ def summarize(frames: dict[str, pl.DataFrame]) -> tuple[pl.DataFrame, dict[str, 
             (pl.col("tokens").sum() / pl.col("time").sum()).alias("tps"))
         row: dict[str, Any] = {"device": device, "method": method, "tps": float(by_cfg["tps"].mean())}
         base = per.filter((pl.col("device") == device) & (pl.col("method") == "target_only"))
-        mine = per.filter((pl.col("device") == device) & (pl.col("method") == method))
+        subset = per.filter((pl.col("device") == device) & (pl.col("method") == method))
         if base.height and method != "target_only":
-            j = mine.join(base.select("window_id", pl.col("tps").alias("tps_t")), on="window_id")
+            j = subset.join(base.select("window_id", pl.col("tps").alias("tps_t")), on="window_id")
             row["slowdown_share"] = float((j["tps"] < j["tps_t"]).mean())
         if "rounds" in frames:
             r = frames["rounds"].filter((pl.col("device") == device) & (pl.col("method") == method))

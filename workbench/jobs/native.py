@@ -1,4 +1,4 @@
-"""Job ``native_host``: the host benchmark (issue 5) -- As²d against target-only (1 and 2 threads),
+"""Job ``native_host``: the host benchmark -- As²d against target-only (1 and 2 threads),
 HF assisted generation, serial SD and ASP, on the packed demo windows, interleaved, repeated."""
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def run(cfg: DictConfig, out: Path) -> JobResult:
     _, evals = demo_windows(float(n.max_seconds), model=model)  # under the target's own audio limit
     evals = evals[: n.max_windows or len(evals)]
     # this machine's profile (of the run's engine) prices as2d_online, calibrated once on first use
-    if cfg.model.engine == "mnn":  # issue 14: MNN target-only/As²d/SD/ASP beside torch target-only
+    if cfg.model.engine == "mnn":  # MNN engine: target-only/As²d/SD/ASP beside torch target-only
         from workbench.models.mnn.bench import mnn_methods
 
         methods = mnn_methods(model, device_profile("host", cfg))[0]

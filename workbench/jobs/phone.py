@@ -1,4 +1,4 @@
-"""Jobs on Android phones over adb (issue 15): ``phone_info``, ``calibrate_phone``, ``native_phone``.
+"""Jobs on Android phones over adb: ``phone_info``, ``calibrate_phone``, ``native_phone``.
 
 * ``phone_info`` -- every attached phone (or ``phone.serial``): getprop + sysfs -> Table 6 rows.
 * ``calibrate_phone`` -- the runner's calibrate mode (D.2) -> ``<phone.profile_dir>/<phone.name>.yaml``

@@ -1,16 +1,14 @@
-"""Packed linear kernels: cheaper K-wide verification on CPU (issue 12).
+"""Packed linear kernels: cheaper K-wide verification on CPU.
 
-On this machine kind a Whisper-base verify of K = 4 tokens cost 1.6-1.75 target steps with torch's
-plain ``F.linear``: MKL's sgemm runs a slow path for a few rows against a wide weight (the
-51,865-row output projection took 10.7 ms for 4 rows against 4.6 ms for one). oneDNN's linear on a
-weight reordered once into its blocked layout ("packed") takes 6.0 ms for 4 rows and 10.0 ms for 8
-(one thread, 2-core Xeon VM, 2026-11-30).
+With torch's plain ``F.linear`` a few rows against a wide weight take MKL's slow sgemm path, so a
+K-wide verify costs well over one target step on a CPU host; oneDNN's linear on a weight reordered
+once into its blocked layout ("packed") does not (docs/adaptive.md, "Packed kernels").
 
 ``PackedLinear`` keeps both: forwards of ``min_rows`` rows or more (wide verify chains, prompts) use
-the packed weight; narrower ones keep the plain kernel, so target-only loses nothing. On the
-whole Whisper-base decoder (``benchmarks/verify_kernels.py``, one thread) packed cost 1.22x / 1.13x
-plain at K = 2 / 3 and 0.88x / 0.78x at K = 4 / 8, hence ``MIN_ROWS = 4`` (measured on a 2-core
-Intel Xeon VM only; another CPU may differ: the script prints its own crossover).
+the packed weight; narrower ones keep the plain kernel, so target-only loses nothing. The
+crossover is measured on the whole Whisper-base decoder by ``benchmarks/verify_kernels.py`` (one
+thread): packed wins from K = 4 on the CPU that chose ``MIN_ROWS = 4``; another CPU may differ, and
+the script prints its own crossover.
 Packed rows do not depend on how many rows share the call; a K-wide verify's logits equal K single
 steps' to float rounding. Exactness is still audited per run against target-only output
 (Appendix C.4), never assumed.

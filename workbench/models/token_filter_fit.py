@@ -1,4 +1,4 @@
-"""Fit the audio-token reduction filter offline on the demo corpus and measure it (issue 18, D.6.2).
+"""Fit the audio-token reduction filter offline on the demo corpus and measure it (D.6.2).
 
     python -m workbench.models.token_filter_fit [--out DIR] [--windows 8] [--seed 0]
 

@@ -48,7 +48,7 @@ from .driver import NativeHost, NativeResult
 from .episodes import Episodes, HostSetup, host_setup, native_episodes
 from .windows import AudioWindow, demo_windows
 
-GOAL_MAE_PCT = 5.0  # issue 11: D.3 within 5% (paper: 5.81% on phones)
+GOAL_MAE_PCT = 5.0  # D.3 agreement: within 5% (paper: 5.81% on phones)
 AGREEMENT_COLUMNS = ("window_id", "tokens", "tps_native", "tps_replay", "signed_error_pct", "abs_error_pct",
                      "time_native", "time_replay", "target_only_error_pct", "drift_ratio", "width_shape",
                      "width_signed_error_pct", "frozen_signed_error_pct",

@@ -260,12 +260,12 @@ def summarize(frames: dict[str, pl.DataFrame]) -> pl.DataFrame:
         [pl.col(c) if c in rows[0] else pl.lit(None).alias(c) for c in SUMMARY_COLUMNS])
 
 
-GOALS = {"speedup": 1.5, "vs_hf": 2.0, "slower_share": 0.05, "exact": 1.0}  # issue 12
+GOALS = {"speedup": 1.5, "vs_hf": 2.0, "slower_share": 0.05, "exact": 1.0}  # host benchmark goals (docs/adaptive.md)
 
 
 def goal_lines(summary: pl.DataFrame, prefix: str = "as2d", hf: bool = True) -> list[str]:
-    """One PASS/FAIL line per issue-12 goal, judged on the fastest As²d variant (methods named
-    ``prefix``...); ``hf=False`` leaves out the HF goal (the MNN bench, issue 14, has none)."""
+    """One PASS/FAIL line per host benchmark goal, judged on the fastest As²d variant (methods named
+    ``prefix``...); ``hf=False`` leaves out the HF goal (the MNN bench has none)."""
     rows = {r["method"]: r for r in summary.to_dicts()}
     ours = [m for m in rows if m.startswith(prefix)]
     if not ours:
@@ -300,7 +300,7 @@ def machine_lines() -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description="Native host benchmark (issue 12): As²d vs peers on the demo windows.")
+    ap = argparse.ArgumentParser(description="Native host benchmark: As²d vs peers on the demo windows.")
     ap.add_argument("--model", default="whisper_base")
     ap.add_argument("--same-vocab-model", default="whisper_base_int8", help="second producer's conf/model ('' = none)")
     ap.add_argument("--repeats", type=int, default=3)
@@ -320,7 +320,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--engine", choices=("torch", "mnn"), default="torch",
                     help="mnn: MNN target-only, torch target-only, MNN As²d/SD/ASP, step/verify costs, F.6")
     args = ap.parse_args(argv)
-    if args.engine == "mnn":  # issue 14: its own method set and tables (workbench.models.mnn.bench)
+    if args.engine == "mnn":  # MNN engine: its own method set and tables (workbench.models.mnn.bench)
         from workbench.models.mnn.bench import main as mnn_main
 
         windows = [] if args.windows is None else ["--windows", str(args.windows)]

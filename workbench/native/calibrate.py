@@ -279,7 +279,7 @@ def fit_profile(raw: pl.DataFrame, rounds: pl.DataFrame, setup: HostSetup, date:
     per_tok = passes.with_columns((pl.col("ms") / pl.col("tokens")).alias("per_token"))
     per_tok_idle = per_tok.filter(~pl.col("concurrent"))["per_token"].to_list()
     per_tok_conc = per_tok.filter(pl.col("concurrent"))["per_token"].to_list()
-    # Coexistence as it really happens (issue 11): the producer's per-token interval in the native As²d
+    # Coexistence as it really happens (D.3): the producer's per-token interval in the native As²d
     # episodes, over its idle per-token time. The synthetic load (a width sweep beside back-to-back
     # passes) stresses the cores differently and measured a factor near 1 where As²d runs at ~1.5.
     live = kind("producer_token").filter(pl.col("tokens") >= 4)["ms"].to_list()

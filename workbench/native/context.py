@@ -1,4 +1,4 @@
-"""What drives host replay error, fitted into the profile (issue 11): context length and cold calls.
+"""What drives host replay error, fitted into the profile (D.3): context length and cold calls.
 
 A target call costs more the longer the committed prefix (attention over the KV cache), and the
 first call after a window's prefill is slower (caches cold after idle). From calibration samples:

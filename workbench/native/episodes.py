@@ -151,7 +151,7 @@ def sample(kind: str, window_id: str | None, **values: Any) -> dict[str, Any]:
 
 
 def publication_rows(window_id: str, scheme: str, rep: int, times: Sequence[float]) -> list[dict[str, Any]]:
-    """The producer as it really ran beside the target (issue 11): its first publication after the clock
+    """The producer as it really ran beside the target (D.3): its first publication after the clock
     (``producer_first``) and its mean interval per token from then on (``producer_token``, ``tokens``
     intervals). Calibration prices coexistence from these rather than from a synthetic load."""
     after = [t for t in times if t > 0]  # the prompt-prefill token is published before the clock

@@ -1,7 +1,7 @@
 """Which machine a host profile prices: its fingerprint, and the profile that belongs to this machine.
 
 A host profile measured on one CPU must not price another: on a different machine host replay
-disagreed with native timing by 20-37% (issue 11). The profile records a fingerprint (CPU model,
+disagrees with native timing by tens of percent (D.3). The profile records a fingerprint (CPU model,
 core count, usable threads, torch version, engine and the target's kernels, calibration version):
 a profile from an older calibration, or measured with other kernels, prices wrongly too.
 ``host_profile`` returns the committed ``conf/device/host.yaml`` only when its fingerprint is this
@@ -123,7 +123,7 @@ def host_profile(
     if cached.exists():
         prof = load_profile(cached)
         # A cache written by a calibration older than the drift anchor (and its R_LIVE producer fit)
-        # prices this machine's producer wrongly by 10-15% (issue 11): measure again, never reuse it.
+        # prices this machine's producer wrongly (D.3): measure again, never reuse it.
         stale = prof.anchor_ms is None
         if not differences(prof.machine, fp) and not stale:
             return prof

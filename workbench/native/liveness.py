@@ -1,7 +1,7 @@
 """Bounded waits for child processes: every wait has a timeout and checks that the parent lives.
 
 A producer that said "ready" and then lost its parent used to wait forever in ``start.wait()``,
-holding its shared-memory semaphores (issue 13). Waits here poll in short slices, so a set
+holding its shared-memory semaphores. Waits here poll in short slices, so a set
 event or an arrived message is seen at once, and between slices they check the parent: when it
 is gone (the child was re-parented), ``ParentGone`` is raised and the child exits cleanly.
 """

@@ -43,7 +43,7 @@ IDLE_TIMEOUT_S = 6 * 3600.0  # between windows the parent may run other methods 
 
 # CPUs this process may use, read once at import. ``Placement.apply`` narrows the calling thread's
 # affinity, so a later reading can see one core: a producer placed from it shared the verifier's core
-# and ran at half speed after an in-process calibration (issue 12).
+# and ran at half speed after an in-process calibration.
 ALLOWED_CPUS: tuple[int, ...] = tuple(sorted(os.sched_getaffinity(0))) if hasattr(os, "sched_getaffinity") else ()
 
 

@@ -1,4 +1,4 @@
-"""A host profile re-anchored to this machine's current speed (issue 11, D.3 on a drifting host).
+"""A host profile re-anchored to this machine's current speed (D.3 on a drifting host).
 
 A shared 2-core VM changes speed by 10-70% within minutes while its load stays flat; a phone in
 the paper's protocol is cooled to a stationary state instead. Every cost a frozen host profile

@@ -94,7 +94,7 @@ def _scheme(window: Window, cfg: ReplayConfig, buffer: object | None, price: Pri
         costs.setdefault(1, price.step_s + price.loop_s + price.align_s)
         # ... and once every producer has finished, the idle verify (width.split_costs)
         costs.update({IDLE_KEY + k: c + price.loop_s + price.align_s for k, c in price.idle_s.items()})
-        if cfg.spec.needs_drafter:  # key 0: one drafted token on the verifier (hybrid candidates, issue 19)
+        if cfg.spec.needs_drafter:  # key 0: one drafted token on the verifier (hybrid candidates)
             rows = price.prob_row_s if cfg.settings.get("threshold") is not None and price.prob_row_s else 0.0
             costs[0] = price.forward_s + rows
     return make_scheme(cfg.scheme, max_output=window.max_output, eos_id=window.eos_id, drafter=drafter,
@@ -132,7 +132,7 @@ def replay(
 
 
 def producer_plan(window: Window, source: str | None, profile: DeviceProfile) -> ProducerPlan | MultiPlan:
-    if source is not None and SEPARATOR in source:  # several resident sources (issue 19): "qwen+parakeet"
+    if source is not None and SEPARATOR in source:  # several resident sources: "qwen+parakeet"
         # A source ineligible for the window's language (D.4.3) does not run; the first always does.
         names = source.split(SEPARATOR)
         names = names[:1] + [s for s in names[1:] if s not in window.sources or window.sources[s].eligible]
@@ -184,7 +184,7 @@ class _ProducerClock:
         return self.t
 
     def start(self, call: Call, t_decide: float) -> float:
-        # Hybrid candidates (issue 19) draft serially in the verifier's loop before the call, on the
+        # Hybrid candidates draft serially in the verifier's loop before the call, on the
         # drafting workers the producers use (shared with the busy ones: multi_source.py).
         t = t_decide + self.price.align_s
         work = self.price.draft(call.work)

@@ -1,4 +1,4 @@
-"""Several resident producers in one replay (issue 19, online source choice and hybrid candidates).
+"""Several resident producers in one replay (beyond the paper: online source choice and hybrid candidates).
 
 A configuration whose source is ``"qwen+parakeet"`` runs one ``Producer`` per named source from
 time 0, each publishing into its own buffer; the scheme reads them through one ``MultiSource``.

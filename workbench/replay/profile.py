@@ -112,7 +112,7 @@ class VerifierCost:
     # Per-width dispersion of the idle cost (standard deviation, ms) where calibration states one:
     # replay prices the median, figures draw error bars from this (Fig. 8).
     idle_sd_ms: Mapping[int, float] = field(default_factory=lambda: MappingProxyType({}))
-    # What drives the replay error (issue 11): cost growth with context length and the cold first call.
+    # What drives the replay error (D.3): cost growth with context length and the cold first call.
     context: ContextFit | None = None
 
     def widths(self) -> tuple[int, ...]:

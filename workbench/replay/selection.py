@@ -149,10 +149,10 @@ class Selection:
 
 def fixed_config_times(catalog: pl.DataFrame, source: str, budget: int, fallback: str = "qwen") -> pl.DataFrame:
     """Per-window tokens/time of one fixed (source, budget); ineligible windows use ``fallback``."""
-    mine = catalog.filter((pl.col("source") == source) & (pl.col("budget") == budget))
+    subset = catalog.filter((pl.col("source") == source) & (pl.col("budget") == budget))
     spare = catalog.filter((pl.col("source") == fallback) & (pl.col("budget") == budget))
-    missing = spare.join(mine.select("window_id"), on="window_id", how="anti")
-    out = pl.concat([mine, missing])
+    missing = spare.join(subset.select("window_id"), on="window_id", how="anti")
+    out = pl.concat([subset, missing])
     n_windows = catalog["window_id"].n_unique()
     if out.height != n_windows:
         raise ValueError(f"fixed {source}/b{budget}: {n_windows - out.height} windows have neither "

@@ -25,7 +25,7 @@ def profile_source(profile: DeviceProfile, source: str | None, roles: Mapping[st
     """
     if source is None or source in profile.sources:
         return source
-    if SEPARATOR in source:  # several resident sources (issue 19): name each one
+    if SEPARATOR in source:  # several resident sources: name each one
         return SEPARATOR.join(str(profile_source(profile, s, roles)) for s in source.split(SEPARATOR))
     for name in roles.get(source, []):
         if name in profile.sources:

@@ -1,8 +1,8 @@
 """The identity of a trace cache: a content hash of everything that determines its contents.
 
-Traces were once keyed on ``model.name`` alone, so ``model.max_new_tokens=50`` or
-``model.drafter.quantize=null`` silently replayed the default run's traces (issue 13). The key
-now covers, for every model role that produces a trace row:
+A key of ``model.name`` alone would let ``model.max_new_tokens=50`` or
+``model.drafter.quantize=null`` silently replay the default run's traces. The key covers, for
+every model role that produces a trace row:
 
 * the weights' identity -- sha256 of the weight files (local dir), the offline package's
   ``model.bin`` sha256 + distribution version + converter version, or the hub id + revision;

@@ -1,5 +1,5 @@
 """Adaptive As²d: online budget, substitution guess, hybrid candidates and source choice in one
-scheme (issue 19).
+scheme (beyond the paper, F.1/F.3).
 
 It is the online source choice (``source_choice.py``) whose readers guess substitutions
 (``substitution.py``; with ``guess=False`` they take the paper's correction step): each resident
@@ -19,9 +19,8 @@ Then:
   still producing (replay prices it so, ``replay/multi_source.py``), so a forward is counted
   ``1 + producing`` times its cost. A drafter whose cache lags the committed prefix by more than the
   root first runs one catch-up forward (D.1.3) -- always on its first draft of a window, when the
-  whole prefix is new to it -- and that forward is counted too (measured on the demo traces under the
-  Redmi Note 9 Pro profile: leaving it out drafted single tokens that cost more than they earned, and
-  the combination fell 7.5% below fixed As²d).
+  whole prefix is new to it -- and that forward is counted too: leaving it out drafts single tokens
+  that cost more than they earn (evidence: docs/adaptive.md, "Hybrid candidates").
 
 No future information: estimates are updated only from verified rounds. Every committed token is
 the target's own (C.4), whatever the candidates' origin.
@@ -74,8 +73,8 @@ class As2dAdaptive(As2dSourceChoice):
         if key[1] == "guess" and key not in self.estimates:
             self.estimates[key] = AcceptanceEstimate(decay=self.decay, prior=1.0)
         # ``prior`` is the sources' anchored-chain acceptance; the drafter has its own, ``draft_prior``
-        # (measured: starting the drafter at a dev-fitted source prior of 0.96 drafted on every unusable
-        # round and cost 17% under the Redmi Note 9 Pro profile on the demo traces).
+        # (a drafter started at the sources' dev-fitted prior drafts on every unusable round;
+        # docs/adaptive.md, "Hybrid candidates").
         if key[0] == DRAFTER and key not in self.estimates:
             self.estimates[key] = AcceptanceEstimate.starting_at(self.draft_prior, self.prior_rounds, self.decay)
         return super().estimate(key)

@@ -7,7 +7,7 @@ the target takes a plain step. With ``threshold`` set, the chain also stops afte
 low-confidence candidate: As²d keeps SpecASR's 0.4 where the source publishes confidences (D.4.3,
 D.5.1); the ``w/o BC`` ablation applies the same rule with ASP's cap instead of the budget.
 
-With ``guard`` (beyond the paper, issue 19) the anchor is guarded (``alignment.py``): a far match
+With ``guard`` (beyond the paper) the anchor is guarded (``alignment.py``): a far match
 the committed context does not confirm is verified, but a rejection of its first candidate leaves
 the read cursor where an unmatched round would. With ``leave_eos`` the chain stops before an EOS
 candidate: nothing follows EOS, so the bonus commits it at one width less (``width.before_eos``).

@@ -202,15 +202,15 @@ def _spec(name: str, label: str, factory: Callable[..., Scheme], *, decoupled: b
 
 
 # Alignment (C.3): search span, how long unmatched positions stay eligible (None: the span), and the
-# anchor order after a rejection (the paper's "next_token", or our "correction_first").
+# anchor order after a rejection (the paper's "next_token", or "correction_first", beyond the paper).
 _ALIGN = {"span": DEFAULT_ALIGN_SPAN, "lookback": None, "anchor_order": ANCHOR_NEXT_TOKEN}
 
 # Where an online scheme's acceptance estimate starts: an acceptance, weighted as that many observed
 # rounds (decoding/width.py); a deployment fits both on dev (jobs/adaptive.py).
 _PRIOR = {"prior": PRIOR, "prior_rounds": PRIOR_ROUNDS}
 
-# Issue 19's schemes also take the guarded anchor (alignment.py; off by default, as in the paper).
-_ALIGN19 = {**_ALIGN, "guard": False}
+# The adaptive schemes also take the guarded anchor (alignment.py; off by default, as in the paper).
+_ALIGN_GUARDED = {**_ALIGN, "guard": False}
 
 CATALOG: Mapping[str, SchemeSpec] = MappingProxyType({s.name: s for s in (
     _spec("target_only", "Target only", _target_only),
@@ -226,8 +226,8 @@ CATALOG: Mapping[str, SchemeSpec] = MappingProxyType({s.name: s for s in (
     # Beyond the paper (F.1, F.3): the budget is an upper bound; each round verifies the ready
     # candidates worth their verify time (decoding/width.py). ``decay`` forgets old outcomes.
     _spec("as2d_online", "As²d online budget", _as2d_online, decoupled=True, chain="budget", tag="b",
-          needs_costs=True, budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD, decay=0.9, **_PRIOR, **_ALIGN19),
-    # Issue 19 variants (schemes/substitution.py, hybrid.py, adaptive.py): after a rejection verify
+          needs_costs=True, budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD, decay=0.9, **_PRIOR, **_ALIGN_GUARDED),
+    # Adaptive variants (schemes/substitution.py, hybrid.py, adaptive.py): after a rejection verify
     # the correction plus the continuation (substitution guess); draft when the buffer has nothing
     # usable (hybrid candidates, F.1); choose per round among several resident sources (a
     # ``MultiSource``; replay: source "qwen+parakeet"); and all of them with the online budget.
@@ -238,14 +238,14 @@ CATALOG: Mapping[str, SchemeSpec] = MappingProxyType({s.name: s for s in (
     _spec("as2d_guarded", "As²d guarded anchor", _as2d_guarded, decoupled=True, chain="budget", tag="b",
           budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD, leave_eos=False, **_ALIGN),
     _spec("as2d_subst", "As²d substitution guess", _as2d_subst, decoupled=True, chain="budget", tag="b",
-          budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD, **_ALIGN19),
+          budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD, **_ALIGN_GUARDED),
     _spec("as2d_hybrid", "As²d hybrid candidates", _as2d_hybrid, decoupled=True, needs_drafter=True,
-          chain="budget", tag="b", budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD, **_ALIGN19),
+          chain="budget", tag="b", budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD, **_ALIGN_GUARDED),
     _spec("as2d_sources", "As²d online source choice", _as2d_sources, decoupled=True, chain="budget", tag="b",
-          needs_costs=True, budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD, decay=0.9, **_PRIOR, **_ALIGN19),
+          needs_costs=True, budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD, decay=0.9, **_PRIOR, **_ALIGN_GUARDED),
     _spec("as2d_adaptive", "Adaptive As²d", _as2d_adaptive, decoupled=True, needs_drafter=True, chain="budget",
           tag="b", needs_costs=True, budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD, decay=0.9, hybrid=True, **_PRIOR,
-          draft_prior=PRIOR, guess=True, **_ALIGN19),
+          draft_prior=PRIOR, guess=True, **_ALIGN_GUARDED),
 )})
 ADAPTIVE: tuple[str, ...] = ("as2d_guarded", "as2d_subst", "as2d_hybrid", "as2d_sources", "as2d_adaptive")
 

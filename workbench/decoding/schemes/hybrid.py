@@ -1,4 +1,4 @@
-"""As²d with hybrid candidates (beyond the paper, F.1; issue 19 variant 3).
+"""As²d with hybrid candidates (beyond the paper, F.1).
 
 The decoupled buffer sometimes has nothing usable for a round: the producer is behind
 (``not_ready``), the known root is not among the eligible published tokens (``no_match``), or

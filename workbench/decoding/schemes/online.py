@@ -12,14 +12,13 @@ A cut chain still checks its first left-out candidate for free: the round's bonu
 target's own token at that slot. The acceptance estimate learns that slot either way (slots a cut
 leaves out would otherwise never be tried), and a mismatch there is a rejection at that slot: the
 paper's correction step and re-anchoring follow, as if the chain had not been cut. Without this the
-bonus is anchored at a spurious later match and the read cursor drifts (measured on synthetic
-windows: single windows at 2x the fixed budget's time; Xiaomi 11 Pro pooled -4% at b12).
+bonus is anchored at a spurious later match and the read cursor drifts (evidence: docs/adaptive.md,
+"Online budget").
 
 Before its first round a window knows nothing of its own audio: the estimate starts from ``prior``
 (an acceptance) weighted as ``prior_rounds`` observed rounds. A deployment fits both on the dev split
 (``jobs/adaptive.py``), as the paper fits b: demo windows are 5-34 tokens, a handful of rounds, so
-the start decides much of each window (measured under the K70 Pro profile: 96.3% of the oracle with
-the generic 2/3 over 3 rounds, 98.4% with 0.8 over 10).
+the start decides much of each window (evidence: docs/adaptive.md, "Online budget").
 
 It uses no future information: the estimate is updated only from rounds already verified, and
 every committed token is still the target's own (exactness is unchanged, C.4).

@@ -1,4 +1,4 @@
-"""Several resident candidate sources, one buffer each (issue 19 variant 4).
+"""Several resident candidate sources, one buffer each (beyond the paper, F.1).
 
 ``MultiSource`` bundles the publication buffers of several sources resident at once (for
 example an autoregressive producer and a CTC chunk source). Each keeps its own positions; a round
@@ -143,13 +143,13 @@ class As2dSourceChoice(Scheme):
         if chosen is not None:
             i, kind = chosen
             own = self._calls[i]
-            mine = Call(root=own.root, chain=call.chain, provenance=own.provenance[: len(call.chain)],
+            own_call = Call(root=own.root, chain=call.chain, provenance=own.provenance[: len(call.chain)],
                         ready=own.ready, cursor_before=own.cursor_before, anchor=own.anchor)
-            seen, v = seen_cut(mine, verdict, self._cut)  # the bonus checks the first left-out candidate
+            seen, v = seen_cut(own_call, verdict, self._cut)  # the bonus checks the first left-out candidate
             self.estimate(chosen).observe(len(seen.chain), v.accepted)
             for j, r in enumerate(self.readers):
                 if j == i:
-                    r._after(*rejected_at_cut(mine, verdict, seen, v))
+                    r._after(*rejected_at_cut(own_call, verdict, seen, v))
                 else:  # the target advanced past this source's cursor on another source's chain
                     r.cursor = drafted_cursor(r.cursor, verdict.accepted, r.lookback)
                     r._processing, r._correction = False, None

@@ -1,4 +1,4 @@
-"""As²d with a substitution guess after a rejection (beyond the paper, issue 19 variant 2).
+"""As²d with a substitution guess after a rejection (beyond the paper, C.3).
 
 By the paper's order (C.3, Fig. 4c) a rejection at buffer slot ``m`` (correction ``x``) is
 followed by one plain K = 1 step that only processes ``x``; the next target token then re-anchors.
@@ -35,7 +35,7 @@ class As2dSubstitution(As2d):
         if m + 1 < len(snap) and snap[m + 1] == self.root:
             # The correction is the next published token: the producer had one extra token at m, so
             # the continuation follows the correction, not m (one slot only -- searching the span finds
-            # a frequent token by chance: measured -5 to -14% on the synthetic catalog with span 8).
+            # a frequent token by chance; docs/adaptive.md, "Substitution guess").
             anchor = m + 1
         start = anchor + 1
         chain = snap.tokens(start, start + n) if anchor < len(snap) else ()

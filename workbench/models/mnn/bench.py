@@ -140,7 +140,7 @@ def run(model: str = "whisper_base", repeats: int = 2, n_windows: int | None = N
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description="MNN vs torch on the demo windows (issue 14).")
+    ap = argparse.ArgumentParser(description="MNN vs torch on the demo windows.")
     ap.add_argument("--model", default="whisper_base")
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--windows", type=int, default=None)
