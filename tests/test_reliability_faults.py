@@ -11,10 +11,10 @@ from pathlib import Path
 from mlflow.tracking import MlflowClient
 
 from tests.fault_injector import KEY, WINDOWS, window_rows
-from workbench.runs import reap
 from workbench.traces.cache import TraceCache
 from workbench.traces.schema import rows_to_frame
 from workbench.tracking import prepare_store, tracked_run
+from workbench.tracking.runs import reap
 
 INJECTOR = Path(__file__).with_name("fault_injector.py")
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import mlflow
 from mlflow.tracking import MlflowClient
 
-from workbench.runs import HOST_TAG, PID_TAG, REAPED_TAG, STARTED_TAG, owner_tags, reap
-from workbench.runs import main as runs_main
 from workbench.tracking import artifact_location, prepare_store, tracked_run
+from workbench.tracking.cli import main as runs_main
+from workbench.tracking.runs import HOST_TAG, PID_TAG, REAPED_TAG, STARTED_TAG, owner_tags, reap
 
 CHILD = Path(__file__).with_name("tracking_child.py")
 
@@ -74,7 +74,7 @@ def test_sigterm_and_a_second_signal_during_cleanup_end_the_run_failed(tmp_path)
         assert p.returncode != 0
     c = _client(db)
     one, two = (c.get_run(i) for i in ids)
-    assert one.info.status == "FAILED" and "_Terminated" in one.data.tags["error"]
+    assert one.info.status == "FAILED" and "Terminated" in one.data.tags["error"]
     assert two.info.status == "FAILED", two.info.status
 
 

@@ -10,6 +10,9 @@ dir, renamed to a new versioned dir, then the stable name -- a symlink -- is swa
 one ``os.replace``. A process loading the previous version keeps a complete directory: live
 weights are never deleted. Hold ``dir_lock(final)`` around check-and-build so two jobs do not
 build the same thing at once.
+
+Every cache (converted weights, corpora, traces, calibrations) lives under ``cache_root()``:
+``$AS2D_CACHE`` if set, else the platform's user cache dir for ``as2d``.
 """
 
 from __future__ import annotations
@@ -26,7 +29,16 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import platformdirs
+
 TEMP_MARK = ".as2d-tmp"
+CACHE_ENV = "AS2D_CACHE"
+
+
+def cache_root() -> Path:
+    """``$AS2D_CACHE`` if set, else the platform's user cache dir for ``as2d``."""
+    env = os.environ.get(CACHE_ENV)
+    return Path(env) if env else Path(platformdirs.user_cache_dir("as2d"))
 
 
 def _temp_beside(path: Path) -> Path:

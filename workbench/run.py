@@ -127,7 +127,7 @@ def ui_command(uri: str, run_id: str, experiment_id: str) -> str:
 def _log_summary_files(result: JobResult, cfg: DictConfig, out: Path, files: list[Path]) -> None:
     """Log exactly the files this job wrote (never older files in a reused out dir) and its summary."""
     from .jobs.base import write_atomic
-    from .run_records import profile_files, summary_html, summary_markdown
+    from .tracking.run_records import profile_files, summary_html, summary_markdown
 
     for f in files:
         rel = f.relative_to(out)
@@ -145,8 +145,8 @@ def _log_summary_files(result: JobResult, cfg: DictConfig, out: Path, files: lis
 
 def execute(cfg: DictConfig) -> JobResult:
     """Validate, run and track one job. Bad configs fail before an MLflow run exists."""
-    from .run_records import child_records, used_params
     from .tracking import log_children
+    from .tracking.run_records import child_records, used_params
 
     module = job_module(cfg)
     check_common(cfg)  # seeds, source, model devices: one line each, before any run exists

@@ -159,11 +159,11 @@ def test_scoring_decodes_the_target_output_with_its_tokenizer(tmp_path: Path) ->
     ws = [W("librispeech-a", "The cat sat on the mat."), W("librispeech-b", "Seven boats left.")]
     refs = [DatasetWindow(w.window_id, "librispeech", "asr", ("u",), (Segment(None, 1.0),), r, r, "en", "g")
             for w, r in zip(ws, ["THE CAT SAT ON THE MAT", "SEVEN BOATS LEFT AT DAWN"], strict=True)]
-    metrics, table = score_windows(ws, C.manifest({"test": refs}, hash_audio=False), tok, eos)
+    metrics, table = score_windows(ws, C.manifest({"test": refs}, hash_audio=False), codec, eos)
     assert metrics["quality.wer"] == pytest.approx(2 / 11)  # two deletions over eleven reference words
     assert table["score"].to_list() == pytest.approx([0.0, 2 / 5])
     with pytest.raises(ValueError, match="not in the cohort manifest"):
-        score_windows([W("other", "x")], C.manifest({"test": refs}, hash_audio=False), tok, eos)
+        score_windows([W("other", "x")], C.manifest({"test": refs}, hash_audio=False), codec, eos)
 
 
 def test_reduced_runs_keep_every_dataset() -> None:

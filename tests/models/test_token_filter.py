@@ -56,12 +56,12 @@ def test_filtered_target_prefills_75_percent_of_the_audio_tokens() -> None:
 
 
 def test_the_offline_fit_script_measures_one_window_by_the_rule() -> None:
-    """workbench.models.token_filter_fit on its own (Qwen2-Audio-shaped) target: 128 mel bins from the
+    """workbench.native.token_filter_fit on its own (Qwen2-Audio-shaped) target: 128 mel bins from the
     Whisper feature extractor, 25 audio tokens per second, 75 of every 100 kept, both outputs decoded."""
     import numpy as np
 
-    from workbench.models.token_filter_fit import AUDIO as FIT_AUDIO
-    from workbench.models.token_filter_fit import INSTRUCTION, filter_target, measure_window, window_inputs
+    from workbench.native.token_filter_fit import AUDIO as FIT_AUDIO
+    from workbench.native.token_filter_fit import INSTRUCTION, filter_target, measure_window, window_inputs
 
     model = filter_target(0)
     audio = (0.1 * np.random.default_rng(0).standard_normal(3 * 16_000)).astype(np.float32)

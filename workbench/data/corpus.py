@@ -30,6 +30,7 @@ from typing import Any, Literal
 import numpy as np
 
 from workbench.data.audio import SAMPLE_RATE, load_audio, validate_audio
+from workbench.io import cache_root
 
 log = logging.getLogger(__name__)
 
@@ -134,16 +135,7 @@ def _clip_from_json(root: Path, d: Mapping[str, Any]) -> Clip:
 
 
 def default_corpus_dir() -> Path:
-    try:
-        from workbench.models.cache import cache_root
-    except ImportError:  # the data layer must not hard-depend on the models package
-        import platformdirs
-
-        env = os.environ.get("AS2D_CACHE")
-        root = Path(env) if env else Path(platformdirs.user_cache_dir("as2d"))
-    else:
-        root = cache_root()
-    return root / "corpus" / VERSION
+    return cache_root() / "corpus" / VERSION
 
 
 # ---------------------------------------------------------------- sources

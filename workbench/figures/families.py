@@ -195,7 +195,7 @@ def table9_10_sd(exp: str | None = None) -> Result:
 
 def honest_sources(df: pl.DataFrame, runs: list) -> pl.DataFrame:
     """Name each source by what produced it: ``whisper-tiny.en (priced as qwen)``, not ``qwen``."""
-    from workbench.run_records import source_names
+    from workbench.tracking.run_records import source_names
 
     names: dict[str, str] = {}
     for r in runs:

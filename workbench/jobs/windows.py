@@ -45,10 +45,11 @@ def quality_report(cfg: DictConfig, windows: list[Window]) -> tuple[dict[str, fl
     from workbench.data.datasets.materialize import cohort_table
     from workbench.data.datasets.scoring import score_windows
     from workbench.models.registry import ModelSpec, resolve_weights
+    from workbench.models.tokenizer import TextCodec
 
     model = OmegaConf.to_container(cfg.model, resolve=True)
-    tokenizer = resolve_weights(ModelSpec.from_dict(model["target"])) / "tokenizer.json"
-    metrics, table = score_windows(windows, cohort_table(ds, model), tokenizer, windows[0].eos_id)
+    codec = TextCodec.from_file(resolve_weights(ModelSpec.from_dict(model["target"])) / "tokenizer.json")
+    metrics, table = score_windows(windows, cohort_table(ds, model), codec, windows[0].eos_id)
     return metrics, {"quality": table}
 
 

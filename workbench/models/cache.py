@@ -2,20 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import platformdirs
+from workbench.io import CACHE_ENV, cache_root
 
-CACHE_ENV = "AS2D_CACHE"
-
-
-def cache_root() -> Path:
-    """``$AS2D_CACHE`` if set, else the platform's user cache dir for ``as2d``."""
-    env = os.environ.get(CACHE_ENV)
-    return Path(env) if env else Path(platformdirs.user_cache_dir("as2d"))
+__all__ = ["CACHE_ENV", "atomic_dir", "cache_root", "model_cache_dir"]
 
 
 def model_cache_dir(name: str) -> Path:

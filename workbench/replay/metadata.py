@@ -11,12 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import polars as pl
-
-if TYPE_CHECKING:
-    from .profile import DeviceProfile
 
 Fail = Callable[[str, str], Exception]  # (field path, problem) -> the profile's error naming the file
 
@@ -133,7 +130,18 @@ ROWS: tuple[tuple[str, Callable[[DeviceMetadata], str]], ...] = (
 )
 
 
-def device_table(profiles: Sequence[DeviceProfile]) -> pl.DataFrame:
+class HasMetadata(Protocol):
+    """What :func:`device_table` reads of a profile (``replay.profile.DeviceProfile``, which imports this module)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def device(self) -> str: ...
+    @property
+    def metadata(self) -> DeviceMetadata | None: ...
+
+
+def device_table(profiles: Sequence[HasMetadata]) -> pl.DataFrame:
     """Table 6: one row per attribute, one column per device (its ``device`` name), from the profiles'
     metadata. A profile without metadata (the host) is an error naming it: it has no Table 6 column."""
     bare = [p.name for p in profiles if p.metadata is None]

@@ -14,6 +14,7 @@ from typing import Any
 from . import ami, covost2, earnings22, fleurs, gigaspeech, kespeech, librispeech, m4singer, spgispeech, spoken_squad
 from .base import DatasetLayoutError, Segment, Utterance, require_dir
 from .hf import hf_rows, is_hf_dir
+from .parts import part_configs
 from .windows import DatasetWindow, build_windows, effective_max_seconds, model_max_seconds
 
 LOADERS: dict[str, ModuleType] = {m.NAME: m for m in (librispeech, ami, fleurs, kespeech, m4singer, covost2,
@@ -50,8 +51,6 @@ def check_dataset(ds: Mapping[str, Any]) -> None:
     if not ds.get("loader"):
         return
     if ds["loader"] == "combined":
-        from .materialize import part_configs
-
         for part in part_configs(ds):
             check_dataset(part)
         return

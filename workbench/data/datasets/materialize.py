@@ -20,6 +20,7 @@ from workbench.data import cohort as C
 from workbench.data.corpus import Clip, Corpus, default_corpus_dir
 
 from . import dataset_windows
+from .parts import COMBINED, part_configs
 from .windows import DatasetWindow, model_max_seconds
 
 log = logging.getLogger(__name__)
@@ -42,26 +43,6 @@ def windows_dir(ds: Mapping[str, Any], model: Mapping[str, Any] | None) -> Path:
     key["model_max_seconds"] = model_max_seconds(model)
     digest = C.sha256_hex(json.dumps(key, sort_keys=True, default=str))[:12]
     return default_corpus_dir().parents[1] / "windows" / f"{ds.get('name', 'dataset')}-{digest}"
-
-
-CONF_DATASETS = Path(__file__).resolve().parents[3] / "conf" / "dataset"
-COMBINED = "combined"
-
-
-def part_configs(ds: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """A combined dataset's parts: each ``conf/dataset/<part>.yaml`` with the part's overrides merged."""
-    from omegaconf import OmegaConf
-
-    out = []
-    for name, overrides in (ds.get("parts") or {}).items():
-        path = CONF_DATASETS / f"{name}.yaml"
-        if not path.is_file():
-            raise ValueError(f"dataset.parts.{name}: no conf/dataset/{name}.yaml")
-        merged = OmegaConf.merge(OmegaConf.load(path), OmegaConf.create(dict(overrides or {})))
-        out.append(OmegaConf.to_container(merged, resolve=True))
-    if not out:
-        raise ValueError("dataset.parts: a combined dataset lists at least one part")
-    return out
 
 
 def dataset_cohort(ds: Mapping[str, Any], model: Mapping[str, Any] | None = None

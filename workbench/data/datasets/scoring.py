@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from workbench.data import quality as Q
@@ -28,17 +27,16 @@ def output_text(codec: Any, ids: Sequence[int], eos_id: int | None) -> str:
     return _SPECIAL.sub("", text).strip()
 
 
-def score_windows(windows: Sequence[Any], manifest: Any, tokenizer_json: Path, eos_id: int | None
+def score_windows(windows: Sequence[Any], manifest: Any, codec: Any, eos_id: int | None
                   ) -> tuple[dict[str, float], Any]:
     """Metrics ``quality.*`` and a per-window table (reference, output, per-window score).
 
     ``windows`` need ``window_id`` and ``reference`` (target token ids); ``manifest`` is the cohort
-    frame (``cohort.manifest``) naming each window's task, language and reference text."""
+    frame (``cohort.manifest``) naming each window's task, language and reference text; ``codec`` is
+    the target's text codec (``models.tokenizer.TextCodec`` of its ``tokenizer.json``: the caller
+    loads it, so the data layer needs no model code)."""
     import polars as pl
 
-    from workbench.models.tokenizer import TextCodec
-
-    codec = TextCodec.from_file(tokenizer_json)
     rows = {r["window_id"]: r for r in manifest.iter_rows(named=True)}
     missing = [w.window_id for w in windows if w.window_id not in rows]
     if missing:

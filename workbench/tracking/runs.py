@@ -1,4 +1,4 @@
-"""Runs whose process is gone: find them and mark them FAILED (``python -m workbench.runs reap``).
+"""Runs whose process is gone: find them and mark them FAILED (``python -m workbench.tracking reap``).
 
 A SIGKILL, the OOM killer or a power cut gives a job no chance to end its MLflow run, so the run
 would stay RUNNING forever. Every run the workbench starts therefore carries its owner's identity
@@ -7,15 +7,13 @@ reused PID is not mistaken for the owner). ``reap`` marks a RUNNING run FAILED, 
 ``as2d.reaped`` saying why, when its owner on this host no longer exists. Runs owned by another
 host, or without owner tags (started by other tools), are left alone and reported.
 
-The workbench reaps on every job start (``tracking.tracked_run``) and on every sweep start.
+The workbench reaps on every job start (``tracking.lifecycle.tracked_run``) and on every sweep start.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import socket
-import sys
 from dataclasses import dataclass
 
 PID_TAG, HOST_TAG, STARTED_TAG, REAPED_TAG = "as2d.pid", "as2d.host", "as2d.pid_started", "as2d.reaped"
@@ -102,28 +100,3 @@ def reap(uri: str | None = None, dry_run: bool = False) -> list[RunState]:
             client.set_terminated(run.info.run_id, "FAILED")
         states.append(RunState(run.info.run_id, run.info.run_name or "", run.info.experiment_id, owner, verdict))
     return states
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m workbench.runs", description=__doc__.splitlines()[0])
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    rp = sub.add_parser("reap", help="mark runs whose process is gone FAILED")
-    rp.add_argument("--uri", help="tracking store (default: MLFLOW_TRACKING_URI, else sqlite:///mlruns/mlflow.db)")
-    rp.add_argument("--dry-run", action="store_true", help="report, change nothing")
-    args = ap.parse_args(argv)
-    from workbench.tracking import prepare_store, tracking_uri
-
-    uri = tracking_uri(".", args.uri)
-    prepare_store(uri)
-    states = reap(uri, dry_run=args.dry_run)
-    for s in states:
-        what = {"reaped": "would mark FAILED" if args.dry_run else "marked FAILED", "alive": "still running",
-                "remote": "owner on another host: left alone", "unowned": "no owner tags: left alone"}[s.verdict]
-        print(f"{s.run_id}  {s.name:<24} {s.owner:<28} {what}")
-    n = sum(s.verdict == "reaped" for s in states)
-    print(f"{n} run(s) {'to reap' if args.dry_run else 'reaped'}; {len(states)} RUNNING run(s) seen in {uri}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -8,7 +8,7 @@
 * In the sweep's parent process, SIGINT/SIGTERM stop the launcher's local worker processes, then mark
   every still-RUNNING child run and the parent run FAILED (``end_sweep``).
 
-The single-run side (store, ``tracked_run``, signals inside a job) is ``workbench.tracking``.
+The single-run side (``tracked_run``, signals inside a job) is ``tracking.lifecycle``; the store, ``tracking.store``.
 """
 
 from __future__ import annotations
@@ -25,14 +25,11 @@ from mlflow.entities import Param
 from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig
 
-from workbench.tracking import (
-    _Terminated,
-    ensure_experiment,
-    experiment_name,
-    prepare_store,
-    reap_on_start,
-    tracking_uri,
-)
+from workbench.io import atomic_write_text
+from workbench.tracking.lifecycle import Terminated, reap_on_start
+from workbench.tracking.run_records import log_sweep_summary
+from workbench.tracking.runs import owner_tags
+from workbench.tracking.store import ensure_experiment, experiment_name, prepare_store, tracking_uri
 
 log = logging.getLogger(__name__)
 SWEEP_FILE = "mlflow_parent_run.txt"
@@ -113,7 +110,7 @@ class _SweepSignals:
         self.uninstall()
         if signum == signal.SIGINT:
             raise KeyboardInterrupt
-        raise _Terminated(f"sweep terminated by {name}")
+        raise Terminated(f"sweep terminated by {name}")
 
 
 class SweepCallback(Callback):
@@ -128,9 +125,6 @@ class SweepCallback(Callback):
         self._signals: _SweepSignals | None = None
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        from workbench.io import atomic_write_text
-        from workbench.runs import owner_tags
-
         sweep_dir = Path(config.hydra.sweep.dir)
         sweep_dir.mkdir(parents=True, exist_ok=True)
         uri = tracking_uri(".", config.get("tracking", {}).get("uri"))
@@ -160,8 +154,6 @@ class SweepCallback(Callback):
         children = client.search_runs([exp_id], f"tags.sweep_parent = '{parent}'")
         failed = any(c.info.status != "FINISHED" for c in children)
         with contextlib.suppress(Exception):  # the summary is a convenience; the statuses must be set
-            from workbench.run_records import log_sweep_summary
-
             log_sweep_summary(client, parent, children)
         client.set_terminated(parent, "FAILED" if failed or not children else "FINISHED")
 

@@ -20,13 +20,13 @@ from typing import Any
 import polars as pl
 from omegaconf import DictConfig
 
-from workbench.tracking import flatten
+from workbench.tracking.store import flatten
 
 ROLE_TAG = "as2d.role"  # "job" on a job run, "config" on a configuration's child run
 CHILD_METRICS = ("tps", "speedup", "acceptance", "coverage", "readiness", "k_gt1_share", "slowdown_share",
                  "mean_accepted_length", "D", "V", "O", "H", "T", "bound", "matched")
 DEVICE_METRICS = ("oracle_gap", "tps_oracle", "tps_selected")  # per device, from the selection/oracle step
-CONF = Path(__file__).resolve().parents[1] / "conf"
+CONF = Path(__file__).resolve().parents[2] / "conf"
 
 
 def used_params(cfg: DictConfig) -> dict[str, str]:

@@ -1,6 +1,6 @@
 """Fit the audio-token reduction filter offline on the demo corpus and measure it (D.6.2).
 
-    python -m workbench.models.token_filter_fit [--out DIR] [--windows 8] [--seed 0]
+    python -m workbench.native.token_filter_fit [--out DIR] [--windows 8] [--seed 0]
 
 The filter applies to Qwen-family targets whose audio tokens enter the LM sequence. No Qwen
 weights are available offline here, so the target is a small random-weight Qwen2-Audio built
@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .token_filter import (
+from workbench.models.token_filter import (
     FilteredAudioLMTarget,
     RidgeImportance,
     audio_positions,
@@ -106,9 +106,8 @@ def uniform(dim: int) -> RidgeImportance:
 def measure_window(model: torch.nn.Module, predictor: RidgeImportance, audio: np.ndarray, window_id: str,
                    max_output: int = 32, reps: int = 3) -> dict[str, Any]:
     from workbench.decoding import decode, make_scheme
+    from workbench.models.audio_lm import AudioLMTarget
     from workbench.native.ondemand import word_edits
-
-    from .audio_lm import AudioLMTarget
 
     ids, inputs = window_inputs(model, audio)
     encode_s, embeds = _timed(lambda: merged_embeds(model, ids, inputs), reps)
@@ -176,7 +175,7 @@ def run(out: Path, windows: int = 8, seed: int = 0, window_s: float = 30.0, max_
     atomic_write_parquet(Path(out) / "measure.parquet", frame)
     full, filt = float(frame["lm_prefill_full_s"].sum()), float(frame["lm_prefill_filtered_s"].sum())
     summary = {
-        "target": "random-weight Qwen2-Audio (workbench.models.token_filter_fit.filter_target)",
+        "target": "random-weight Qwen2-Audio (workbench.native.token_filter_fit.filter_target)",
         "fit_clips": len(dev), "fit_s": fit_s, "filter": str(path), "windows": frame.height, "window_s": window_s,
         "audio_tokens": int(frame["audio_tokens"].sum()), "kept_tokens": int(frame["kept_tokens"].sum()),
         "kept_share": float(frame["kept_tokens"].sum() / frame["audio_tokens"].sum()),

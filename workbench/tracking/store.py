@@ -1,31 +1,22 @@
-"""MLflow tracking: one run per Hydra job (a multirun sweep's parent run: ``workbench.sweep``).
+"""The MLflow store: where runs live, experiments, and what a run logs (params, metrics, child runs).
 
 * Store: ``sqlite:///mlruns/mlflow.db`` with artifacts under ``mlruns/artifacts``, unless
   ``MLFLOW_TRACKING_URI`` (or ``tracking.uri`` in the config) says otherwise. A fresh sqlite
   store is created under a file lock (``<db>.lock``), so jobs started together do not race in
   MLflow's schema migration. A remote tracking server keeps its own artifact root.
 * A run logs the flattened composed config as params, the job's metrics and the files the
-  entry point hands it (``workbench.run``). Each run is tagged with its owner (``as2d.pid``,
-  ``as2d.host``, ``as2d.pid_started``).
-* An exception, Ctrl-C or SIGTERM inside ``tracked_run`` ends the run FAILED with the error
-  attached; a second signal during that cleanup is deferred until the run is marked.
-* Sweeps (``workbench.sweep``): a parent run per multirun; in the sweep's parent process,
-  SIGINT/SIGTERM stop the launcher's local worker processes, then mark every open run FAILED.
-* What no handler can catch -- SIGKILL, the OOM killer -- leaves a run RUNNING until the next
-  job (or sweep) starts, or ``python -m workbench.runs reap`` runs: both mark runs whose owning
-  process on this host is gone FAILED, tagged ``as2d.reaped`` (see ``workbench.runs``).
+  entry point hands it (``workbench.run``).
+
+The lowest module of ``workbench.tracking``: it imports no other module of the package.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
-import logging
 import math
 import os
 import re
-import signal
-import traceback
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -35,7 +26,6 @@ from mlflow.entities import Metric, Param
 from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig, OmegaConf
 
-log = logging.getLogger(__name__)
 DEFAULT_STORE = "mlruns"
 # MLflow 3 opens an experiment without a kind in GenAI mode (a traces dashboard saying "No data");
 # this kind opens it on the runs list.
@@ -148,50 +138,6 @@ def clean_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
     return out
 
 
-class _Terminated(BaseException):
-    """SIGTERM turned into an exception so the run can still be marked FAILED."""
-
-
-class _Signals:
-    """SIGTERM -> ``_Terminated``, SIGINT -> ``KeyboardInterrupt`` until cleanup starts; then deferred.
-
-    Once ``ending`` is set (the run is being marked), a further signal is recorded, not raised:
-    a second Ctrl-C or SIGTERM during cleanup must not leave the run RUNNING.
-    """
-
-    def __init__(self) -> None:
-        self.ending = False
-        self.deferred: list[int] = []
-        self._old: dict[int, Any] = {}
-
-    def _handler(self, signum: int, frame: Any) -> None:
-        if self.ending:
-            self.deferred.append(signum)
-            return
-        self.ending = True  # the exception below starts cleanup; a second signal must not interrupt it
-        if signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        raise _Terminated(f"terminated by signal {signum}")
-
-    def __enter__(self) -> _Signals:
-        try:
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                self._old[sig] = signal.signal(sig, self._handler)
-        except ValueError:  # not the main thread (e.g. a launcher worker thread): nothing to install
-            self._old.clear()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        for sig, old in self._old.items():
-            signal.signal(sig, old)
-
-
-@contextlib.contextmanager
-def _sigterm_as_exception() -> Iterator[None]:
-    with _Signals():
-        yield
-
-
 _prepared: set[str] = set()
 
 
@@ -259,79 +205,6 @@ def prepare_store(uri: str) -> None:
     _prepared.add(uri)
 
 
-def reap_on_start(uri: str) -> None:
-    """Mark runs whose process is gone FAILED (``workbench.runs``); never blocks a job from starting."""
-    from workbench.runs import reap
-
-    try:
-        reaped = [s for s in reap(uri) if s.verdict == "reaped"]
-    except Exception as err:  # a reaper problem must not stop real work
-        log.warning("reaper skipped: %s: %s", type(err).__name__, err)
-        return
-    for s in reaped:
-        log.warning("run %s (%s, %s) was left RUNNING by a process that is gone; marked it FAILED",
-                    s.run_id, s.name, s.owner)
-
-
-def _end_run(run_id: str, status: str, err: BaseException | None, parent_run_id: str | None) -> None:
-    """Mark the run (and on failure the sweep parent) -- the status first, details after."""
-    client = MlflowClient()
-    if err is not None:
-        with contextlib.suppress(Exception):
-            client.set_tag(run_id, "error", f"{type(err).__name__}: {err}"[:5000])
-    mlflow.end_run(status)
-    if err is not None:
-        with contextlib.suppress(Exception):
-            client.log_text(run_id, "".join(traceback.format_exception(err)), "error.txt")
-        if parent_run_id:  # a sweep that lost a job has failed; Hydra may not reach on_multirun_end
-            with contextlib.suppress(Exception):
-                client.set_terminated(parent_run_id, "FAILED")
-
-
-@contextlib.contextmanager
-def tracked_run(
-    experiment: str,
-    run_name: str,
-    cfg: DictConfig | Mapping[str, Any] | None = None,
-    tags: Mapping[str, str] | None = None,
-    parent_run_id: str | None = None,
-    root: str | Path = ".",
-    uri: str | None = None,
-) -> Iterator[mlflow.ActiveRun]:
-    """A run that ends FINISHED or FAILED, whatever the job raises (Ctrl-C and SIGTERM included)."""
-    from workbench.runs import owner_tags
-
-    store = tracking_uri(root, uri)
-    prepare_store(store)
-    reap_on_start(store)
-    exp_id = ensure_experiment(experiment, root)
-    all_tags = {**dict(tags or {}), **owner_tags()}
-    if parent_run_id:
-        all_tags["mlflow.parentRunId"] = parent_run_id
-        all_tags["sweep_parent"] = parent_run_id
-    with _Signals() as signals:
-        run = mlflow.start_run(experiment_id=exp_id, run_name=run_name, tags=all_tags)
-        failure: BaseException | None = None
-        try:
-            try:
-                if cfg is not None:
-                    items = list(flatten(cfg).items())
-                    for i in range(0, len(items), 100):
-                        mlflow.log_params(dict(items[i : i + 100]))
-                yield run
-            finally:
-                signals.ending = True  # from here on a signal is deferred, never raised
-        except BaseException as err:  # KeyboardInterrupt and SIGTERM too: the run must not stay RUNNING
-            failure = err
-        _end_run(run.info.run_id, "FAILED" if failure else "FINISHED", failure, parent_run_id)
-    if failure is not None:
-        raise failure
-    if signals.deferred:  # a signal arrived while the run was being marked: honour it now
-        if signals.deferred[0] == signal.SIGINT:
-            raise KeyboardInterrupt
-        raise _Terminated(f"terminated by signal {signals.deferred[0]}")
-
-
 def log_param_if_tracking(name: str, value: str) -> bool:
     """Log a param on the active run, if any (library code that runs with or without tracking)."""
     if mlflow.active_run() is None:
@@ -352,17 +225,3 @@ def log_dir_artifacts(path: str | Path, artifact_path: str | None = None) -> Non
 def experiment_name(cfg: DictConfig) -> str:
     name = cfg.get("tracking", {}).get("experiment")
     return str(name) if name else f"as2d-{cfg.get('job', 'run')}"
-
-
-# The sweep side moved to workbench.sweep; these names stay importable from here because configs name
-# them (conf/config.yaml's hydra.callbacks, the .hydra/hydra.yaml saved with every earlier run) and so
-# do callers (workbench.run, tests). Resolved lazily: workbench.sweep itself imports this module.
-_MOVED_TO_SWEEP = frozenset({"SweepCallback", "parent_run_id", "end_sweep", "SWEEP_FILE"})
-
-
-def __getattr__(name: str) -> Any:
-    if name in _MOVED_TO_SWEEP:
-        from workbench import sweep
-
-        return getattr(sweep, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
