@@ -14,9 +14,7 @@ import time
 
 import adbutils
 
-
-class PhoneError(RuntimeError):
-    """A device problem, worded as one line that says what to do."""
+from workbench.errors import PhoneError  # a device problem, worded as one line that says what to do
 
 
 def server_port() -> int:

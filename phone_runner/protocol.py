@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from workbench import errors
+
 VERSION = 1
 DEVICE_ROOT = "/data/local/tmp/as2d"
 SCHEME_NAMES = ("target_only", "sd", "asp", "as2d", "as2d_wo_td", "as2d_wo_bc")
@@ -33,12 +35,11 @@ MEASURE_OPS = ("verify", "target_step", "draft_forward", "asp_paired", "asp_prob
                "chunk_service", "producer_forward")
 
 
-class ProtocolError(ValueError):
+class ProtocolError(errors.ProtocolError):
     """A request or output line that breaks protocol version 1."""
 
     def __init__(self, where: str, problem: str) -> None:
-        super().__init__(f"{where}: {problem}")
-        self.where = where
+        super().__init__(problem, where=where)
 
 
 # ------------------------------------------------------------------------------------------

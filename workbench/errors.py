@@ -29,12 +29,25 @@ class WorkbenchError(Exception):
             text = f"{text}. Fix: {self.fix}"
         return text
 
-    def __reduce__(self):  # picklable across process pools (joblib, Ray) with all four fields
-        return (_rebuild, (type(self), self.what, self.where, self.fix, self.kept))
+    def headline(self) -> str:
+        """``<kind> error: <line>``, and a second ``kept:`` line when partial results survived."""
+        text = f"{self.kind} error: {self.line()}"
+        return f"{text}\nkept: {self.kept}" if self.kept else text
+
+    def __reduce__(self):  # picklable across process pools (joblib, Ray): all four fields and any extra
+        return (_rebuild, (type(self), self.what, self.where, self.fix, self.kept), dict(self.__dict__))
 
 
 def _rebuild(cls: type[WorkbenchError], what: str, where: str, fix: str, kept: str) -> WorkbenchError:
-    err = cls.__new__(cls)
+    # A subclass may also derive from an OS error (MissingWeightsError is a FileNotFoundError): only
+    # its most specific builtin base may allocate it, so try them in MRO order.
+    for base in cls.__mro__:
+        if base.__module__ == "builtins":
+            try:
+                err = base.__new__(cls)
+                break
+            except TypeError:
+                continue
     WorkbenchError.__init__(err, what, where, fix, kept)
     return err
 
@@ -47,9 +60,6 @@ class ConfigError(WorkbenchError, ValueError):
     def __init__(self, key: str, problem: str, fix: str = "") -> None:
         super().__init__(problem, where=key, fix=fix)
         self.key = key
-
-    def __reduce__(self):
-        return (type(self), (self.key, self.what, self.fix))
 
 
 class DataError(WorkbenchError, ValueError):

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
 import sys
+import traceback
 from pathlib import Path
 
 import hydra
@@ -17,6 +19,7 @@ import mlflow
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
+from .errors import WorkbenchError
 from .jobs.base import ConfigError, JobResult, save_result
 from .jobs.checks import check_common
 from .tracking import clean_metrics, experiment_name, log_dir_artifacts, parent_run_id, tracked_run
@@ -166,6 +169,7 @@ def execute(cfg: DictConfig) -> JobResult:
     names: list[str] = []
     with tracked_run(experiment_name(cfg), run_name=str(cfg.job), cfg=used_params(cfg), tags=tags,
                      parent_run_id=sweep, uri=cfg.tracking.uri) as run:
+        _CURRENT_RUN[:] = [run.info.run_id]
         result = module.run(cfg, out)
         mlflow.set_tags(result.tags)
         if synthetic:
@@ -188,13 +192,41 @@ def execute(cfg: DictConfig) -> JobResult:
     return result
 
 
+_CURRENT_RUN: list[str] = []  # the MLflow run of this process's job, once it exists
+
+
+def _log_file() -> Path | None:
+    for h in logging.getLogger().handlers:
+        if isinstance(h, logging.FileHandler):
+            return Path(h.baseFilename)
+    return None
+
+
+def report_error(err: WorkbenchError) -> None:
+    """One line (two with a ``kept:`` line) on stderr; the traceback goes to ``run.log``, which is
+    attached to the run, and to stderr as well under ``HYDRA_FULL_ERROR=1``."""
+    trace = "".join(traceback.format_exception(err))
+    if os.environ.get("HYDRA_FULL_ERROR") == "1":
+        print(trace, file=sys.stderr, end="")
+    print(err.headline(), file=sys.stderr)
+    _to_log_file(f"{err.headline()}\n{trace}")
+    log_file = _log_file()
+    if _CURRENT_RUN and log_file is not None and log_file.is_file():
+        try:
+            mlflow.MlflowClient().log_artifact(_CURRENT_RUN[0], str(log_file))
+        except Exception as attach:  # the run is already FAILED with the message tag; the log stays on disk
+            print(f"(run.log stays in {log_file}: {type(attach).__name__})", file=sys.stderr)
+
+
 @hydra.main(config_path="../conf", config_name="config", version_base="1.3")
 def _hydra_main(cfg: DictConfig) -> None:
+    _CURRENT_RUN.clear()
     try:
         execute(cfg)
-    except ConfigError as err:
-        # One readable line, no traceback: the fix is in the config, not the code.
-        print(f"config error: {err}", file=sys.stderr)
+    except WorkbenchError as err:
+        # One readable line, no traceback: the fix is in the input (config, corpus, weights, phone),
+        # not the code. Anything else is a bug and keeps its traceback.
+        report_error(err)
         sys.exit(2)
 
 

@@ -15,12 +15,14 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from workbench.errors import RunnerError
+
 HERE = Path(__file__).resolve().parent
 SOURCES = ("CMakeLists.txt", "src")
 SETUP_BUILD = HERE / "build" / "as2d_runner"
 
 
-class RunnerBuildError(RuntimeError):
+class RunnerBuildError(RunnerError):
     """The host reference runner could not be built; the message says what is missing."""
 
 

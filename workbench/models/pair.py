@@ -24,17 +24,19 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from workbench.errors import ConfigError
+
 ENGINES = ("torch", "mnn")  # mnn: workbench.models.mnn (Whisper exported to MNN, run by MNN's Python package)
 EXTERNAL_SOURCES = ("pocketsphinx_en", "parakeet_ctc")  # chunked sources (C.1)
 SESSION_FAMILIES = ("whisper", "qwen3_asr", "qwen2_audio", "qwen2_5_omni")  # per-window sessions wired here
 
 
-class PairError(ValueError):
+class PairError(ConfigError):
     """A bad or missing model-pair setting; ``key`` is the dotted config key to fix."""
 
     def __init__(self, key: str, problem: str) -> None:
-        super().__init__(f"{key}: {problem}")
-        self.key, self.problem = key, problem
+        super().__init__(key, problem)
+        self.problem = problem
 
 
 def _need(block: Mapping[str, Any], key: str, where: str) -> Any:

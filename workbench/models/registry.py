@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from workbench.errors import ModelError
 from workbench.models.offline import PACKAGES
 
 NETWORK_ENV = "AS2D_ALLOW_NETWORK"
@@ -22,7 +23,7 @@ UNPINNED_ENV = "AS2D_ALLOW_UNPINNED"
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf" / "model"
 
 
-class MissingWeightsError(FileNotFoundError):
+class MissingWeightsError(ModelError, FileNotFoundError):
     """No weights for a model: says which model and how to supply them."""
 
 

@@ -28,6 +28,7 @@ from workbench.decoding import (
     run_rounds,
     scheme_spec,
 )
+from workbench.errors import RunnerError
 
 from .messages import Done, Failed, Loaded, Message, PrepareWindow, Quit, Ready
 from .producer import Placement, ProducerSpec, producer_main
@@ -37,11 +38,13 @@ Stage = tuple[str, str, float, float, int]
 M = TypeVar("M", bound=Message)
 
 
-class ProducerError(RuntimeError):
+class ProducerError(RunnerError):
     """The producer process failed; ``partial`` keeps the window's timings measured so far."""
 
-    def __init__(self, message: str, partial: NativeResult | None = None) -> None:
-        super().__init__(message)
+    kind = "producer"
+
+    def __init__(self, message: str, partial: NativeResult | None = None, fix: str = "", kept: str = "") -> None:
+        super().__init__(message, fix=fix, kept=kept)
         self.partial = partial
 
 

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
+from workbench.errors import ProfileError
 from workbench.replay.profile import DEVICE_DIR, DeviceProfile, load_profile
 
 from .producer import ALLOWED_CPUS
@@ -39,7 +40,7 @@ QUICK_REPS = 3  # quick calibration: fewer repetitions than the D.2 protocol's 5
 _THREADS = len(ALLOWED_CPUS) or os.cpu_count() or 1
 
 
-class HostProfileMismatch(RuntimeError):
+class HostProfileMismatch(ProfileError):
     """The host profile was measured on another machine and this run may not calibrate."""
 
 

@@ -22,6 +22,8 @@ from typing import Any, Literal
 
 import yaml
 
+from workbench import errors
+
 from .metadata import DeviceMetadata, parse_metadata
 
 DEVICE_DIR = Path(__file__).resolve().parents[2] / "conf" / "device"
@@ -31,16 +33,16 @@ SourceKind = Literal["autoregressive", "chunk"]
 Scenario = Literal["nominal", "low", "high"]
 
 
-class ProfileError(ValueError):
+class ProfileError(errors.ProfileError):
     """A malformed profile file; the message names the file and the offending field."""
 
     def __init__(self, file: str, field_path: str, problem: str) -> None:
-        super().__init__(f"{file}: field '{field_path}': {problem}")
+        super().__init__(f"field '{field_path}': {problem}", where=file)
         self.file = file
         self.field_path = field_path
 
 
-class MissingWidthError(ValueError):
+class MissingWidthError(errors.ProfileError):
     """A scheme asked for a physical width the profile does not price (D.2.1)."""
 
 

@@ -22,12 +22,14 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from workbench.errors import DataError
 
-class TrajectoryError(ValueError):
+
+class TrajectoryError(DataError):
     """A malformed trajectory; the message names the file, window and field."""
 
     def __init__(self, file: str, window: str, field_name: str, problem: str) -> None:
-        super().__init__(f"{file}: window {window!r}: field '{field_name}': {problem}")
+        super().__init__(f"window {window!r}: field '{field_name}': {problem}", where=file)
         self.file = file
         self.field_name = field_name
 

@@ -16,6 +16,8 @@ from typing import Any
 
 import polars as pl
 
+from workbench.errors import DataError
+
 SCHEMA_VERSION = 1
 KINDS = ("reference", "producer", "rank", "asp")
 SCHEMA: dict[str, pl.DataType] = {
@@ -34,8 +36,8 @@ SCHEMA: dict[str, pl.DataType] = {
 }
 
 
-class TraceSchemaError(ValueError):
-    pass
+class TraceSchemaError(DataError):
+    """A trace file or frame that does not follow this schema; the message names the file."""
 
 
 def empty_frame() -> pl.DataFrame:

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from workbench.errors import ModelError
 from workbench.models.cache import atomic_dir, cache_root
 
 FORMAT_VERSION = 1  # bump when the graphs, the converter flags or the layout change
@@ -36,7 +37,7 @@ SIDE_FILES = ("config.json", "as2d_whisper.json", "tokenizer.json")  # what the 
 QUANTS = (None, "int8")  # int8: weight-only int8 (with mnn.memory=low MNN computes in dynamic int8)
 
 
-class MnnExportError(RuntimeError):
+class MnnExportError(ModelError):
     """A missing or corrupt MNN export: names the file and the command that re-exports it."""
 
 

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from workbench.decoding.protocols import Proposal
+from workbench.errors import ModelError
 from workbench.models.cache import atomic_dir, cache_root
 from workbench.models.mnn.runtime import WHY_NOT, MnnSettings
 
@@ -40,7 +41,7 @@ EXPORT_VERSION = "1"  # bump when export arguments change: old cache entries sto
 _WEIGHT_FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json")
 
 
-class MnnLlmError(RuntimeError):
+class MnnLlmError(ModelError):
     """One line naming the model / file and what to do."""
 
 

@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from workbench.errors import WorkbenchError
+
 ENGINES = ("torch", "mnn")
 PRECISIONS = ("low", "normal", "high")
 MEMORY_MODES = ("low", "normal", "high")
@@ -30,8 +32,10 @@ WHY_NOT = {
 }
 
 
-class EngineConfigError(ValueError):
+class EngineConfigError(WorkbenchError, ValueError):
     """A bad ``engine`` / ``mnn`` block: one line naming the key, the value and the choices."""
+
+    kind = "config"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,89 @@
+"""Errors during a run: every error of the family is one line, rc 2, and a FAILED run with the message.
+
+``tests/error_job.py`` runs the real entry point (Hydra, MLflow) with a job that raises each error
+kind once its run exists; an unexpected exception keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import mlflow
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# error_job kind -> (the line's prefix, a piece of its message)
+EXPECTED = {
+    "config": ("config error: model.budget: injected config fault. Fix: set model.budget", "injected config"),
+    "data": ("data error: corpus/x.txt: injected data fault", "injected data"),
+    "audio": ("audio error: corpus/a.flac: injected audio fault", "injected audio"),
+    "model": ("model error: model.target: injected model fault", "injected model"),
+    "profile": ("profile error: conf/device/x.yaml: injected profile fault", "injected profile"),
+    "phone": ("phone error: device 123: injected phone fault", "injected phone"),
+    "protocol": ("protocol error: line 3: injected protocol fault", "injected protocol"),
+    "runner": ("runner error: as2d_runner: injected runner fault", "injected runner"),
+    "missing_weights": ("model error: model.target: injected missing weights", "injected missing"),
+    "pair": ("config error: model.producer.family: injected pair fault", "injected pair"),
+    "trace_schema": ("data error: traces/w.parquet: injected schema fault", "injected schema"),
+    "layout": ("config error: dataset.root=/nowhere: injected layout fault", "injected layout"),
+    "device_profile": ("profile error: conf/device/x.yaml: field 'costs.verify': injected field fault",
+                       "injected field"),
+    "producer_kept": ("producer error: window w0: injected producer fault", "injected producer"),
+}
+
+
+def _sections(stderr: str) -> dict[str, tuple[list[str], int]]:
+    out: dict[str, tuple[list[str], int]] = {}
+    kind, lines = None, []
+    for ln in stderr.splitlines():
+        if ln.startswith("=== rc "):
+            out[kind] = (lines, int(ln.split()[-1]))
+        elif ln.startswith("=== "):
+            kind, lines = ln[4:], []
+        else:
+            lines.append(ln)
+    return out
+
+
+def _run(tmp_path: Path, kinds: list[str], **env: str) -> dict[str, tuple[list[str], int]]:
+    db = tmp_path / "m.db"
+    res = subprocess.run([sys.executable, "tests/error_job.py", ",".join(kinds), str(tmp_path / "out"),
+                          f"tracking.uri=sqlite:///{db}"], cwd=ROOT, capture_output=True, text=True, timeout=900,
+                         env={**os.environ, **env})
+    assert res.returncode == 0, res.stderr[-3000:]
+    return _sections(res.stderr)
+
+
+def test_each_error_kind_is_one_line_rc_2_and_a_failed_run_with_the_message(tmp_path):
+    kinds = [*EXPECTED, "bug"]
+    sections = _run(tmp_path, kinds)
+    for kind, (line, _) in EXPECTED.items():
+        lines, rc = sections[kind]
+        assert rc == 2, (kind, lines)
+        assert not any("Traceback" in ln for ln in lines), (kind, lines)
+        errs = [ln for ln in lines if " error: " in ln]
+        assert len(errs) == 1 and errs[0].startswith(line), (kind, lines)
+        kept = [ln for ln in lines if ln.startswith("kept: ")]
+        assert kept == (["kept: 3 windows in tables/partial"] if kind == "producer_kept" else []), (kind, lines)
+    # an unexpected exception is a bug: its traceback stays, and it is not an rc-2 user error
+    bug_lines, bug_rc = sections["bug"]
+    assert bug_rc != 2 and any("ZeroDivisionError: injected bug" in ln for ln in bug_lines)
+
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'm.db'}")
+    runs = mlflow.search_runs(search_all_experiments=True, output_format="list")
+    assert len(runs) == len(kinds) and {r.info.status for r in runs} == {"FAILED"}
+    client = mlflow.MlflowClient()
+    for kind, (_, piece) in EXPECTED.items():
+        (run,) = [r for r in runs if piece in r.data.tags.get("error", "")]
+        log = Path(client.download_artifacts(run.info.run_id, "run.log", str(tmp_path / kind)))
+        text = log.read_text()
+        assert piece in text and "Traceback (most recent call last)" in text, kind  # the traceback is kept
+
+
+def test_full_error_prints_the_traceback_too(tmp_path):
+    lines, rc = _run(tmp_path, ["audio"], HYDRA_FULL_ERROR="1")["audio"]
+    assert rc == 2 and any("Traceback" in ln for ln in lines)
+    assert lines[-1].startswith(EXPECTED["audio"][0])
