@@ -54,6 +54,35 @@ def job_module(cfg: DictConfig):
     return importlib.import_module(f"workbench.jobs.{JOBS[name]}")
 
 
+# an override's first key -> the config group it sets (``methods``/``devices`` list the groups' files)
+GROUP_KEYS = {"method": "method", "methods": "method", "model": "model", "device": "device", "devices": "device",
+              "dataset": "dataset", "phone": "phone"}
+
+
+def check_groups(cfg: DictConfig, module) -> None:
+    """No override is silently ignored: a job that declares the config groups it reads (``READS``)
+    refuses an override of any other group, with one line naming it."""
+    reads = getattr(module, "READS", None)
+    if reads is None:
+        return
+    for o in overrides():
+        key = o.lstrip("+~").split("=", 1)[0]
+        head = key.split(".", 1)[0].split("@", 1)[0]
+        group = GROUP_KEYS.get(head)
+        if group is not None and group not in reads:
+            raise ConfigError(head, f"job {cfg.job} does not read the {group} config group, so `{o}` would be "
+                              f"ignored", fix=f"drop it (this job reads {', '.join(reads)})")
+
+
+def read_params(params: dict[str, str], module) -> dict[str, str]:
+    """Only what the job read: a job that declares its groups (``READS``) logs no other group's values."""
+    reads = getattr(module, "READS", None)
+    if reads is None:
+        return params
+    unread = {g for g in GROUP_KEYS.values() if g not in reads}
+    return {k: v for k, v in params.items() if k.split(".", 1)[0] not in unread}
+
+
 def out_dir(cfg: DictConfig) -> Path:
     if cfg.get("out_dir"):
         return Path(cfg.out_dir)
@@ -127,7 +156,7 @@ def ui_command(uri: str, run_id: str, experiment_id: str) -> str:
             "?workflowType=machine_learning")
 
 
-def _log_summary_files(result: JobResult, cfg: DictConfig, out: Path, files: list[Path]) -> None:
+def _log_summary_files(result: JobResult, cfg: DictConfig, out: Path, files: list[Path], module) -> None:
     """Log exactly the files this job wrote (never older files in a reused out dir) and its summary."""
     from .jobs.base import write_atomic
     from .tracking.run_records import profile_files, summary_html, summary_markdown
@@ -141,7 +170,8 @@ def _log_summary_files(result: JobResult, cfg: DictConfig, out: Path, files: lis
                            ("summary.html", summary_html(result.summary, title))):
             write_atomic(out / name, text.encode())
             mlflow.log_artifact(str(out / name))
-    for p in profile_files(cfg):  # the device-profile numbers: a file, not 150 params
+    reads = getattr(module, "READS", None)
+    for p in profile_files(cfg) if reads is None or "device" in reads else ():  # a file, not 150 params
         mlflow.log_artifact(str(p), "profiles")
     log_dir_artifacts(out / ".hydra", "hydra")
 
@@ -152,6 +182,7 @@ def execute(cfg: DictConfig) -> JobResult:
     from .tracking.run_records import child_records, used_params
 
     module = job_module(cfg)
+    check_groups(cfg, module)
     check_common(cfg)  # seeds, source, model devices: one line each, before any run exists
     module.validate(cfg)
     out = out_dir(cfg)
@@ -167,7 +198,7 @@ def execute(cfg: DictConfig) -> JobResult:
         say("SYNTHETIC: this run replays synthetic trajectories, not traces of real models")
     sweep = parent_run_id(cfg)
     names: list[str] = []
-    with tracked_run(experiment_name(cfg), run_name=str(cfg.job), cfg=used_params(cfg), tags=tags,
+    with tracked_run(experiment_name(cfg), run_name=str(cfg.job), cfg=read_params(used_params(cfg), module), tags=tags,
                      parent_run_id=sweep, uri=cfg.tracking.uri) as run:
         _CURRENT_RUN[:] = [run.info.run_id]
         result = module.run(cfg, out)
@@ -176,7 +207,7 @@ def execute(cfg: DictConfig) -> JobResult:
             mlflow.set_tag("SYNTHETIC", "true")
         mlflow.log_metrics(clean_metrics(result.metrics))
         files = save_result(result, out)
-        _log_summary_files(result, cfg, out, files)
+        _log_summary_files(result, cfg, out, files, module)
         if result.summary is not None and {"device", "method"} <= set(result.summary.columns):
             records = child_records(result.summary, result.metrics, result.tables, cfg)
             names = [r["name"] for r in records]

@@ -1,5 +1,7 @@
 """Job ``native_host``: the host benchmark -- As²d against target-only (1 and 2 threads),
-HF assisted generation, serial SD and ASP, on the packed demo windows, interleaved, repeated."""
+HF assisted generation, serial SD and ASP, on the run's ``dataset=`` (the demo corpus's test split
+by default, a paper dataset's cohort split under ``dataset=<name> dataset.root=...``), packed
+into windows up to ``native.max_seconds``, interleaved, repeated."""
 
 from __future__ import annotations
 
@@ -12,12 +14,17 @@ from workbench.figures.paper import decomposition
 
 from .base import ConfigError, JobResult
 from .config import budget, check_models, device_profile
+from .windows import check_real_audio
+
+# the config groups this job reads; an override of any other group is refused (workbench.run)
+READS = ("model", "dataset")
 
 
 def validate(cfg: DictConfig) -> None:
     from workbench.models.mnn.runtime import EngineConfigError, check_engine
 
     budget(cfg)
+    check_real_audio(cfg)
     try:  # before the weights check: an engine that cannot run the family is the first thing to fix
         check_engine(OmegaConf.to_container(cfg.model, resolve=True))
     except EngineConfigError as err:
@@ -28,16 +35,34 @@ def validate(cfg: DictConfig) -> None:
         raise ConfigError("native.repeats", f"need an integer >= 1, got {reps!r}")
 
 
+def host_windows(cfg: DictConfig) -> list:
+    """The evaluation windows of the run's dataset, packed up to ``native.max_seconds`` under the
+    target's own audio limit: a paper dataset's chosen cohort split (``dataset.split``) as it is,
+    the demo corpus's stratified test split (its dev split calibrates, never evaluates)."""
+    from workbench.data.datasets.windows import model_max_seconds
+    from workbench.native.windows import demo_windows, pack_windows
+
+    from .demo_traces import demo_corpus
+
+    model = OmegaConf.to_container(cfg.model, resolve=True)
+    corpus = demo_corpus(cfg)
+    seconds = float(cfg.native.max_seconds)
+    if cfg.dataset.get("loader"):
+        evals = pack_windows(corpus, corpus.clips, seconds, prefix="eval", audio_limit=model_max_seconds(model))
+    else:
+        _, evals = demo_windows(seconds, float(cfg.dataset.dev_fraction), int(cfg.dataset.seed), corpus=corpus,
+                                model=model)
+    return evals[: cfg.native.max_windows or len(evals)]
+
+
 def run(cfg: DictConfig, out: Path) -> JobResult:
     from workbench.models.registry import load_model_config
     from workbench.native.bench import default_methods, run_bench
-    from workbench.native.windows import demo_windows
 
     n = cfg.native
     model = OmegaConf.to_container(cfg.model, resolve=True)
     alt = load_model_config(n.same_vocab_model) if n.same_vocab_model else None
-    _, evals = demo_windows(float(n.max_seconds), model=model)  # under the target's own audio limit
-    evals = evals[: n.max_windows or len(evals)]
+    evals = host_windows(cfg)
     # this machine's profile (of the run's engine) prices as2d_online, calibrated once on first use
     if cfg.model.engine == "mnn":  # MNN engine: target-only/As²d/SD/ASP beside torch target-only
         from workbench.models.mnn.bench import mnn_methods
@@ -57,4 +82,4 @@ def run(cfg: DictConfig, out: Path) -> JobResult:
     dec = summary.filter(pl.col("D").is_not_null()).unpivot(index="method", on=["D", "V", "O", "H"],
                                                            variable_name="term", value_name="seconds")
     return JobResult(metrics, frames, {"decomposition": decomposition(dec)}, summary,
-                     {"windows": str(len(evals))})
+                     {"windows": str(len(evals)), "dataset": str(cfg.dataset.name)})

@@ -17,6 +17,10 @@ from workbench.decoding import SCHEMES, scheme_spec
 
 from .base import ConfigError, JobResult
 from .config import budget, check_models
+from .windows import check_real_audio
+
+# the config groups this job reads; an override of any other group is refused (workbench.run)
+READS = ("model", "dataset")
 
 
 def _opts(cfg: DictConfig) -> dict[str, Any]:
@@ -42,6 +46,7 @@ def _opts(cfg: DictConfig) -> dict[str, Any]:
 def validate(cfg: DictConfig) -> None:
     _opts(cfg)
     budget(cfg)
+    check_real_audio(cfg)
     check_models(cfg)
 
 

@@ -29,6 +29,15 @@ def check_dataset_root(cfg: DictConfig) -> None:
     check_dataset(OmegaConf.to_container(cfg.dataset, resolve=True))
 
 
+def check_real_audio(cfg: DictConfig) -> None:
+    """A job that runs models on audio needs a corpus of audio: the demo corpus or a paper dataset
+    whose ``dataset.root`` holds its layout (checked here, before any run exists)."""
+    if cfg.dataset.get("synthetic"):
+        raise ConfigError("dataset", f"job {cfg.job} runs real audio, and dataset={cfg.dataset.name} holds "
+                          "synthetic trajectories", fix="choose dataset=demo or a paper dataset with dataset.root=DIR")
+    check_dataset_root(cfg)
+
+
 def cohort_tables(cfg: DictConfig) -> dict[str, Any]:
     """``{"cohort": manifest}`` for a paper-dataset run (logged with the run's tables), else ``{}``."""
     from workbench.data.datasets.materialize import cohort_table
