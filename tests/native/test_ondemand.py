@@ -91,3 +91,51 @@ def test_tail_latency_by_hand() -> None:
     t = {r["method"]: r for r in tail_latency(f).iter_rows(named=True)}
     assert t["a"]["latency_p50"] == 3.0 and t["a"]["latency_p95"] == pytest.approx(4.0 + 0.8 * 6.0)
     assert t["b"]["latency_p95"] == pytest.approx(5.0 + 0.95 * 2.0) and t["b"]["word_agreement"] == 1
+
+
+class _CallLog:
+    """Times of every forward of the hooked modules, on the request's own clock."""
+
+    def __init__(self, modules) -> None:
+        import time
+
+        self.times: list[float] = []
+        self.handles = [m.register_forward_hook(lambda *_: self.times.append(time.perf_counter())) for m in modules]
+
+    def inside(self, start: float, end: float) -> int:
+        return sum(start <= t <= end for t in self.times)
+
+    def close(self) -> None:
+        for h in self.handles:
+            h.remove()
+
+
+@pytest.mark.parametrize("prepared", [True, False])
+@pytest.mark.parametrize("scheme", ["target_only", "sd"])
+def test_a_prepared_whisper_request_runs_no_encoder_inside_the_timed_span(scheme, prepared) -> None:
+    """Section 5.4 / D.6.1: with prepared audio the request times prompt prefill + decoding only;
+    the encoder and the cross-attention K/V projections run before s_u."""
+    from tests.models.conftest import tiny_audio, tiny_whisper
+    from workbench.models.whisper import WhisperTarget, whisper_drafter
+
+    bundle, audio = tiny_whisper(seed=2), tiny_audio(0.5, seed=3)
+    decoder = bundle.model.model.decoder
+    log = _CallLog([bundle.model.model.encoder, *(layer.encoder_attn.k_proj for layer in decoder.layers)])
+    try:
+        reference = decode(make_scheme("target_only", max_output=CAP, eos_id=3), WhisperTarget(bundle, audio)).output
+        target = RequestTarget(WhisperTarget(bundle, audio))
+        drafter = whisper_drafter(bundle, audio) if scheme == "sd" else None  # built (encoded) before s_u
+        if prepared:
+            target.prepare()
+            assert target.inner.audio_prepared and target.prepared_s > 0
+        with NativeHost(None) as host:
+            r = host.run("w0", scheme, target, max_output=CAP, drafter=drafter,
+                         params={"width": 4} if scheme == "sd" else {})
+        finish = r.origin + r.time
+        per_encode = 1 + len(decoder.layers)  # one encoder call and one cross K projection per layer
+        assert log.inside(target.t_request, finish) == (0 if prepared else per_encode)
+    finally:
+        log.close()
+    t = RequestTiming.of(target, r)
+    assert (t.residual_audio_s > 0) == (not prepared)
+    assert list(r.output) == list(reference)  # prepared or not, the greedy output is the target's

@@ -2,7 +2,8 @@
 
 A 10-minute request trace from the run's corpus (the demo corpus offline), 19 checkpoints, one
 formal request per checkpoint and method after a warm-up; request latency L_u (request to EOS,
-with residual prefill), TTFT, decode TPS, Q_alpha, peak RSS vs the memory budget, exact token match
+with residual prefill), TTFT, preparation time, decode TPS, Q_alpha, peak RSS vs the memory
+budget, exact token match
 and word-edit agreement against target-only. Host energy per request where RAPL is readable."""
 
 from __future__ import annotations
@@ -68,27 +69,42 @@ def run(cfg: DictConfig, out: Path) -> JobResult:
     meter = host_meter()
     if meter is None:
         print(UNAVAILABLE)
-    frame = run_ondemand(setup, trace, list(o["methods"]), window_s=float(o["window_s"]), warmup=int(o["warmup"]),
-                         memory_budget_mb=o.get("memory_budget_mb"), decode=pair.target_codec.decode,
-                         meter=meter, progress=True)
+    settings = [True, False] if o.get("unprepared") else [True]
+    frame = pl.concat([run_ondemand(setup, trace, list(o["methods"]), window_s=float(o["window_s"]),
+                                    warmup=int(o["warmup"]), memory_budget_mb=o.get("memory_budget_mb"),
+                                    decode=pair.target_codec.decode, meter=meter, progress=True, prepare=prepare)
+                       for prepare in settings], how="diagonal_relaxed")
     summary = tail_latency(frame)
     metrics: dict[str, float] = {}
     for row in summary.iter_rows(named=True):
+        name = row["method"] if row["prepared"] else f"{row['method']}.unprepared"
         for k, v in row.items():
-            if k != "method" and isinstance(v, int | float) and not isinstance(v, bool) and v is not None:
-                metrics[f"ondemand.{row['method']}.{k}"] = float(v)
+            if k not in ("method", "prepared") and isinstance(v, int | float) and not isinstance(v, bool):
+                metrics[f"ondemand.{name}.{k}"] = float(v)
+    metrics.update(latency_ratios(summary))
     return JobResult(metrics, {"requests": frame.drop("output"), "ondemand_summary": summary},
                      {"fig7_ondemand": fig7_chart(frame)}, summary,
                      {"requests": str(frame.height), "load": cpu_note(), "engine": str(cfg.model.engine),
                       "energy": "rapl" if meter is not None else "unavailable"})
 
 
+def latency_ratios(summary: pl.DataFrame) -> dict[str, float]:
+    """Each method's p50 request latency over target-only's, with prepared audio (Section 5.4)."""
+    rows = {r["method"]: r for r in summary.filter(pl.col("prepared")).iter_rows(named=True)}
+    base = rows.get("target_only")
+    if base is None or not base["latency_p50"]:
+        return {}
+    return {f"ondemand.{m}.latency_p50_ratio": r["latency_p50"] / base["latency_p50"]
+            for m, r in rows.items() if m != "target_only"}
+
+
 def fig7_chart(frame: pl.DataFrame) -> Any:
     """Fig. 7: request-to-EOS TPS per checkpoint, one line per method."""
     import altair as alt
 
-    data = frame.select("checkpoint_s", "method", "request_tps", "latency_s").to_pandas()
-    return alt.Chart(data).mark_line(point=True).encode(
+    data = frame.filter(pl.col("prepared")).select("checkpoint_s", "method", "request_tps", "latency_s").to_pandas()
+    return alt.Chart(data, title="Fig. 7: on-demand requests, audio prepared before each request").mark_line(
+        point=True).encode(
         x=alt.X("checkpoint_s:Q", title="request position (s)"),
         y=alt.Y("request_tps:Q", title="request-to-EOS TPS"), color=alt.Color("method:N"),
         tooltip=["method", "checkpoint_s", "request_tps", "latency_s"]).properties(width=420, height=240)

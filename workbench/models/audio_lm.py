@@ -99,6 +99,11 @@ class AudioLMTarget:
         """Build the audio KV C_u (separately timeable; ``prefill`` calls it if needed)."""
         self.session = AudioLMSession(self.model, self.audio_ids, self.audio_inputs, self.suppress_ids)
 
+    @property
+    def audio_prepared(self) -> bool:
+        """The audio KV exists and holds nothing after it, so ``prefill`` runs only the instruction."""
+        return self.session is not None and self.session.length == self.session.audio_len
+
     def prefill(self) -> int:
         if self.session is None:
             self.audio_prefill()

@@ -144,6 +144,15 @@ class WhisperDecoderState:
         logits = out.logits[0].float().cpu()
         return logits + self._mask
 
+    def prepare_cross(self) -> None:
+        """Fill the cross-attention KV now: one decoder forward of the first prompt token, whose
+        self-attention entry is then dropped. The cross KV depends only on the encoder output, so
+        later forwards reuse it bit for bit; the self-attention cache is left empty."""
+        if self.length:
+            raise RuntimeError("prepare_cross() after decoder forwards: the cross KV already exists")
+        self.forward(self.bundle.protocol.prompt_ids[:1])
+        self.crop(1)
+
     def begin_mask(self) -> torch.Tensor:
         """Extra mask for the first generated token only (e.g. no leading space or EOS)."""
         return self._begin
@@ -181,9 +190,22 @@ class WhisperTarget:
     def prompt_len(self) -> int:
         return len(self.bundle.protocol.prompt_ids)
 
-    def prefill(self) -> int:
-        """Encoder + prompt: returns the first known root (outside the decode clock)."""
+    def audio_prefill(self) -> None:
+        """Prepare the audio state before a request (Section 5.4, Fig. 1(a)): the encoder output and
+        the decoder's cross-attention KV. ``prefill`` then runs only the prompt."""
         self.state = WhisperDecoderState(self.bundle, self.features)
+        self.state.prepare_cross()
+
+    @property
+    def audio_prepared(self) -> bool:
+        """The audio state exists, so ``prefill`` runs no encoder (on-demand requests, D.6.1)."""
+        return self.state is not None and self.state.length == 0
+
+    def prefill(self) -> int:
+        """Prompt prefill (plus the encoder first, as residual audio preparation, unless
+        ``audio_prefill`` ran): returns the first known root (outside the decode clock)."""
+        if not self.audio_prepared:
+            self.state = WhisperDecoderState(self.bundle, self.features)
         logits = self.state.forward(self.bundle.protocol.prompt_ids)[-1:] + self.state.begin_mask()
         self.last_logits = logits
         self._pending = 0

@@ -1,12 +1,12 @@
 """Native on-demand requests (Section 5.4, A.3, D.6.1): audio prepared before the request.
 
 Protocol. Before a request, both models' audio state is prepared off the clock: the target's audio
-KV (``AudioLMTarget.audio_prefill``), the serial drafter's audio prefill and the producer's
+state (``audio_prefill``: an audio LM's audio KV, a Whisper target's encoder output and
+cross-attention KV), the serial drafter's audio prefill and the producer's
 (``PrepareWindow``). The request clock starts at the request time s_u and includes, in order:
 
-    residual audio preparation  (what was not prepared by s_u; a Whisper target's encoder runs with
-                                 its prompt, so for Whisper this piece is 0 and the encoder is in
-                                 the next piece)
+    residual audio preparation  (what was not prepared by s_u: 0 when the audio state was prepared;
+                                 with ``prepare=False`` the encoder / audio KV runs here)
     instruction(-suffix) prefill -> the first known root (time to first token)
     hand-off                     (the driver starting the decode clock; microseconds)
     decoding through target EOS
@@ -88,8 +88,10 @@ def request_trace(clips: Sequence[tuple[str, np.ndarray]], duration_s: float = 6
 class RequestTarget:
     """A ``Target`` whose prefill is the request: it stamps s_u and the residual/instruction split.
 
-    ``prepare()`` runs before the request (the target's audio KV, when the target can build it
-    separately). Everything else is the wrapped target's, unchanged (exactness is untouched)."""
+    ``prepare()`` runs before the request: the target's audio state (``audio_prefill``: an audio
+    LM's audio KV, a Whisper target's encoder output and cross-attention KV). A request on an
+    unprepared target prepares it first, inside the request, as residual audio preparation.
+    Everything else is the wrapped target's, unchanged (exactness is untouched)."""
 
     def __init__(self, target: Any, clock: Any = time.perf_counter) -> None:
         self.inner = target
@@ -97,8 +99,12 @@ class RequestTarget:
         self.prepared_s = 0.0
         self.t_request = self.t_audio = self.t_root = math.nan
 
+    @property
+    def preparable(self) -> bool:
+        return hasattr(self.inner, "audio_prefill")
+
     def prepare(self) -> None:
-        if hasattr(self.inner, "audio_prefill"):
+        if self.preparable:
             t = self.clock()
             self.inner.audio_prefill()
             self.prepared_s = self.clock() - t
@@ -106,7 +112,7 @@ class RequestTarget:
     def prefill(self) -> int:
         self.t_request = self.clock()
         self.t_audio = self.t_request  # nothing residual: the audio state was prepared before s_u
-        if hasattr(self.inner, "audio_prefill") and getattr(self.inner, "session", None) is None:
+        if self.preparable and not self.inner.audio_prepared:
             self.inner.audio_prefill()  # residual audio preparation: not ready at the request
             self.t_audio = self.clock()
         root = self.inner.prefill()
@@ -201,16 +207,18 @@ def run_request(host: NativeHost, setup: HostSetup, window: AudioWindow, scheme:
 
 def run_ondemand(setup: HostSetup, trace: RequestTrace, schemes: Sequence[str] = METHODS, *, window_s: float = 60.0,
                  warmup: int = 1, memory_budget_mb: float | None = None, decode: Any = None,
-                 meter: Any = None, host: NativeHost | None = None, progress: bool = False) -> pl.DataFrame:
+                 meter: Any = None, host: NativeHost | None = None, progress: bool = False,
+                 prepare: bool = True) -> pl.DataFrame:
     """Every checkpoint x scheme, one formal request each after ``warmup`` unrecorded requests per
     scheme (the paper's initial execution check). ``decode``: ids -> text for word agreement.
+    ``prepare``: audio state prepared before each request (the paper's setting) or, False, inside it.
     ``meter``: a ``workbench.energy.RaplMeter`` (host energy per request, read around ``host.run``:
     it also covers the producer's window preparation), or None: no energy columns."""
     if host is None:
         with NativeHost(setup.producer, setup.verifier) as h:
             return run_ondemand(setup, trace, schemes, window_s=window_s, warmup=warmup,
                                 memory_budget_mb=memory_budget_mb, decode=decode, meter=meter, host=h,
-                                progress=progress)
+                                progress=progress, prepare=prepare)
     from tqdm.auto import tqdm
 
     limit = setup.pair.max_audio_seconds
@@ -218,20 +226,21 @@ def run_ondemand(setup: HostSetup, trace: RequestTrace, schemes: Sequence[str] =
     first = trace.window(trace.checkpoints[0], seconds)
     for scheme in schemes:
         for _ in range(warmup):
-            run_request(host, setup, first, scheme)
+            run_request(host, setup, first, scheme, prepare=prepare)
     rows: list[dict[str, Any]] = []
     reference: dict[float, tuple[tuple[int, ...], str | None]] = {}
     todo = [(c, s) for c in trace.checkpoints for s in schemes]
     for checkpoint, scheme in tqdm(todo, desc="on-demand requests", unit="request", disable=not progress):
         w = trace.window(checkpoint, seconds)
-        r, target, joules = run_request(host, setup, w, scheme, meter)
+        r, target, joules = run_request(host, setup, w, scheme, meter, prepare=prepare)
         energy = {} if joules is None else {"energy_j": joules, "j_per_token": joules / max(len(r.output), 1)}
         timing = RequestTiming.of(target, r)
         text = decode(list(r.output)) if decode is not None else None
         if scheme == "target_only":
             reference[checkpoint] = (r.output, text)
         rss = peak_rss_mb([None, host.producer_pid])
-        rows.append({"checkpoint_s": checkpoint, "method": scheme, "audio_s": w.seconds, "tokens": len(r.output),
+        rows.append({"checkpoint_s": checkpoint, "method": scheme, "prepared": prepare, "audio_s": w.seconds,
+                     "tokens": len(r.output),
                      "rounds": len(r.records), "latency_s": timing.latency_s, "ttft_s": timing.ttft_s,
                      **timing.pieces, "cleanup_s": timing.cleanup_s, "prepared_s": target.prepared_s,
                      "decode_tps": len(r.output) / r.time if r.time > 0 else math.nan,
@@ -263,13 +272,16 @@ def with_agreement(frame: pl.DataFrame, reference: dict[float, tuple[tuple[int, 
 
 
 def tail_latency(frame: pl.DataFrame, alphas: Sequence[float] = (0.5, 0.95)) -> pl.DataFrame:
-    """Per method: Q_alpha of L_u over requests (linear interpolation), mean latency, median TPS."""
+    """Per method (and per ``prepared`` setting when the frame holds both): Q_alpha of L_u over
+    requests (linear interpolation), mean latency, median TPS and preparation time."""
+    keys = ["method", "prepared"] if "prepared" in frame.columns else ["method"]
     aggs = [pl.col("latency_s").quantile(a, interpolation="linear").alias(f"latency_p{round(100 * a)}")
             for a in alphas]
-    return (frame.group_by("method", maintain_order=True)
+    prepared = [pl.col("prepared_s").median().alias("prepared_p50")] if "prepared_s" in frame.columns else []
+    return (frame.group_by(keys, maintain_order=True)
             .agg(pl.len().alias("requests"), pl.col("latency_s").mean().alias("latency_mean"), *aggs,
                  pl.col("ttft_s").median().alias("ttft_p50"), pl.col("request_tps").median().alias("request_tps_p50"),
-                 pl.col("decode_tps").median().alias("decode_tps_p50"),
+                 pl.col("decode_tps").median().alias("decode_tps_p50"), *prepared,
                  pl.col("peak_rss_mb").max().alias("peak_rss_mb"),
                  pl.col("exact").sum().alias("exact"), pl.col("word_agreement").sum().alias("word_agreement")))
 

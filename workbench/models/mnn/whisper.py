@@ -199,10 +199,15 @@ class MnnDecoderState:
 class MnnWhisperTarget(WhisperTarget):
     """Greedy Whisper target on MNN: the torch ``WhisperTarget`` with an MNN decoder state."""
 
+    def audio_prefill(self) -> None:
+        """Prepare the audio state before a request: the MNN encoder's cross KV (Section 5.4)."""
+        self.state = self.bundle.decoder_state(self.features)
+
     def prefill(self) -> int:
         from workbench.models.whisper import greedy
 
-        self.state = self.bundle.decoder_state(self.features)
+        if not self.audio_prepared:
+            self.state = self.bundle.decoder_state(self.features)
         logits = self.state.forward(self.bundle.protocol.prompt_ids)[-1:] + self.state.begin_mask()
         self.last_logits = logits
         self._pending = 0
