@@ -18,6 +18,10 @@ APT_PACKAGES=(
   g++                    # host build of the C++ on-device runner, phone_runner/runner
   chromium               # headless browser for tests/browser: MLflow UI and JupyterLab
   chromium-driver        # chromedriver that Selenium drives Chromium with
+  espeak-ng              # bench corpus: eSpeak NG voices (workbench.data.bench_corpus_audio)
+  flite                  # bench corpus: CMU Flite voices awb, kal16, rms, slt
+  asterisk-core-sounds-en-wav  # bench corpus: real telephone speech (Allison Smith's prompts, CC-BY-SA-3.0)
+  asterisk-core-sounds-en      # bench corpus: the prompts' transcripts (core-sounds-en.txt.gz)
 )
 
 in_ci() { case "${CI:-}" in "" | 0 | false | no) return 1 ;; *) return 0 ;; esac; }

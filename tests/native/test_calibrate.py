@@ -27,7 +27,8 @@ def host_cfg(tiny_dir, producer_dir):  # noqa: F811
 
 @pytest.fixture(scope="module")
 def windows(audio):  # noqa: F811
-    return [AudioWindow("calib", ("a",), audio), AudioWindow("eval", ("b",), audio[::-1].copy())]
+    return [AudioWindow("calib", ("a",), audio, split="dev"),
+            AudioWindow("eval", ("b",), audio[::-1].copy(), split="test")]
 
 
 def test_calibration_writes_a_profile_replay_accepts_with_all_widths(host_cfg, windows, tmp_path):

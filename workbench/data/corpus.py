@@ -340,6 +340,12 @@ def build_demo_corpus(
 
 def corpus_from_config(cfg: Mapping[str, Any], cache_dir: Path | None = None) -> Corpus:
     """Build from a ``conf/dataset/demo.yaml`` mapping, honouring the reduced-mode ``max_windows``."""
+    if cfg.get("kind") == "bench":  # the speaker-split bench corpus is timed natively, not traced here
+        from workbench.errors import ConfigError
+
+        raise ConfigError("dataset", f"{cfg.get('name')!r} is the native bench corpus, not a trace corpus",
+                          fix="time it with `python -m workbench.native.bench --dataset "
+                              f"{cfg.get('name')}`; replay jobs take dataset=demo or a paper dataset")
     max_windows = cfg.get("max_windows")
     n_synth = cfg.get("n_synth")
     if max_windows is not None:

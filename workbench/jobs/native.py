@@ -65,9 +65,10 @@ def run(cfg: DictConfig, out: Path) -> JobResult:
     evals = host_windows(cfg)
     # this machine's profile (of the run's engine) prices as2d_online, calibrated once on first use
     if cfg.model.engine == "mnn":  # MNN engine: target-only/As²d/SD/ASP beside torch target-only
-        from workbench.models.mnn.bench import mnn_methods
+        from workbench.native.bench import profile_costs
+        from workbench.native.mnn_bench import mnn_methods
 
-        methods = mnn_methods(model, device_profile("host", cfg))[0]
+        methods = mnn_methods(model, profile_costs(device_profile("host", cfg)))[0]
     else:
         methods = default_methods(model, alt, device_profile("host", cfg))
     frames = run_bench(evals, methods, int(n.repeats), out_dir=out / "bench")

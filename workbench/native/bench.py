@@ -1,22 +1,28 @@
-"""Native host benchmark: As²d against target-only, HF assisted generation, serial SD and ASP.
+"""Native host benchmark: As²d against the best target-only, HF assisted generation, serial SD and ASP.
+
+It runs on the bench corpus's **test split** by default (``--split dev`` for tuning, ``--split demo``
+for the demo's smoke windows). "Best target-only" is the fastest of target-only on 1 and 2 threads,
+on each linear kernel (``--kernels``) and on each engine (torch, MNN); every variant is printed.
+A dev run writes the As²d configuration it chose (``choice.json``); a test run judges the goals on
+that configuration, never on the fastest variant of the test split.
 
 All methods run on the same windows, interleaved (window by window, method order rotating per
-repetition), after one warm-up pass. Our methods use the native driver's clock (A.3: after prefill,
-through EOS plus charged producer drain). HF ``generate`` has no post-prefill boundary of its own,
-so its charged time is wall time minus the target's prefill (encoder + prompt) and the
-assistant's encoder, both measured on the same window just before the call.
+repetition), after a warm-up pass over the first ``warmup_windows`` windows. Our methods use the
+native driver's clock (A.3: after prefill, through EOS plus charged producer drain). HF ``generate``
+has no post-prefill boundary of its own, so its charged time is wall time minus the target's prefill
+(encoder + prompt) and the assistant's encoder, both measured on the same window just before the call.
 
 Run ``python -m workbench.native.bench``. Frames (parquet under ``out_dir``):
 
-* ``runs``: window_id, method, rep, tokens, time, tps, matched, capped, rounds, threads, fault
+* ``runs``: window_id, split, method, rep, tokens, time, tps, matched, capped, rounds, threads, fault
 * ``rounds``: round records of our methods (``ROUND_COLUMNS`` + window_id, config, rep, T)
 * ``stages``: resource, stage, start, end, round, window_id, config, rep, T
-* ``summary``: one row per method, columns ``SUMMARY_COLUMNS``
+* ``summary``: one row per method, columns ``SUMMARY_COLUMNS`` (``bench_report``)
+* ``windows``: the per-window report, columns ``WINDOW_COLUMNS`` (``bench_report.per_window``)
 """
 
 from __future__ import annotations
 
-import argparse
 import copy
 import dataclasses
 import os
@@ -29,26 +35,17 @@ from typing import Any
 import polars as pl
 import torch
 
-from workbench import metrics
 from workbench.decoding.width import IDLE_KEY
 from workbench.io import atomic_write_parquet
 from workbench.replay.profile import DeviceProfile, MissingWidthError, load_profile
 from workbench.replay.result import STAGE_SCHEMA
 
+from .bench_report import SUMMARY_COLUMNS, goal_lines, per_window, summarize
 from .driver import NativeHost
-from .episodes import HostSetup, all_cores, host_setup, run_scheme, scheme_settings
+from .episodes import host_setup, run_scheme
+from .methods import Method, online_cap, online_methods
 from .producer import ALLOWED_CPUS, Placement
-from .windows import AudioWindow, demo_windows
-
-SUMMARY_COLUMNS = ("method", "tps", "ratio_target_only", "ratio_hf", "slower_share", "matched_share",
-                   "acceptance", "coverage", "readiness", "D", "V", "O", "H", "T", "bound", "T_over_bound")
-
-
-class Method:
-    def __init__(self, name: str, kind: str, setup: HostSetup | None = None, threads: int = 1,
-                 scheme: str = "", assistant: Any = None, tokenizers: tuple[Any, Any] | None = None) -> None:
-        self.name, self.kind, self.setup, self.threads = name, kind, setup, threads
-        self.scheme, self.assistant, self.tokenizers = scheme, assistant, tokenizers
+from .windows import AudioWindow
 
 
 def profile_costs(profile: DeviceProfile) -> dict[int, float]:
@@ -67,25 +64,6 @@ def profile_costs(profile: DeviceProfile) -> dict[int, float]:
     return out
 
 
-def online_cap(costs: dict[int, float]) -> int:
-    """as2d_online's widest chain on this machine: every width its calibration priced (up to K = 16).
-    The rule then picks each round's width from those costs; the pair's fixed b stays fixed As²d's."""
-    return max(1, min(max(k for k in costs if k < IDLE_KEY), 16) - 1)
-
-
-def online_methods(setup: HostSetup, costs: dict[int, float], prefix: str = "") -> list[Method]:
-    """as2d_online priced by this machine's per-width ``costs`` (widths up to ``online_cap``) and, on two
-    or more CPUs, the same with the producer's core joining once the producer has finished (``+cores``,
-    ``driver.JoiningCores``); method names start with ``prefix`` (the MNN bench's ``mnn/``)."""
-    online = dataclasses.replace(setup, costs=costs, settings={
-        **setup.settings, "as2d_online": scheme_settings("as2d_online", online_cap(costs))})
-    ms = [Method(f"{prefix}as2d_online/{setup.source}", "native", online, 1, "as2d_online")]
-    if len(ALLOWED_CPUS) > 1:
-        joined = dataclasses.replace(online, widen=all_cores())
-        ms.append(Method(f"{prefix}as2d_online/{setup.source}+cores", "native", joined, 1, "as2d_online"))
-    return ms
-
-
 def default_methods(model_cfg: dict[str, Any], same_vocab_cfg: dict[str, Any] | None,
                     profile: DeviceProfile | None = None, batches: Sequence[int] = (),
                     kernels: Sequence[str] = ()) -> list[Method]:
@@ -95,8 +73,8 @@ def default_methods(model_cfg: dict[str, Any], same_vocab_cfg: dict[str, Any] | 
     and, on two or more CPUs, the same with the producer's core joining the verifier once the producer
     has finished (``+cores``, ``driver.JoiningCores``); for each of
     ``batches`` other than the configured one, also As²d publishing batches of that size (``@batchN``);
-    for each of ``kernels`` other than the target's, also As²d with the target on those linear kernels
-    (``@plain`` / ``@packed``, ``models.packed_linear``), a second target in memory."""
+    for each of ``kernels`` other than the target's, also target-only (1 and 2 threads) and As²d with the
+    target on those linear kernels (``/plain``, ``@plain``; ``models.packed_linear``), a second target in memory."""
     main = host_setup(model_cfg)
     pair = main.pair
     if profile is not None:
@@ -131,6 +109,9 @@ def default_methods(model_cfg: dict[str, Any], same_vocab_cfg: dict[str, Any] | 
         if k != own:
             other_cfg = {**model_cfg, "target": {**model_cfg["target"], "kernels": k}}
             other = host_setup(other_cfg, verifier=main.verifier, producer=main.producer.placement)
+            # best target-only is the best over threads x kernels (x engines: mnn_target_only)
+            ms[2:2] = [Method(f"target_only@1t/{k}", "native", other, 1, "target_only"),
+                       Method(f"target_only@2t/{k}", "native", other, 2, "target_only")]
             ms.append(Method(f"as2d/{other.source}@{k}", "native", other, 1, "as2d"))
     if same_vocab_cfg is not None:
         # the second producer publishes batches of the main pair's size; one target model in memory
@@ -172,8 +153,11 @@ def _hf_run(m: Method, w: AudioWindow) -> tuple[list[int], float]:
 
 
 def run_bench(windows: Sequence[AudioWindow], methods: Sequence[Method], repeats: int = 3, *, warmup: int = 1,
-              out_dir: str | Path | None = None, progress: bool = True) -> dict[str, pl.DataFrame]:
-    """Interleaved benchmark; returns ``runs``, ``rounds``, ``stages`` and ``summary`` frames."""
+              out_dir: str | Path | None = None, progress: bool = True,
+              warmup_windows: int | None = 2) -> dict[str, pl.DataFrame]:
+    """Interleaved benchmark; returns ``runs``, ``rounds``, ``stages``, ``summary`` and ``windows`` frames.
+
+    ``warmup`` passes (untimed) run over the first ``warmup_windows`` windows (None: all of them)."""
     from tqdm.auto import tqdm
     from transformers.utils import logging as hf_logging
 
@@ -186,9 +170,11 @@ def run_bench(windows: Sequence[AudioWindow], methods: Sequence[Method], repeats
         for m in methods:
             if m.kind == "native" and id(m.setup) not in hosts:
                 hosts[id(m.setup)] = stack.enter_context(NativeHost(m.setup.producer, m.setup.verifier))
-        bar = tqdm(total=(repeats + warmup) * len(windows) * len(methods), desc="bench", disable=not progress)
+        n_warm = len(windows) if warmup_windows is None else min(warmup_windows, len(windows))
+        bar = tqdm(total=(repeats * len(windows) + warmup * n_warm) * len(methods), desc="bench",
+                   disable=not progress)
         for rep in range(-warmup, repeats):
-            for wi, w in enumerate(windows):
+            for wi, w in enumerate(windows if rep >= 0 else windows[:n_warm]):
                 k = (rep + wi) % len(methods)  # rotate the order: no method always runs first
                 for m in list(methods[k:]) + list(methods[:k]):
                     m.setup.verifier.apply() if m.threads == 1 else Placement(m.threads, all_cpus).apply()
@@ -203,8 +189,8 @@ def run_bench(windows: Sequence[AudioWindow], methods: Sequence[Method], repeats
                         refs[w.window_id] = tuple(out)
                     if rep < 0:
                         continue
-                    runs.append({"window_id": w.window_id, "method": m.name, "rep": rep, "tokens": len(out),
-                                 "time": t, "tps": len(out) / t, "output": out,
+                    runs.append({"window_id": w.window_id, "split": w.split, "method": m.name, "rep": rep,
+                                 "tokens": len(out), "time": t, "tps": len(out) / t, "output": out,
                                  "capped": bool(r.capped) if r else len(out) >= m.setup.max_output,
                                  "rounds": len(r.records) if r else None, "threads": m.threads, "fault": fault})
                     if r is not None:
@@ -213,7 +199,7 @@ def run_bench(windows: Sequence[AudioWindow], methods: Sequence[Method], repeats
                         stages += [dict(zip(STAGE_SCHEMA, s, strict=True)) | keys for s in r.stages]
             methods[0].setup.verifier.apply()
         bar.close()
-    run_df = pl.DataFrame(runs, schema_overrides={"fault": pl.Utf8, "rounds": pl.Int64})
+    run_df = pl.DataFrame(runs, schema_overrides={"fault": pl.Utf8, "rounds": pl.Int64, "split": pl.Utf8})
     # Exactness audit: every run against target-only's output on the same window (never hidden).
     matched = [tuple(o) == refs.get(w) for w, o in zip(run_df["window_id"], run_df["output"].to_list(), strict=True)]
     run_df = run_df.with_columns(pl.Series("matched", matched, dtype=pl.Boolean)).drop("output")
@@ -223,72 +209,13 @@ def run_bench(windows: Sequence[AudioWindow], methods: Sequence[Method], repeats
                                                        "committed": pl.List(pl.Int64), "k1_reason": pl.Utf8}),
               "stages": pl.DataFrame(stages, infer_schema_length=None)}
     frames["summary"] = summarize(frames)
+    frames["windows"] = per_window(frames)
     if out_dir is not None:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         for name, df in frames.items():
             atomic_write_parquet(out / f"bench_{name}.parquet", df)
     return frames
-
-
-def summarize(frames: dict[str, pl.DataFrame]) -> pl.DataFrame:
-    runs, rounds, stages = frames["runs"], frames["rounds"], frames["stages"]
-    methods = runs["method"].unique(maintain_order=True).to_list()
-    pooled = {m: metrics.tps_pooled(runs.filter(pl.col("method") == m)) for m in methods}
-    best_to = max((m for m in methods if m.startswith("target_only")), key=pooled.get)
-    hf = [m for m in methods if m.startswith("hf_")]
-    best_hf = max(hf, key=pooled.get) if hf else None
-    per_window = runs.group_by("method", "window_id").agg(pl.col("tokens").first(), pl.col("time").median())
-    base = per_window.filter(pl.col("method") == best_to)
-    rows = []
-    for m in methods:
-        rr = rounds.filter(pl.col("config") == m) if rounds.height else rounds
-        row = {"method": m, "tps": pooled[m], "ratio_target_only": pooled[m] / pooled[best_to],
-               "ratio_hf": pooled[m] / pooled[best_hf] if best_hf else None,
-               "slower_share": metrics.slowdown_share(per_window.filter(pl.col("method") == m), base),
-               "matched_share": float(runs.filter(pl.col("method") == m)["matched"].mean()),
-               "acceptance": None, "coverage": None, "readiness": None}
-        if rr.height:
-            row.update(acceptance=metrics.acceptance(rr), readiness=metrics.readiness(rr),
-                       coverage=float(rr["accepted"].sum() / runs.filter(pl.col("method") == m)["tokens"].sum()))
-            ov = metrics.overlap_table(stages.filter(pl.col("config") == m), keys=("window_id", "config", "rep"))
-            row.update({k: float(ov[k].sum()) for k in ("D", "V", "O", "H", "T")})
-            row["bound"] = float(ov.select(pl.max_horizontal("D", "V") + pl.col("H")).sum().item())
-            row["T_over_bound"] = row["T"] / row["bound"]
-        rows.append(row)
-    return pl.DataFrame(rows, infer_schema_length=None).select(
-        [pl.col(c) if c in rows[0] else pl.lit(None).alias(c) for c in SUMMARY_COLUMNS])
-
-
-GOALS = {"speedup": 1.5, "vs_hf": 2.0, "slower_share": 0.05, "exact": 1.0}  # host benchmark goals (docs/adaptive.md)
-
-
-def goal_lines(summary: pl.DataFrame, prefix: str = "as2d", hf: bool = True) -> list[str]:
-    """One PASS/FAIL line per host benchmark goal, judged on the fastest As²d variant (methods named
-    ``prefix``...); ``hf=False`` leaves out the HF goal (the MNN bench has none)."""
-    rows = {r["method"]: r for r in summary.to_dicts()}
-    ours = [m for m in rows if m.startswith(prefix)]
-    if not ours:
-        return ["no As²d method ran: no goal can be judged"]
-    best = max(ours, key=lambda m: rows[m]["tps"])
-    r = rows[best]
-
-    def line(ok: bool, text: str) -> str:
-        return f"{'PASS' if ok else 'FAIL'}  {text}"
-
-    out = [line(r["ratio_target_only"] >= GOALS["speedup"],
-                f"{best}: {r['ratio_target_only']:.2f}x the best target-only (goal >= {GOALS['speedup']}x)")]
-    if hf and r["ratio_hf"] is not None:
-        out.append(line(r["ratio_hf"] >= GOALS["vs_hf"],
-                        f"{best}: {r['ratio_hf']:.2f}x the best HF assisted (goal >= {GOALS['vs_hf']}x)"))
-    elif hf:
-        out.append("FAIL  no HF assisted run to compare with")
-    out.append(line(r["slower_share"] <= GOALS["slower_share"],
-                    f"{best}: {100 * r['slower_share']:.0f}% of windows slower than target-only "
-                    f"(goal <= {100 * GOALS['slower_share']:.0f}%)"))
-    exact = min(rows[m]["matched_share"] for m in ours)
-    out.append(line(exact >= GOALS["exact"], f"As²d variants: {100 * exact:.0f}% of outputs exact (goal 100%)"))
-    return out
 
 
 def machine_lines() -> list[str]:
@@ -299,14 +226,92 @@ def machine_lines() -> list[str]:
             "load average (1/5/15 min): " + " ".join(f"{x:.2f}" for x in os.getloadavg())]
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description="Native host benchmark: As²d vs peers on the demo windows.")
+
+
+__all__ = ["SUMMARY_COLUMNS", "Method", "default_methods", "goal_lines", "online_cap", "online_methods",
+           "profile_costs", "run_bench", "summarize"]
+
+
+def bench_eval_windows(split: str, dataset: str = "bench", n_windows: int | None = None,
+                       max_seconds: float = 25.0) -> list[AudioWindow]:
+    """The windows a bench run times: the bench corpus's ``split`` (``conf/dataset/<dataset>.yaml``),
+    or with ``split="demo"`` the demo's evaluation windows (a smoke test, not a benchmark)."""
+    from .windows import bench_windows, demo_windows
+
+    if split == "demo":
+        return demo_windows(max_seconds)[1][:n_windows]
+    return bench_windows(split, dataset_config(dataset), n_windows)
+
+
+def dataset_config(name: str) -> dict[str, Any]:
+    """``conf/dataset/<name>.yaml`` as a plain mapping (the bench corpus's build settings)."""
+    from omegaconf import OmegaConf
+
+    from workbench.errors import ConfigError
+
+    path = Path(__file__).resolve().parents[2] / "conf" / "dataset" / f"{name}.yaml"
+    if not path.is_file():
+        raise ConfigError("--dataset", f"no dataset config {path}", fix="bench or bench_ci (conf/dataset/bench*.yaml)")
+    doc = OmegaConf.load(path)
+    for base in doc.pop("defaults", []) or []:  # a variant names its base config (Hydra's defaults list)
+        if base != "_self_":
+            doc = OmegaConf.merge(dataset_config(str(base)), doc)
+    return OmegaConf.to_container(doc, resolve=True)
+
+
+def _methods(args: Any, cfg: dict[str, Any], profile: DeviceProfile | None) -> tuple[list[Method], str, Any]:
+    """(methods, As²d name prefix, the MNN/torch setups for the engine tables or None)."""
+    from workbench.models.registry import load_model_config
+
+    if args.engine == "mnn":
+        from .mnn_bench import mnn_methods
+
+        methods, mnn, torch_setup = mnn_methods(cfg, profile_costs(profile) if profile else None)
+        return methods, "mnn/as2d", (mnn, torch_setup)
+    alt = load_model_config(args.same_vocab_model) if args.same_vocab_model else None
+    batches = [*args.batches, *([1] if args.single_token_batches else [])]
+    methods = default_methods(cfg, alt, profile, batches, args.kernels)
+    if args.mnn_baseline:  # best target-only is the best over engines too
+        from .mnn_bench import mnn_target_only
+
+        try:
+            methods[2:2] = mnn_target_only(cfg)
+        except Exception as err:  # MNN absent or unable to run this family: say so, bench the rest
+            print(f"bench: MNN target-only left out ({type(err).__name__}: {str(err)[:160]})")
+    return methods, "as2d", None
+
+
+def _print_reports(frames: dict[str, pl.DataFrame], chosen: str | None, prefix: str) -> pl.DataFrame:
+    """Summary, the ratio of every As²d variant per window side by side, and the chosen one's report."""
+    with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=250, float_precision=3, fmt_str_lengths=60):
+        print(frames["summary"])
+        win = frames["windows"]
+        if win.height:
+            print("Per window: ratio to the best target-only (median time over repeats), every speculative method")
+            print(win.pivot(on="method", index="window_id", values="ratio"))
+        mine = win.filter(pl.col("method") == chosen) if chosen else win.clear()
+        if mine.height:
+            print(f"Per window report of {chosen}")
+            print(mine.drop("method"))
+    return mine.filter(pl.col("ratio") < 1.0) if mine.height else mine
+
+
+def parser() -> Any:
+    import argparse
+
+    ap = argparse.ArgumentParser(description="Native host benchmark: As²d vs the best target-only, SD, ASP and HF "
+                                             "on the bench corpus (test split by default).")
     ap.add_argument("--model", default="whisper_base")
     ap.add_argument("--same-vocab-model", default="whisper_base_int8", help="second producer's conf/model ('' = none)")
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--windows", type=int, default=None)
-    ap.add_argument("--max-seconds", type=float, default=25.0)
-    ap.add_argument("--out-dir", default="outputs/native/bench")
+    ap.add_argument("--split", choices=("test", "dev", "demo"), default="test",
+                    help="test: report; dev: tune (writes choice.json); demo: the demo's smoke windows")
+    ap.add_argument("--dataset", default="bench", help="conf/dataset/<name>.yaml of the bench corpus (bench_ci: small)")
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--windows", type=int, default=None, help="at most this many windows, round-robin over speakers")
+    ap.add_argument("--max-seconds", type=float, default=25.0, help="demo windows only: packing length")
+    ap.add_argument("--out-dir", default=None, help="default outputs/native/bench_<split>[_mnn]")
+    ap.add_argument("--choice", default=None, help="the dev run's choice.json (default: <dev out-dir>/choice.json)")
+    ap.add_argument("--markdown", default=None, help="also write the results table (machine, command, split, date)")
     ap.add_argument("--profile", default=None,
                     help="host profile for as2d_online's costs (default: this machine's, calibrated once if needed)")
     ap.add_argument("--on-mismatch", choices=("calibrate", "refuse"), default="calibrate",
@@ -316,22 +321,32 @@ def main(argv: Sequence[str] | None = None) -> None:
                     help="also As²d with producers publishing batches of these sizes (e.g. 4 8: the paper's phones)")
     ap.add_argument("--single-token-batches", action="store_true", help="same as --batches 1")
     ap.add_argument("--kernels", nargs="*", default=["plain", "packed"],
-                    help="also As²d with the target's linears on these kernels (models.packed_linear)")
+                    help="target-only and As²d also with the target's linears on these kernels (models.packed_linear)")
+    ap.add_argument("--no-mnn-baseline", dest="mnn_baseline", action="store_false",
+                    help="leave MNN target-only out of the best target-only (torch engine)")
     ap.add_argument("--engine", choices=("torch", "mnn"), default="torch",
-                    help="mnn: MNN target-only, torch target-only, MNN As²d/SD/ASP, step/verify costs, F.6")
-    args = ap.parse_args(argv)
-    if args.engine == "mnn":  # MNN engine: its own method set and tables (workbench.models.mnn.bench)
-        from workbench.models.mnn.bench import main as mnn_main
+                    help="mnn: MNN As²d/SD/ASP against MNN and torch target-only, step/verify costs, F.6")
+    return ap
 
-        windows = [] if args.windows is None else ["--windows", str(args.windows)]
-        return mnn_main(["--model", args.model, "--repeats", str(args.repeats), "--max-seconds",
-                         str(args.max_seconds), "--out-dir", f"{args.out_dir}_mnn", *windows])
+
+def main(argv: Sequence[str] | None = None) -> None:
+    import sys
+
     from workbench.models.registry import load_model_config
 
-    from .fingerprint import HostProfileMismatch, host_profile
+    from .bench_report import markdown
+    from .choice import choose_on_dev, read_choice, write_choice
+    from .fingerprint import HostProfileMismatch, fingerprint_id, host_profile, machine_fingerprint
 
+    args = parser().parse_args(argv)
+    suffix = "_mnn" if args.engine == "mnn" else ""
+    out_dir = Path(args.out_dir or f"outputs/native/bench_{args.split}{suffix}")
+    choice_path = Path(args.choice or f"outputs/native/bench_dev{suffix}/choice.json")
+    command = "python -m workbench.native.bench " + " ".join(sys.argv[1:] if argv is None else argv)
     print("\n".join(machine_lines()))
     cfg = load_model_config(args.model)
+    if args.engine == "mnn":
+        cfg = {**cfg, "engine": "mnn"}
     profile = None
     if not args.no_online:
         try:
@@ -340,15 +355,40 @@ def main(argv: Sequence[str] | None = None) -> None:
             raise SystemExit(f"bench: {err}") from None
         print(f"costs from {profile.file}: " + ", ".join(f"K{k} {v:.1f}" for k, v in profile_costs(profile).items()
                                                          if k <= 8) + " ms ...")
-    _, evals = demo_windows(args.max_seconds)
-    alt = load_model_config(args.same_vocab_model) if args.same_vocab_model else None
-    batches = [*args.batches, *([1] if args.single_token_batches else [])]
-    frames = run_bench(evals[: args.windows], default_methods(cfg, alt, profile, batches, args.kernels),
-                       args.repeats, out_dir=args.out_dir)
-    with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=250, float_precision=3):
-        print(frames["summary"])
-    print(f"windows: {len(evals[: args.windows])}, repeats: {args.repeats}")
-    print("\n".join(machine_lines()[1:] + goal_lines(frames["summary"])))
+    windows = bench_eval_windows(args.split, args.dataset, args.windows, args.max_seconds)
+    print(f"split {args.split}: {len(windows)} windows ({args.dataset if args.split != 'demo' else 'demo corpus'})")
+    methods, prefix, engines = _methods(args, cfg, profile)
+    frames = run_bench(windows, methods, args.repeats, out_dir=out_dir)
+    if engines is not None:  # MNN: forward costs of both engines and F.6 agreement
+        from .mnn_bench import engine_costs, f6_agreement
+
+        frames["costs"], frames["f6"] = engine_costs(*engines, windows[0].audio), f6_agreement(*engines, windows)
+        for name in ("costs", "f6"):
+            atomic_write_parquet(out_dir / f"bench_{name}.parquet", frames[name])
+    machine = fingerprint_id(machine_fingerprint())
+    if args.split == "dev":
+        choice = choose_on_dev(frames, prefix, machine)
+        print(f"chosen on dev: {choice.method} ({choice.dev_ratio_target_only:.2f}x) -> "
+              f"{write_choice(choice, out_dir)}")
+    else:
+        choice = read_choice(choice_path)
+        print(f"configuration chosen on dev: {choice.method if choice else None} (from {choice_path})")
+    chosen = choice.method if choice else None
+    losers = _print_reports(frames, chosen, prefix)
+    if engines is not None:
+        with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=250, float_precision=3):
+            print("Forward cost per width (ms, median; step = width 1, verify = width K)")
+            print(frames["costs"])
+            print("F.6: MNN greedy vs torch greedy per window")
+            print(frames["f6"])
+    goals = goal_lines(frames["summary"], chosen, prefix=prefix, hf=args.engine == "torch")
+    print(f"split {args.split}, windows: {len(windows)}, repeats: {args.repeats}")
+    print("\n".join(machine_lines()[1:] + goals))
+    if args.markdown:
+        from workbench.io import atomic_write_text
+
+        text = markdown(frames["summary"], command, args.split, len(windows), args.repeats, chosen, goals, losers)
+        print(f"results table -> {atomic_write_text(args.markdown, text)}")
 
 
 if __name__ == "__main__":

@@ -40,7 +40,7 @@ from .liveness import Liveness, ParentGone
 from .messages import Failed, Loaded, Passes, Quit, RunPasses
 from .producer import IDLE_TIMEOUT_S, ProducerModel, ProducerSpec, report_failure, restoring_placement
 from .shared import SharedBuffer
-from .windows import AudioWindow, demo_windows
+from .windows import AudioWindow, demo_windows, dev_only
 
 PASSES_TIMEOUT_S = 1800.0  # one batch of producer passes; a hung or dead producer fails the calibration
 OFFSETS = (0, 32, 64)  # decoder context positions of the width sweep (cf. D.2.2's 0/64/128)
@@ -195,6 +195,7 @@ def calibrate_host(
 
     if reps < 1 or not calib:
         raise ValueError("calibration needs at least one window and one repetition")
+    dev_only(calib, "host calibration")  # per-width costs, kernel crossovers and width caps are fitted here
     widths = sorted(set(widths))
     setup = setup or host_setup(model_cfg)
     rows: list[dict[str, Any]] = []

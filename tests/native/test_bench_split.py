@@ -1,0 +1,78 @@
+"""Tune on dev, report test: the bench reports the test split, and selection refuses test windows."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+from workbench.data import bench_corpus as bc
+from workbench.errors import DataError
+from workbench.native.bench import bench_eval_windows, parser
+from workbench.native.bench_report import goal_lines
+from workbench.native.calibrate import calibrate_host
+from workbench.native.choice import choose_on_dev, read_choice, write_choice
+from workbench.native.windows import AudioWindow, dev_only
+
+needs_corpus = pytest.mark.skipif(not (bc.TESTDATA_DIR.is_dir() and bc.ASTERISK_DIR.is_dir()),
+                                  reason="needs pocketsphinx-testdata and asterisk-core-sounds-en-wav (setup.sh)")
+AUDIO = np.zeros(16000, dtype=np.float32)
+
+
+def test_the_bench_reports_the_test_split_by_default():
+    args = parser().parse_args([])
+    assert args.split == "test" and args.dataset == "bench"
+    assert parser().parse_args(["--split", "dev"]).split == "dev"
+
+
+@needs_corpus
+def test_bench_windows_of_a_split_are_that_split_only(tmp_path, monkeypatch):
+    monkeypatch.setenv("AS2D_CACHE", str(tmp_path))
+    test = bench_eval_windows("test", "bench_ci")
+    dev = bench_eval_windows("dev", "bench_ci")
+    assert test and dev and {w.split for w in test} == {"test"} and {w.split for w in dev} == {"dev"}
+    assert not {w.window_id for w in test} & {w.window_id for w in dev}
+    speakers = {s: {p.speaker for p in bc.plan() if p.window_id in {w.window_id for w in ws}}
+                for s, ws in (("dev", dev), ("test", test))}
+    assert not speakers["dev"] & speakers["test"]
+    with pytest.raises(DataError, match="outside the dev split"):
+        dev_only(dev + test[:1], "budget selection")
+
+
+def test_selection_refuses_test_and_unlabelled_windows():
+    dev = AudioWindow("d", ("d",), AUDIO, split="dev")
+    assert list(dev_only([dev], "width caps")) == [dev]
+    for bad in (AudioWindow("t", ("t",), AUDIO, split="test"), AudioWindow("x", ("x",), AUDIO)):
+        with pytest.raises(DataError, match="selection sees dev windows only"):
+            dev_only([dev, bad], "producer choice")
+    # host calibration (per-width costs, kernel crossovers, width caps) refuses before any model loads
+    with pytest.raises(DataError, match="host calibration"):
+        calibrate_host([AudioWindow("t", ("t",), AUDIO, split="test")], {})
+
+
+def _frames(split: str) -> dict[str, pl.DataFrame]:
+    runs = pl.DataFrame({"window_id": ["a", "b"], "split": [split, "dev"]})
+    summary = pl.DataFrame({"method": ["target_only@1t", "as2d/x", "as2d_online/x"], "tps": [40.0, 70.0, 90.0],
+                            "ratio_target_only": [1.0, 1.75, 2.25], "matched_share": [1.0, 1.0, 1.0]})
+    return {"runs": runs, "summary": summary}
+
+
+def test_the_as2d_choice_is_made_on_dev_only_and_read_back(tmp_path):
+    with pytest.raises(DataError, match="outside the dev split"):
+        choose_on_dev(_frames("test"))
+    choice = choose_on_dev(_frames("dev"), machine="m")
+    assert choice.method == "as2d_online/x" and choice.dev_windows == 2
+    assert read_choice(write_choice(choice, tmp_path)) == choice
+    assert read_choice(tmp_path / "none.json") is None
+
+
+def test_goals_are_judged_on_the_dev_choice_not_the_fastest_test_variant():
+    summary = pl.DataFrame({"method": ["target_only@1t", "sd", "as2d/a", "as2d_online/a"],
+                            "tps": [40.0, 50.0, 70.0, 90.0], "ratio_target_only": [1.0, 1.25, 1.75, 2.25],
+                            "ratio_serial": [0.8, 1.0, 1.4, 1.8], "ratio_hf": [None] * 4,
+                            "slower_share": [0.0, 0.2, 0.1, 0.0], "matched_share": [1.0, 1.0, 1.0, 1.0]})
+    lines = goal_lines(summary, "as2d/a")
+    assert all("as2d/a:" in ln for ln in lines[:3])
+    assert [ln[:4] for ln in lines] == ["FAIL", "FAIL", "FAIL", "PASS"]
+    assert [ln[:4] for ln in goal_lines(summary, "as2d_online/a")] == ["PASS"] * 4
+    assert "not judged" in goal_lines(summary, None)[0]

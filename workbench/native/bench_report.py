@@ -1,0 +1,216 @@
+"""What the native benchmark reports: the pooled summary, the per-window report, the goals, markdown.
+
+* ``summarize``: one row per method (``SUMMARY_COLUMNS``), every ratio against the **best
+  target-only** of the run (the fastest method named ``target_only*``: threads x kernels x engines).
+* ``per_window``: per method and window, the ratio to the best target-only on that window (median
+  time over repeats) and where the time went: acceptance, coverage, readiness, the plain-step
+  reasons (``k1_reason``: not ready, no match = an alignment loss, correction, cost) and T/bound
+  (T over max(D, V) + H, the overlap bound of A.3). ``loss_reason`` names each losing window's
+  dominant cause.
+* ``goal_lines``: PASS/FAIL per goal, judged on the configuration **chosen on dev** (``chosen``),
+  never on the fastest variant of the split being reported.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+from collections.abc import Sequence
+
+import polars as pl
+
+from workbench import metrics
+
+SUMMARY_COLUMNS = ("method", "tps", "ratio_target_only", "ratio_serial", "ratio_hf", "slower_share",
+                   "matched_share", "acceptance", "coverage", "readiness", "D", "V", "O", "H", "T", "bound",
+                   "T_over_bound")
+WINDOW_COLUMNS = ("method", "window_id", "tokens", "time", "ratio", "matched", "acceptance", "coverage", "readiness",
+                  "not_ready", "no_match", "correction", "cost", "V_share", "T_over_bound", "reason")
+GOALS = {"speedup": 2.0, "vs_serial": 1.5, "slower_share": 0.05, "exact": 1.0}
+SERIAL = ("sd", "asp")  # the serial speculative baselines (a drafter that waits for each round)
+
+
+def best_target_only(runs: pl.DataFrame) -> str:
+    methods = [m for m in runs["method"].unique(maintain_order=True).to_list() if m.startswith("target_only")]
+    if not methods:
+        raise ValueError("no target_only method ran: nothing to compare with")
+    pooled = {m: metrics.tps_pooled(runs.filter(pl.col("method") == m)) for m in methods}
+    return max(methods, key=pooled.get)
+
+
+def _serial(m: str) -> bool:
+    return m.split("/")[-1] in SERIAL or m in SERIAL
+
+
+def summarize(frames: dict[str, pl.DataFrame]) -> pl.DataFrame:
+    runs, rounds, stages = frames["runs"], frames["rounds"], frames["stages"]
+    methods = runs["method"].unique(maintain_order=True).to_list()
+    pooled = {m: metrics.tps_pooled(runs.filter(pl.col("method") == m)) for m in methods}
+    best_to = best_target_only(runs)
+    hf = [m for m in methods if m.startswith("hf_")]
+    best_hf = max(hf, key=pooled.get) if hf else None
+    serial = [m for m in methods if _serial(m)]
+    best_serial = max(serial, key=pooled.get) if serial else None
+    per_window = runs.group_by("method", "window_id").agg(pl.col("tokens").first(), pl.col("time").median())
+    base = per_window.filter(pl.col("method") == best_to)
+    rows = []
+    for m in methods:
+        rr = rounds.filter(pl.col("config") == m) if rounds.height else rounds
+        row = {"method": m, "tps": pooled[m], "ratio_target_only": pooled[m] / pooled[best_to],
+               "ratio_serial": pooled[m] / pooled[best_serial] if best_serial else None,
+               "ratio_hf": pooled[m] / pooled[best_hf] if best_hf else None,
+               "slower_share": metrics.slowdown_share(per_window.filter(pl.col("method") == m), base),
+               "matched_share": float(runs.filter(pl.col("method") == m)["matched"].mean()),
+               "acceptance": None, "coverage": None, "readiness": None}
+        if rr.height:
+            row.update(acceptance=metrics.acceptance(rr), readiness=metrics.readiness(rr),
+                       coverage=float(rr["accepted"].sum() / runs.filter(pl.col("method") == m)["tokens"].sum()))
+            ov = metrics.overlap_table(stages.filter(pl.col("config") == m), keys=("window_id", "config", "rep"))
+            row.update({k: float(ov[k].sum()) for k in ("D", "V", "O", "H", "T")})
+            row["bound"] = float(ov.select(pl.max_horizontal("D", "V") + pl.col("H")).sum().item())
+            row["T_over_bound"] = row["T"] / row["bound"]
+        rows.append(row)
+    return pl.DataFrame(rows, infer_schema_length=None).select(
+        [pl.col(c) if c in rows[0] else pl.lit(None).alias(c) for c in SUMMARY_COLUMNS])
+
+
+def loss_reason(r: dict) -> str:
+    """The dominant cause of a window where a method is not faster than the best target-only."""
+    if r["ratio"] is None or r["ratio"] >= 1.0:
+        return ""
+    if r["acceptance"] is None:
+        return "no speculation"
+    causes = {"producer not ready": r["not_ready"], "alignment loss (no match)": r["no_match"],
+              "corrections": r["correction"], "rejected drafts": 1.0 - r["acceptance"]}
+    cause = max(causes, key=causes.get)
+    if r["T_over_bound"] is not None and r["T_over_bound"] > 1.25:
+        return f"{cause}; loop overhead (T/bound {r['T_over_bound']:.2f})"
+    return cause
+
+
+def per_window(frames: dict[str, pl.DataFrame], methods: Sequence[str] | None = None) -> pl.DataFrame:
+    """``WINDOW_COLUMNS`` per (method, window) of ``methods`` (default: every method with rounds)."""
+    runs, rounds, stages = frames["runs"], frames["rounds"], frames["stages"]
+    best_to = best_target_only(runs)
+    med = runs.group_by("method", "window_id", maintain_order=True).agg(
+        pl.col("tokens").first(), pl.col("time").median(), pl.col("matched").all())
+    base = dict(med.filter(pl.col("method") == best_to).select("window_id", "time").iter_rows())
+    if methods is None:
+        methods = rounds["config"].unique(maintain_order=True).to_list() if rounds.height else []
+    out = []
+    for m in methods:
+        for r in med.filter(pl.col("method") == m).iter_rows(named=True):
+            rr = rounds.filter((pl.col("config") == m) & (pl.col("window_id") == r["window_id"])) \
+                if rounds.height else rounds
+            row = {**r, "ratio": base[r["window_id"]] / r["time"], "acceptance": None, "coverage": None,
+                   "readiness": None, "not_ready": None, "no_match": None, "correction": None, "cost": None,
+                   "V_share": None, "T_over_bound": None}
+            if rr.height:
+                n = rr.height
+                reasons = {k: float((rr["k1_reason"] == k).sum() / n) for k in ("not_ready", "no_match",
+                                                                                 "correction", "cost")}
+                ov = metrics.overlap_table(stages.filter((pl.col("config") == m) &
+                                                         (pl.col("window_id") == r["window_id"])),
+                                           keys=("window_id", "config", "rep"))
+                bound = float(ov.select(pl.max_horizontal("D", "V") + pl.col("H")).sum().item())
+                row.update(acceptance=metrics.acceptance(rr), readiness=metrics.readiness(rr),
+                           coverage=float(rr["accepted"].sum() / runs.filter(
+                               (pl.col("method") == m) & (pl.col("window_id") == r["window_id"]))["tokens"].sum()),
+                           V_share=float(ov["V"].sum() / ov["T"].sum()), T_over_bound=float(ov["T"].sum() / bound),
+                           **reasons)
+            row["reason"] = loss_reason(row)
+            out.append(row)
+    schema = {"ratio": pl.Float64, "acceptance": pl.Float64, "coverage": pl.Float64, "readiness": pl.Float64,
+              "not_ready": pl.Float64, "no_match": pl.Float64, "correction": pl.Float64, "cost": pl.Float64,
+              "V_share": pl.Float64, "T_over_bound": pl.Float64, "reason": pl.Utf8}
+    if not out:
+        return pl.DataFrame(schema={c: schema.get(c, pl.Utf8) for c in WINDOW_COLUMNS})
+    return pl.DataFrame(out, schema_overrides=schema, infer_schema_length=None).select(WINDOW_COLUMNS)
+
+
+def goal_lines(summary: pl.DataFrame, chosen: str | None, prefix: str = "as2d", hf: bool = False) -> list[str]:
+    """One PASS/FAIL line per goal, judged on ``chosen`` (the As²d configuration picked on dev).
+
+    ``chosen=None`` or a method that did not run: the goals are not judged (picking the fastest
+    variant of the reported split would be tuning on it)."""
+    rows = {r["method"]: r for r in summary.to_dicts()}
+    ours = [m for m in rows if m.startswith(prefix)]
+    if not ours:
+        return ["no As²d method ran: no goal can be judged"]
+    if chosen not in rows:
+        return [f"no configuration chosen on dev ({chosen!r} did not run): goals not judged; "
+                "run the bench with --split dev first (it writes the choice)"]
+    r = rows[chosen]
+
+    def line(ok: bool, text: str) -> str:
+        return f"{'PASS' if ok else 'FAIL'}  {text}"
+
+    out = [line(r["ratio_target_only"] >= GOALS["speedup"],
+                f"{chosen}: {r['ratio_target_only']:.2f}x the best target-only (goal >= {GOALS['speedup']}x)")]
+    if r["ratio_serial"] is not None:
+        out.append(line(r["ratio_serial"] >= GOALS["vs_serial"],
+                        f"{chosen}: {r['ratio_serial']:.2f}x the best serial SD/ASP (goal >= {GOALS['vs_serial']}x)"))
+    else:
+        out.append("FAIL  no serial SD/ASP run to compare with")
+    if hf and r["ratio_hf"] is not None:
+        out.append(f"info  {chosen}: {r['ratio_hf']:.2f}x the best HF assisted generation")
+    out.append(line(r["slower_share"] <= GOALS["slower_share"],
+                    f"{chosen}: {100 * r['slower_share']:.0f}% of windows slower than the best target-only "
+                    f"(goal <= {100 * GOALS['slower_share']:.0f}%)"))
+    exact = min(rows[m]["matched_share"] for m in ours)
+    out.append(line(exact >= GOALS["exact"], f"As²d variants: {100 * exact:.0f}% of outputs exact (goal 100%)"))
+    return out
+
+
+def machine_facts() -> dict[str, str]:
+    """CPU model, cores, torch and MNN versions: what every published figure names."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from .fingerprint import cpu_model
+
+    def ver(pkg: str) -> str:
+        try:
+            return version(pkg)
+        except PackageNotFoundError:
+            return "not installed"
+
+    return {"cpu": cpu_model(), "cores": str(len(os.sched_getaffinity(0))), "python": platform.python_version(),
+            "torch": ver("torch"), "mnn": ver("MNN") if ver("MNN") != "not installed" else ver("mnn"),
+            "load": " ".join(f"{x:.2f}" for x in os.getloadavg())}
+
+
+def _f(v: float | None) -> str:
+    return "" if v is None else f"{v:.2f}"
+
+
+def markdown(summary: pl.DataFrame, command: str, split: str, n_windows: int, repeats: int,
+             chosen: str | None, goals: Sequence[str], losers: pl.DataFrame | None = None) -> str:
+    """A results table for docs/results.md: machine, exact command, split, date, then one row per method."""
+    m = machine_facts()
+    head = [f"**Native bench, {split} split** ({n_windows} windows x {repeats} repeats, interleaved) -- "
+            f"{datetime.date.today().isoformat()}",
+            "",
+            f"- machine: {m['cpu']}, {m['cores']} cores; torch {m['torch']}, MNN {m['mnn']}; "
+            f"load average at the end {m['load']}",
+            f"- command: `{command}`",
+            f"- configuration chosen on dev: `{chosen}`", ""]
+    cols = ("method", "tps", "ratio_target_only", "ratio_serial", "slower_share", "matched_share", "acceptance",
+            "readiness", "T_over_bound")
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for r in summary.iter_rows(named=True):
+        cells = [r["method"]] + [("" if r[c] is None else f"{r[c]:.3f}") for c in cols[1:]]
+        lines.append("| " + " | ".join(cells) + " |")
+    tail = ["", *[f"- {g}" for g in goals]]
+    if losers is not None and losers.height:
+        tail += ["", f"Windows where `{chosen}` is slower than the best target-only:", "",
+                 "| window | ratio | acceptance | readiness | no_match | T/bound | reason |",
+                 "|---|---|---|---|---|---|---|"]
+        for r in losers.iter_rows(named=True):
+            tail.append(f"| {r['window_id']} | {_f(r['ratio'])} | {_f(r['acceptance'])} | {_f(r['readiness'])} | "
+                        f"{_f(r['no_match'])} | {_f(r['T_over_bound'])} | {r['reason']} |")
+    return "\n".join(head + lines + tail) + "\n"
+
+
+__all__ = ["GOALS", "SUMMARY_COLUMNS", "WINDOW_COLUMNS", "best_target_only", "goal_lines", "loss_reason",
+           "machine_facts", "markdown", "per_window", "summarize"]

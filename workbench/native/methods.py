@@ -1,0 +1,45 @@
+"""A benchmark method: one named way to decode a window (a scheme on a host setup, or HF generate).
+
+``online_methods`` builds as2d_online priced by a machine's per-width round costs, and on two or
+more CPUs the same with the producer's core joining once the producer has finished (``+cores``).
+Both benches (``native.bench``, ``native.mnn_bench``) build their method sets from here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from workbench.decoding.width import IDLE_KEY
+
+from .episodes import HostSetup, all_cores, scheme_settings
+from .producer import ALLOWED_CPUS
+
+
+class Method:
+    def __init__(self, name: str, kind: str, setup: HostSetup | None = None, threads: int = 1,
+                 scheme: str = "", assistant: Any = None, tokenizers: tuple[Any, Any] | None = None) -> None:
+        self.name, self.kind, self.setup, self.threads = name, kind, setup, threads
+        self.scheme, self.assistant, self.tokenizers = scheme, assistant, tokenizers
+
+
+def online_cap(costs: dict[int, float]) -> int:
+    """as2d_online's widest chain on this machine: every width its calibration priced (up to K = 16).
+    The rule then picks each round's width from those costs; the pair's fixed b stays fixed As²d's."""
+    return max(1, min(max(k for k in costs if k < IDLE_KEY), 16) - 1)
+
+
+def online_methods(setup: HostSetup, costs: dict[int, float], prefix: str = "") -> list[Method]:
+    """as2d_online priced by this machine's per-width ``costs`` (widths up to ``online_cap``) and, on two
+    or more CPUs, the same with the producer's core joining once the producer has finished (``+cores``,
+    ``driver.JoiningCores``); method names start with ``prefix`` (the MNN bench's ``mnn/``)."""
+    online = dataclasses.replace(setup, costs=costs, settings={
+        **setup.settings, "as2d_online": scheme_settings("as2d_online", online_cap(costs))})
+    ms = [Method(f"{prefix}as2d_online/{setup.source}", "native", online, 1, "as2d_online")]
+    if len(ALLOWED_CPUS) > 1:
+        joined = dataclasses.replace(online, widen=all_cores())
+        ms.append(Method(f"{prefix}as2d_online/{setup.source}+cores", "native", joined, 1, "as2d_online"))
+    return ms
+
+
+__all__ = ["Method", "online_cap", "online_methods"]
