@@ -28,18 +28,10 @@ PACKAGES = ("workbench", "phone_runner")
 # Still to be fixed; each set is one strongly connected group of files.
 KNOWN_CYCLES: tuple[frozenset[str], ...] = (
     frozenset({"workbench.native.calibrate", "workbench.native.episodes", "workbench.native.fingerprint"}),
-    frozenset({"workbench.models.mnn.bench", "workbench.native.bench"}),
     frozenset({"phone_runner.native_engine", "phone_runner.ondemand", "phone_runner.protocol"}),
     frozenset({"phone_runner.testing.fake_adbd", "phone_runner.testing.sync_service"}),
 )
-KNOWN_UPWARD: frozenset[tuple[str, str]] = frozenset({
-    ("workbench.models.mnn.bench", "workbench.native.bench"),
-    ("workbench.models.mnn.bench", "workbench.native.episodes"),
-    ("workbench.models.mnn.bench", "workbench.native.fingerprint"),
-    ("workbench.models.mnn.bench", "workbench.native.producer"),
-    ("workbench.models.mnn.bench", "workbench.native.windows"),
-    ("workbench.models.mnn.bench", "workbench.replay.profile"),
-})
+KNOWN_UPWARD: frozenset[tuple[str, str]] = frozenset()
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,7 @@ from workbench.data.bench_corpus_audio import (
 from workbench.data.bench_corpus_texts import DEV_PASSAGES, TEST_PASSAGES, Passage
 from workbench.data.corpus import TESTDATA_DIR, _write_wav, read_transcription
 from workbench.errors import DataError
-from workbench.io import atomic_write_text
+from workbench.io import atomic_write_text, cache_root
 
 VERSION = "bench-v1"
 Split = Literal["dev", "test"]
@@ -271,8 +271,6 @@ def limit_plan(plans: Sequence[WindowPlan], per_split: int | None) -> list[Windo
 
 def default_bench_dir(full_plan: Sequence[WindowPlan], tools: dict[str, str]) -> Path:
     """``<cache_root>/corpus/bench-v1-<hash of every window's plan>`` (reduced builds share it)."""
-    from workbench.models.cache import cache_root
-
     full = hashlib.sha256("".join(p.digest(tools) for p in full_plan).encode()).hexdigest()[:12]
     return cache_root() / "corpus" / f"{VERSION}-{full}"
 

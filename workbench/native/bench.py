@@ -289,11 +289,11 @@ def _print_reports(frames: dict[str, pl.DataFrame], chosen: str | None, prefix: 
         if win.height:
             print("Per window: ratio to the best target-only (median time over repeats), every speculative method")
             print(win.pivot(on="method", index="window_id", values="ratio"))
-        mine = win.filter(pl.col("method") == chosen) if chosen else win.clear()
-        if mine.height:
+        report = win.filter(pl.col("method") == chosen) if chosen else win.clear()
+        if report.height:
             print(f"Per window report of {chosen}")
-            print(mine.drop("method"))
-    return mine.filter(pl.col("ratio") < 1.0) if mine.height else mine
+            print(report.drop("method"))
+    return report.filter(pl.col("ratio") < 1.0) if report.height else report
 
 
 def parser() -> Any:
