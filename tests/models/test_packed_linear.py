@@ -1,5 +1,5 @@
-"""Packed linear kernels: same numbers as ``F.linear``, rows independent of the call's
-width, and only the layers and settings they apply to."""
+"""Packed linear kernels: same numbers as ``F.linear``, rows independent of the call's width, the
+kernel each forward takes chosen by one shared switch, and only the layers and settings they apply to."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from tests.models.conftest import tiny_audio, tiny_whisper
-from workbench.models.packed_linear import MIN_ROWS, PackedLinear, pack_linears
+from workbench.models.kernel_plan import KernelChoice, KernelPlan
+from workbench.models.packed_linear import KernelSwitch, PackedLinear, pack_linears
 from workbench.models.registry import ModelSpec, check_kernels, load_audio_lm_spec
 from workbench.models.whisper import WhisperTarget, pack_decoder
 
@@ -24,17 +25,30 @@ def test_packed_rows_equal_plain_linear(bias, rows):
     torch.testing.assert_close(y, lin(x), rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("rows", range(1, MIN_ROWS))
-def test_narrow_forwards_take_the_plain_kernel_bit_for_bit(rows):
+@pytest.mark.parametrize("rows", [1, 2, 3, 6])
+def test_plain_choice_takes_the_plain_kernel_bit_for_bit(rows):
     lin = torch.nn.Linear(48, 200)
     x = torch.randn(1, rows, 48)
-    assert torch.equal(PackedLinear(lin)(x), torch.nn.functional.linear(x, lin.weight, lin.bias))
+    # the plan says plain at these widths (packed from four rows): exactly F.linear
+    plan = KernelPlan({k: KernelChoice("plain" if k in (1, 2, 3, 6) else "packed", k) for k in range(1, 9)})
+    y = PackedLinear(lin, KernelSwitch(plan=plan))(x)
+    assert torch.equal(y, torch.nn.functional.linear(x, lin.weight, lin.bias))
+
+
+def test_switch_order_forced_then_plan_then_configured_kernels():
+    plan = KernelPlan({1: KernelChoice("plain", 1), 2: KernelChoice("packed", 2)})
+    assert KernelSwitch("packed").kernel_for(1) == "packed"
+    assert KernelSwitch("auto").kernel_for(5) == "plain"  # auto before any plan: plain, never a guessed constant
+    sw = KernelSwitch("packed", plan)
+    assert [sw.kernel_for(r) for r in (1, 2, 40)] == ["plain", "packed", "packed"]  # beyond the plan: its widest
+    sw.forced = "plain"
+    assert sw.kernel_for(2) == "plain"
 
 
 def test_packed_row_does_not_depend_on_how_many_rows_share_the_call():
-    # what makes a K-wide verify equal K single steps on the packed path (min_rows=1: all packed)
+    # what makes a K-wide verify equal K single steps on the packed path
     torch.manual_seed(0)
-    packed = PackedLinear(torch.nn.Linear(512, 1000), min_rows=1)
+    packed = PackedLinear(torch.nn.Linear(512, 1000), KernelSwitch("packed"))
     x = torch.randn(8, 512)
     full = packed(x)
     for k in (1, 2, 4, 5):

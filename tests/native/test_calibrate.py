@@ -8,9 +8,12 @@ import polars as pl
 import pytest
 
 from tests.native.test_native import audio, producer_dir, tiny_dir  # noqa: F401  (fixtures)
-from workbench.native.calibrate import LIVE_MIN_CALLS, calibrate_host
-from workbench.native.episodes import SAMPLE_SCHEMA, publication_rows
+from workbench.models.kernel_plan import fit_plan
+from workbench.native.calibrate import calibrate_host
+from workbench.native.episodes import SAMPLE_SCHEMA, host_setup, native_episodes, publication_rows
 from workbench.native.fingerprint import machine_fingerprint
+from workbench.native.fit import LIVE_MIN_CALLS
+from workbench.native.report import episode_report
 from workbench.native.windows import AudioWindow
 from workbench.replay.profile import load_profile
 
@@ -92,3 +95,23 @@ def test_publication_rows_price_the_producer_as_it_ran():
     assert [(r["kind"], r["ms"], r["tokens"]) for r in rows] == [("producer_first", pytest.approx(20.0), None),
                                                                 ("producer_token", pytest.approx(15.0), 2)]
     assert publication_rows("w", "as2d", 0, (-0.9,)) == [] and len(publication_rows("w", "as2d", 0, (0.01,))) == 1
+
+
+def test_calibration_fits_the_kernel_plan_and_measures_under_it(host_cfg, windows):
+    # kernels: auto -- the plan per width comes from this calibration's kernel sweep, never a constant
+    cfg = {**host_cfg, "target": {**host_cfg["target"], "kernels": "auto"}}
+    setup = host_setup(cfg)
+    profile, raw = calibrate_host(windows[:1], cfg, reps=1, widths=range(1, 9), warmup=0, setup=setup,
+                                  progress=False)
+    ker = raw.filter(pl.col("kind") == "kernel")
+    assert set(ker["kernel"]) == {"plain", "packed"} and set(ker["width"]) == set(range(1, 9))
+    costs = {(k, w): statistics.median(ker.filter((pl.col("kernel") == k) & (pl.col("width") == w))["ms"])
+             for k in ("plain", "packed") for w in range(1, 9)}
+    assert profile.kernel_plan.as_dict() == fit_plan(costs).as_dict()
+    assert "R_KERNEL" in profile.provenance["kernel_plan.1.ms"]
+    assert setup.pair.target.kernels.plan.as_dict() == profile.kernel_plan.as_dict()  # the target runs by it
+    assert profile.machine["engine"] == "torch+auto"
+    # every planned run is audited against the unplanned target's own greedy output, off the clock
+    ep = native_episodes(setup, windows[1:], ["target_only", "as2d"], 1, 0)
+    assert ep.references["eval"] == ep.runs("eval", "target_only")[0].output
+    assert episode_report(ep).tables["native_windows"]["matched"].all()

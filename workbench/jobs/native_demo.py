@@ -38,6 +38,7 @@ def native_runs(cfg: DictConfig, pair: ModelPair, windows: list[Window],
     # spoken QA feeds the buffer cumulative prefixes (D.1.2); ASR and translation publish batches
     setup = host_setup(pair, overrides={n: method_settings(cfg, n) for n in names},
                        publication=publication_for_task(cfg.dataset.get("task")))
+    setup.use_profile(host_profile)  # the target runs by this machine's kernel plan, as the profile priced it
     anchor = anchor_window(host_profile) if host_profile is not None and "as2d" in names else None
     # D.3 protocol: a warm-up pass per window before the measured repetitions (cold caches, first calls);
     # with a drift anchor, a probe on the profile's calibration window before each repetition.

@@ -173,6 +173,16 @@ class ModelPair:
             self._bundles[name] = _load(ModelSpec.from_dict(dict(block)), self.engine, self.config.get("mnn"))
         return self._bundles[name]
 
+    def use_kernel_plan(self, plan: Any) -> bool:
+        """Run the target's decoder forwards by ``plan`` (``models.kernel_plan``, this machine's host
+        profile); True when the target took it: a torch Whisper target with packed linears
+        (``kernels: auto``). Other targets keep their kernels (MNN chooses its own)."""
+        switch = getattr(self.target, "kernels", None)
+        if switch is None:
+            return False
+        switch.plan = plan
+        return True
+
     def with_producer(self, block: Mapping[str, Any]) -> ModelPair:
         """The same loaded target with another producer (the benchmark's second As²d producer)."""
         return replace(self, producer_cfg=dict(block), _bundles=self._bundles)

@@ -37,7 +37,7 @@ class ModelSpec:
     dtype: str = "float32"
     device: str = "cpu"
     quantize: str | None = None  # "dynamic_int8": torch dynamic quantization of Linear layers
-    kernels: str = "plain"  # "packed": oneDNN-packed decoder linears for K-wide verifies (models.packed_linear)
+    kernels: str = "plain"  # plain | packed | auto: decoder linear kernels (models.packed_linear, kernel_plan)
     vocabulary: str | None = None  # producer only: "shared" or "cross" (Tok_T conversion)
     revision: str | None = None  # hub commit the weights are pinned to (supply chain; see resolve_weights)
 
@@ -140,8 +140,8 @@ def check_kernels(spec: ModelSpec) -> None:
 
     if spec.kernels not in KERNELS:
         raise ValueError(f"{spec.name}: unknown kernels {spec.kernels!r}; use one of {', '.join(KERNELS)}")
-    if spec.kernels == "packed" and (spec.quantize or spec.device != "cpu" or spec.dtype != "float32"):
-        raise ValueError(f"{spec.name}: kernels=packed packs fp32 CPU weights; it cannot combine with "
+    if spec.kernels != "plain" and (spec.quantize or spec.device != "cpu" or spec.dtype != "float32"):
+        raise ValueError(f"{spec.name}: kernels={spec.kernels} packs fp32 CPU weights; it cannot combine with "
                          f"quantize={spec.quantize}, device={spec.device}, dtype={spec.dtype}. Set kernels: plain")
 
 
@@ -160,10 +160,10 @@ def load_whisper_spec(spec: ModelSpec, allow_network: bool | None = None):
         bundle.model = quantize_dynamic_int8(bundle.model)
     elif spec.quantize:
         raise ValueError(f"{spec.name}: unknown quantize {spec.quantize!r}")
-    if spec.kernels == "packed":
+    if spec.kernels != "plain":  # packed, or auto: the per-width plan of this machine's calibration
         from workbench.models.whisper import pack_decoder
 
-        pack_decoder(bundle)
+        pack_decoder(bundle, spec.kernels)
     return bundle
 
 

@@ -23,6 +23,8 @@ from transformers import (
     WhisperForConditionalGeneration,
 )
 
+from workbench.models.kernel_plan import KernelPlan
+from workbench.models.packed_linear import KernelSwitch
 from workbench.models.tokenizer import TextCodec
 from workbench.models.whisper_convert import AS2D_META
 
@@ -46,6 +48,9 @@ class WhisperBundle:
     protocol: WhisperProtocol
     codec: TextCodec | None
     name: str = "whisper"
+    # The decoder's kernel switch when its linears are packed (``pack_decoder``); its ``plan`` (this
+    # machine's calibration, ``models.kernel_plan``) also pads a forward to a cheaper wider width.
+    kernels: KernelSwitch | None = None
 
     @property
     def config(self) -> WhisperConfig:
@@ -92,14 +97,24 @@ def load_whisper(
     return WhisperBundle(model, proto, codec, name or model_dir.name)
 
 
-def pack_decoder(bundle: WhisperBundle) -> int:
+def pack_decoder(bundle: WhisperBundle, kernels: str = "packed") -> int:
     """Packed kernels (``models.packed_linear``) for the decoder and output projection: the layers a
-    K-wide verify runs. The encoder runs once per request on 1,500 rows and keeps its own."""
+    K-wide verify runs, all on one ``KernelSwitch`` (``bundle.kernels``). The encoder runs once per
+    request on 1,500 rows and keeps its own. ``kernels``: the switch's default before any plan."""
     from workbench.models.packed_linear import PackedLinear, pack_linears
 
-    n = pack_linears(bundle.model.model.decoder)
-    bundle.model.proj_out = PackedLinear(bundle.model.proj_out)
+    switch = KernelSwitch(default=kernels)
+    n = pack_linears(bundle.model.model.decoder, switch)
+    bundle.model.proj_out = PackedLinear(bundle.model.proj_out, switch)
+    bundle.kernels = switch
     return n + 1
+
+
+def use_kernel_plan(bundle: WhisperBundle, plan: KernelPlan | None) -> None:
+    """Run ``bundle``'s decoder forwards by ``plan`` (None: back to its configured kernels)."""
+    if bundle.kernels is None:
+        raise ValueError(f"{bundle.name}: a kernel plan needs packed decoder linears; set the model's kernels: auto")
+    bundle.kernels.plan = plan
 
 
 def load_whisper_meta(model_dir: str | Path) -> dict:
@@ -132,16 +147,27 @@ class WhisperDecoderState:
             self._begin[torch.tensor(bundle.protocol.begin_suppress_ids)] = float("-inf")
 
     def forward(self, ids: Sequence[int]) -> torch.Tensor:
-        """ONE decoder forward over ``ids`` on top of the cache; returns masked fp32 logits [K, V]."""
-        dev = self.encoder_out.device
-        inp = torch.tensor([list(ids)], dtype=torch.long, device=dev)
+        """ONE decoder forward over ``ids`` on top of the cache; returns masked fp32 logits [K, V].
+
+        Under a kernel plan the forward may run padded to a wider width (the last id repeated): causal
+        attention keeps the real rows' logits, and the padding's KV entries are cropped, so the cache
+        ends as an unpadded forward leaves it."""
+        ids = list(ids)
+        k = len(ids)
+        switch = self.bundle.kernels
+        rows = k
+        if switch is not None and switch.plan is not None and switch.forced is None:
+            rows = switch.plan.rows_for(k, self.model.config.max_target_positions - self.length)
+        inp = torch.tensor([ids + ids[-1:] * (rows - k)], dtype=torch.long, device=self.encoder_out.device)
         with torch.inference_mode():
             out = self.model(
                 encoder_outputs=(self.encoder_out,), decoder_input_ids=inp, cache=self.cache, use_cache=True
             )
         self.cache = out.cache if getattr(out, "cache", None) is not None else out.past_key_values
-        self.length += len(ids)
-        logits = out.logits[0].float().cpu()
+        if rows > k:
+            self.cache.self_attention_cache.crop(-(rows - k))
+        self.length += k
+        logits = out.logits[0, :k].float().cpu()
         return logits + self._mask
 
     def prepare_cross(self) -> None:

@@ -43,9 +43,10 @@ from workbench.replay.result import STAGE_SCHEMA, ReplayConfig, ReplayResult
 from workbench.replay.sources import profile_source
 from workbench.replay.trajectory import SourceTrack, Window
 
-from .calibrate import PROBE_WIDTHS, calibrate_host
+from .calibrate import calibrate_host
 from .driver import NativeHost, NativeResult
 from .episodes import Episodes, HostSetup, host_setup, native_episodes
+from .sweep import PROBE_WIDTHS
 from .windows import AudioWindow, demo_windows
 
 GOAL_MAE_PCT = 5.0  # D.3 agreement: within 5% (paper: 5.81% on phones)
@@ -98,11 +99,13 @@ def median_run(runs: Sequence[NativeResult]) -> int:
 
 def window_agreement(setup: HostSetup, profile: DeviceProfile, window_id: str, target_only: Sequence[NativeResult],
                      as2d: Sequence[NativeResult], probe_ms: float | None = None,
-                     probe_widths_ms: Mapping[int, float] | None = None) -> dict[str, Any]:
+                     probe_widths_ms: Mapping[int, float] | None = None,
+                     reference: Sequence[int] | None = None) -> dict[str, Any]:
     """The D.3 rule for one window: replay the median-latency native As²d run's own trajectory with the
     frozen profile (re-anchored by ``probe_ms`` when given, each width by its own drift when
     ``probe_widths_ms`` is given too, ``replay/drift.py``); the target-only reference is the first run's
-    output (all runs are audited against it)."""
+    output (all runs are audited against it, and against ``reference``, the unplanned target's output,
+    when given: ``Episodes.references``)."""
     ref = target_only[0].output
     med = as2d[median_run(as2d)]
     source = profile_source(profile, "producer", {"producer": [setup.source]}) or setup.source
@@ -133,7 +136,8 @@ def window_agreement(setup: HostSetup, profile: DeviceProfile, window_id: str, t
         "width_signed_error_pct": width_err,
         "frozen_signed_error_pct": frozen_err,
         "frozen_target_only_error_pct": frozen_to,
-        "matched": all(r.output == ref for r in [*target_only, *as2d]),
+        "matched": all(r.output == ref for r in [*target_only, *as2d]) and (reference is None
+                                                                            or tuple(reference) == tuple(ref)),
         "rounds_native": len(med.records), "rounds_replay": len(res.untimed),
         **dict(zip(("D_native", "V_native", "O_native", "H_native"), _overlap(med.stages, med.time), strict=True)),
         **dict(zip(("D_replay", "V_replay", "O_replay", "H_replay"), _overlap(res.stages, res.time), strict=True)),
@@ -151,7 +155,7 @@ def agreement_frame(ep: Episodes, setup: HostSetup, profile: DeviceProfile) -> p
         if to and a2:
             rep = reps[median_run(a2)]
             rows.append(window_agreement(setup, profile, wid, to, a2, ep.probes.get((wid, rep)),
-                                         ep.width_probes.get((wid, rep))))
+                                         ep.width_probes.get((wid, rep)), ep.references.get(wid)))
     return pl.DataFrame(rows, schema=list(AGREEMENT_COLUMNS) if not rows else None).select(AGREEMENT_COLUMNS)
 
 
@@ -177,6 +181,7 @@ def replay_agreement(
     setup = setup or host_setup(model_cfg)
     if profile is None:
         profile, _ = calibrate_host(calib, model_cfg, calib_reps, widths, out_dir, setup=setup, progress=progress)
+    setup.use_profile(profile)  # native runs by the kernel plan the frozen profile was measured under
     frames = []
     anchor = next((w for w in calib if w.window_id == profile.anchor_window), None) or anchor_window(profile)
     with NativeHost(setup.producer, setup.verifier) as host:

@@ -79,6 +79,7 @@ def default_methods(model_cfg: dict[str, Any], same_vocab_cfg: dict[str, Any] | 
     pair = main.pair
     if profile is not None:
         main.costs = profile_costs(profile)
+        main.use_profile(profile)  # every method's target runs by this machine's kernel plan (kernels: auto)
     ms = [Method("target_only@1t", "native", main, 1, "target_only"),
           Method("target_only@2t", "native", main, 2, "target_only")]
     # HF assisted generate is driven as an encoder-decoder call (_hf_run); audio-LM pairs compare the

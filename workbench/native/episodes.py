@@ -7,7 +7,6 @@ process's spec and placement, and every scheme's settings, checked by the scheme
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,9 +16,12 @@ import polars as pl
 from workbench.decoding import SCHEMES, scheme_spec
 from workbench.decoding.cumulative import BATCHES
 from workbench.models.pair import ModelPair, load_pair
+from workbench.replay.profile import DeviceProfile
 
 from .driver import NativeHost, NativeResult
 from .producer import ALLOWED_CPUS, Placement, ProducerSpec
+from .samples import SAMPLE_SCHEMA, sample
+from .sweep import width_probe
 from .windows import AudioWindow
 
 # Settings of the host protocol (bench, calibration, agreement): SD verifies at As²d's widest width
@@ -100,6 +102,13 @@ class HostSetup:
     def params(self, scheme: str) -> dict[str, Any]:
         return dict(self.settings[scheme])
 
+    def use_profile(self, profile: DeviceProfile | None) -> bool:
+        """Run the target by the kernel plan of this machine's host ``profile`` (its verifier costs were
+        measured under it, ``models.kernel_plan``); True when the target took a plan. A profile without
+        one (an older calibration, another engine) leaves the target on its configured kernels."""
+        plan = None if profile is None else profile.kernel_plan
+        return plan is not None and self.pair.use_kernel_plan(plan)
+
 
 def host_setup(model: Mapping[str, Any] | ModelPair, *, overrides: Mapping[str, Mapping[str, Any]] | None = None,
                verifier: Placement | None = None, producer: Placement | None = None,
@@ -138,18 +147,6 @@ def run_scheme(host: NativeHost, setup: HostSetup, window: AudioWindow, scheme: 
 
 
 # ------------------------------------------------------------------------ repeated episodes
-SAMPLE_SCHEMA = {"window_id": pl.Utf8, "kind": pl.Utf8, "scheme": pl.Utf8, "width": pl.Int64,
-                 "concurrent": pl.Boolean, "offset": pl.Int64, "rep": pl.Int64, "ms": pl.Float64,
-                 "tokens": pl.Int64, "rounds": pl.Int64}
-
-
-def sample(kind: str, window_id: str | None, **values: Any) -> dict[str, Any]:
-    """One raw calibration sample row (columns: ``SAMPLE_SCHEMA``; absent fields are null)."""
-    row = dict.fromkeys(SAMPLE_SCHEMA)
-    row.update(kind=kind, window_id=window_id, **values)
-    return row
-
-
 def publication_rows(window_id: str, scheme: str, rep: int, times: Sequence[float]) -> list[dict[str, Any]]:
     """The producer as it really ran beside the target (D.3): its first publication after the clock
     (``producer_first``) and its mean interval per token from then on (``producer_token``, ``tokens``
@@ -173,6 +170,9 @@ class Episodes:
     probes: dict[tuple[str, int], float] = field(default_factory=dict)
     # (window, rep) -> {width: median idle verify call (ms)} on that window at offset 0, just before that rep
     width_probes: dict[tuple[str, int], dict[int, float]] = field(default_factory=dict)
+    # window -> the target's greedy output with no kernel plan (plain kernels, unpadded), where the target
+    # runs by one: every run on the window, target-only included, is audited against it (untimed)
+    references: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
     def runs(self, window_id: str, scheme: str) -> list[NativeResult]:
         return [r for w, s, _, r in self.results if w == window_id and s == scheme]
@@ -186,6 +186,19 @@ class Episodes:
                                                    "committed": pl.List(pl.Int64), "k1_reason": pl.Utf8,
                                                    "cursor_before": pl.Int64, "cursor_after": pl.Int64,
                                                    "next_root": pl.Int64}, infer_schema_length=None)
+
+
+def unplanned_reference(host: NativeHost, setup: HostSetup, window: AudioWindow) -> tuple[int, ...] | None:
+    """The target's own greedy output on ``window`` with its kernel plan off (plain, unpadded forwards),
+    off the clock: what a planned target-only run must reproduce token for token. None without a plan."""
+    switch = getattr(setup.pair.target, "kernels", None)
+    if switch is None or switch.plan is None:
+        return None
+    plan, switch.plan = switch.plan, None
+    try:
+        return run_scheme(host, setup, window, "target_only").output
+    finally:
+        switch.plan = plan
 
 
 def native_episodes(setup: HostSetup, windows: Sequence[AudioWindow], schemes: Sequence[str], reps: int,
@@ -203,10 +216,13 @@ def native_episodes(setup: HostSetup, windows: Sequence[AudioWindow], schemes: S
 
     ep = Episodes(placement=host.placement)
     for w in tqdm(windows, desc="native host", unit="window", disable=not progress):
+        ref = unplanned_reference(host, setup, w)
+        if ref is not None:
+            ep.references[w.window_id] = ref
         for rep in range(-warmup, reps):
             if probe is not None and rep >= 0:
                 if probe_widths:
-                    ep.width_probes[(w.window_id, rep)] = width_probe(setup, probe, probe_widths)
+                    ep.width_probes[(w.window_id, rep)] = width_probe(setup.pair, probe, probe_widths)
                 run = run_scheme(host, setup, probe, "target_only")
                 ep.probes[(w.window_id, rep)] = 1000 * run.time / max(1, len(run.records))
             for scheme in (schemes if rep % 2 == 0 else list(reversed(schemes))):
@@ -224,14 +240,5 @@ def native_episodes(setup: HostSetup, windows: Sequence[AudioWindow], schemes: S
     return ep
 
 
-def width_probe(setup: HostSetup, window: AudioWindow, widths: Sequence[int], reps: int = 5) -> dict[int, float]:
-    """Median idle verify call (ms) per width on ``window`` at offset 0: the calibration sweep's own calls
-    (``calibrate.verify_sweep``), so they compare with the profile's ``anchor_widths_ms``."""
-    from .calibrate import verify_sweep  # calibrate builds on this module
-
-    rows = verify_sweep(setup, window, widths, reps, warmup=1, concurrent=False, offsets=(0,))
-    return {k: statistics.median(r["ms"] for r in rows if r["width"] == k) for k in widths}
-
-
 __all__ = ["HostSetup", "Episodes", "SAMPLE_SCHEMA", "default_placements", "host_setup", "native_episodes",
-           "publication_rows", "run_scheme", "sample", "scheme_settings", "width_probe"]
+           "publication_rows", "run_scheme", "sample", "scheme_settings", "unplanned_reference"]

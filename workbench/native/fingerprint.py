@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import platform
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -23,51 +21,17 @@ from typing import Any, Literal
 from workbench.errors import ProfileError
 from workbench.replay.profile import DEVICE_DIR, DeviceProfile, load_profile
 
-from .producer import ALLOWED_CPUS
+from .calibrate import calibrate_host
+from .machine import CALIBRATION_VERSION, FIELDS, cpu_model, engine_label, machine_fingerprint
+from .windows import demo_windows
 
 OnMismatch = Literal["calibrate", "refuse"]
 ON_MISMATCH: tuple[str, ...] = ("calibrate", "refuse")
-FIELDS = ("cpu", "cores", "threads", "torch", "engine", "calibration")
-# Bump when calibration measures something new that replay prices (2: per-width anchors, the verifier
-# beside the producer from live As2d calls, R_LIVE-V; 3: MNN modules run the threads they are given,
-# mnn.runtime.load_module): older cached profiles are then measured again.
-CALIBRATION_VERSION = 3
 QUICK_REPS = 3  # quick calibration: fewer repetitions than the D.2 protocol's 5, same fields
-
-
-# CPUs this process may use, read once at import (``producer.ALLOWED_CPUS``): calibration and runs pin
-# themselves to one core (placements), which must not change which machine this is.
-_THREADS = len(ALLOWED_CPUS) or os.cpu_count() or 1
 
 
 class HostProfileMismatch(ProfileError):
     """The host profile was measured on another machine and this run may not calibrate."""
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown CPU"
-
-
-def machine_fingerprint(engine: str = "torch") -> dict[str, Any]:
-    """This machine as the host profile sees it: what changes a profile's costs."""
-    import torch
-
-    return {"cpu": cpu_model(), "cores": os.cpu_count() or 1, "threads": _THREADS,
-            "torch": str(torch.__version__), "engine": engine, "calibration": CALIBRATION_VERSION}
-
-
-def engine_label(model_cfg: Mapping[str, Any]) -> str:
-    """The engine as costs see it: ``torch``, ``mnn``, or ``torch+packed`` when the target's linears
-    use packed kernels (``models.packed_linear``: other verify costs, so another profile)."""
-    engine = str(model_cfg.get("engine") or "torch")
-    kernels = (model_cfg.get("target") or {}).get("kernels") or "plain"
-    return engine if engine != "torch" or kernels == "plain" else f"{engine}+{kernels}"
 
 
 def fingerprint_id(fp: Mapping[str, Any]) -> str:
@@ -150,14 +114,12 @@ def host_profile(
 def quick_calibration(model_cfg: Mapping[str, Any], path: str | Path, *, reps: int = QUICK_REPS,
                       progress: bool = True) -> DeviceProfile:
     """First-use calibration of this machine (dev windows, ``reps`` repetitions), written to ``path``."""
-    from .calibrate import calibrate_host
-    from .windows import demo_windows
-
     calib, _ = demo_windows()
     profile, _ = calibrate_host(calib[:1], dict(model_cfg), reps, range(1, 17), None, profile_path=path,
                                 progress=progress)
     return profile
 
 
-__all__ = ["FIELDS", "ON_MISMATCH", "HostProfileMismatch", "cached_profile_path", "cpu_model", "differences",
-           "fingerprint_id", "host_profile", "machine_fingerprint", "quick_calibration"]
+__all__ = ["CALIBRATION_VERSION", "FIELDS", "ON_MISMATCH", "HostProfileMismatch", "cached_profile_path", "cpu_model",
+           "differences", "engine_label", "fingerprint_id", "host_profile", "machine_fingerprint",
+           "quick_calibration"]

@@ -2,7 +2,7 @@
 
 Plain frozen dataclasses (picklable across ``spawn``), matched by type, never read as ``msg[1]``.
 The serving producer (``producer.producer_main``) and calibration's load producer
-(``calibrate.ProducerLoad``) speak the same protocol::
+(``sweep.ProducerLoad``) speak the same protocol::
 
     parent                                    producer process
                                          <--  Loaded(placement)        model loaded, placement applied

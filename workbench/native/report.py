@@ -28,10 +28,12 @@ class NativeRuns:
 
 def episode_report(ep: Episodes) -> NativeRuns:
     """Per-window, per-round and per-stage frames of native episodes, one summary row per method, the
-    metrics to log, and one As²d timeline; every output audited against its window's target-only run."""
+    metrics to log, and one As²d timeline; every output audited against its window's target-only run, and
+    against the unplanned target's output where the target runs by a kernel plan (``Episodes.references``)."""
     results = [(rep, r) for _, _, rep, r in ep.results]
     placement = ep.placement
-    ref = {(rep, r.window_id): r.output for rep, r in results if r.scheme == "target_only"}
+    ref = {(rep, r.window_id): ep.references.get(r.window_id, r.output) for rep, r in results
+           if r.scheme == "target_only"}
     win_rows, rounds, stages = [], [], []
     for rep, r in results:
         matched = r.output == ref[(rep, r.window_id)]

@@ -23,6 +23,7 @@ from typing import Any, Literal
 import yaml
 
 from workbench import errors
+from workbench.models.kernel_plan import PLAN_KERNELS, KernelChoice, KernelPlan
 
 from .metadata import DeviceMetadata, parse_metadata
 
@@ -166,6 +167,9 @@ class DeviceProfile:
     # Idle verify call (ms) per probe width on that window at its first context, measured with the rest:
     # a later probe of the same widths says how the machine's drift differs by width (drift.py).
     anchor_widths_ms: Mapping[int, float] | None = None
+    # Host profiles: how a decoder forward of each width runs cheapest on this machine (kernel and padded
+    # width, models.kernel_plan), fitted by its calibration; the verifier costs above were measured under it.
+    kernel_plan: KernelPlan | None = None
     # Derived per-object data (replay's resolved prices); never copied by ``replace``, never compared.
     derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -312,7 +316,8 @@ class _Reader:
 
 _TOP_REQUIRED = {"schema", "name", "device", "rules", "target_step_ms", "loop_residual_ms",
                  "queue_ms", "alignment_ms", "verifier", "sources", "serial_drafter"}
-_TOP_OPTIONAL = {"description", "asp", "machine", "metadata", "anchor_ms", "anchor_window", "anchor_widths_ms"}
+_TOP_OPTIONAL = {"description", "asp", "machine", "metadata", "anchor_ms", "anchor_window", "anchor_widths_ms",
+                 "kernel_plan"}
 
 
 def parse_profile(raw: Any, file: str = "<memory>") -> DeviceProfile:
@@ -359,7 +364,29 @@ def parse_profile(raw: Any, file: str = "<memory>") -> DeviceProfile:
         anchor_ms=r.number(raw["anchor_ms"], "anchor_ms") if "anchor_ms" in raw else None,
         anchor_window=_anchor_window(r, raw),
         anchor_widths_ms=_anchor_widths(r, raw),
+        kernel_plan=_kernel_plan(r, raw.get("kernel_plan")),
     )
+
+
+def _kernel_plan(r: _Reader, node: Any) -> KernelPlan | None:
+    """``kernel_plan:`` -- width -> {kernel, rows, ms: {v, source}}: the calibration's per-width choice."""
+    if node is None:
+        return None
+    if not isinstance(node, dict) or not node:
+        raise r.fail("kernel_plan", "expected a mapping of width -> {kernel, rows, ms}")
+    choices = {}
+    for k, entry in node.items():
+        path = f"kernel_plan.{k}"
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise r.fail(path, "width keys must be integers >= 1")
+        r.mapping(entry, path, {"kernel", "rows", "ms"})
+        if entry["kernel"] not in PLAN_KERNELS:
+            raise r.fail(f"{path}.kernel", f"expected one of {PLAN_KERNELS}, got {entry['kernel']!r}")
+        rows = entry["rows"]
+        if isinstance(rows, bool) or not isinstance(rows, int) or rows < k or rows not in node:
+            raise r.fail(f"{path}.rows", f"expected a planned width >= {k}, got {rows!r}")
+        choices[k] = KernelChoice(entry["kernel"], rows, r.number(entry["ms"], f"{path}.ms"))
+    return KernelPlan(choices)
 
 
 def _anchor_window(r: _Reader, raw: Mapping[str, Any]) -> str | None:
