@@ -34,6 +34,7 @@ EXPECTED = {
     "table9_10_sd": ["table9_10_fixed_width_sd"],
     "table13_14_tradeoff": ["table13_14_budget_tradeoff", "table13_14_paper_table14"],
     "d27_decomposition": ["d27_decomposition"],
+    "d26_validation_grid": ["d26_validation_grid"],  # D.2.6: the full grid ranked on validation
     "d3_agreement": ["d3_paper_table7"],  # the host agreement panel needs the native demo run
     "sensitivity": ["sensitivity_oracle_gap", "sensitivity_ablation_tps"],  # D.4.3 / D.5
 }
@@ -41,6 +42,8 @@ EXPECTED = {
 JOBS = [  # small and SYNTHETIC: the machine is shared; each finishes in well under a minute
     ["experiment=replay", "dataset.n_windows=8", "+devices=[k70_pro,xiaomi_14]"],
     ["experiment=ablation", "dataset.n_windows=8"],
+    ["experiment=oracle", "dataset.n_windows=12", "budgets=[2,3,7]", "+devices=[k70_pro,redmi_note_9_pro]",
+     "validation_fraction=0.25", "validation_shortlist=null"],  # D.2.6's full grid (older: table2 reads the next)
     ["experiment=oracle", "dataset.n_windows=8", "budgets=[2,3,5,7]", "+devices=[k70_pro,xiaomi_14]"],
     ["experiment=sensitivity", "dataset.n_windows=8", "budgets=[2,3,5,7]"],
 ]

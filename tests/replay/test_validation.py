@@ -13,6 +13,7 @@ from workbench.jobs.windows import load_windows
 from workbench.replay.engine import ReplayConfig, replay
 from workbench.replay.profile import load_profile
 from workbench.replay.selection import (
+    FULL_GRID,
     ValidationSplit,
     confirm_budget,
     select_budget,
@@ -118,3 +119,41 @@ def test_oracle_job_uses_the_cohorts_own_validation_split() -> None:
 def test_a_validation_share_that_leaves_no_test_windows_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="^validation_fraction: "):
         oracle_job.validate(cfg("validation_fraction=0.8"))
+
+
+def test_the_full_grid_is_ranked_in_the_order_of_its_replayed_validation_tps() -> None:
+    # Two sources, parakeet language-ineligible on some windows: those windows fall back to qwen (D.2.6).
+    ws = synthetic_windows(SyntheticSpec(n_windows=14, seed=11, sources=(
+        SourceSpec("qwen"), SourceSpec("parakeet", acceptance=0.8, chunk_tokens=6.0, confidence=False, eligible=0.6))))
+    assert any(not w.sources["parakeet"].eligible for w in ws)
+    prof = load_profile("redmi_note_9_pro")
+    dev, val, _ = split_three(ws, n_dev=4, n_validation=6, seed=2)
+    sel = select_budget(dev, prof, ["qwen", "parakeet"], BUDGETS)
+    conf = confirm_budget(sel, val, prof, shortlist=FULL_GRID)
+    grid = {(s, b) for s in ("qwen", "parakeet") for b in BUDGETS}
+    assert conf.table.height == len(grid) and set(conf.table.select("source", "budget").rows()) == grid
+    replayed = {}
+    for s, b in grid:  # recomputed by hand: each window replayed alone, ineligible parakeet -> qwen
+        rs = [replay(w, ReplayConfig("as2d", source=s if w.sources[s].eligible else "qwen", budget=b), prof)
+              for w in val.windows]
+        replayed[(s, b)] = sum(r.tokens for r in rs) / sum(r.time for r in rs)
+    order = sorted(replayed, key=lambda k: (-replayed[k], k[1], k[0]))
+    assert conf.table.select("source", "budget").rows() == order
+    assert conf.table["validation_rank"].to_list() == list(range(1, len(grid) + 1))
+    assert conf.table["validation_tps"].to_list() == pytest.approx([replayed[k] for k in order], rel=1e-12)
+    assert (conf.source, conf.budget) == order[0]
+    # dev ranks come from the screen's own order
+    dev_order = sel.table.select("source", "budget").rows()
+    assert all(dev_order[r - 1] == (s, b) for s, b, r in conf.table.select("source", "budget", "dev_rank").iter_rows())
+
+
+def test_the_oracle_job_ranks_the_full_grid_when_the_shortlist_is_null() -> None:
+    c = cfg("validation_fraction=0.3", "validation_shortlist=null", "device=redmi_note_9_pro")
+    oracle_job.validate(c)
+    metrics, tables, _ = oracle_job.select_and_oracle(load_windows(c), load_profile("redmi_note_9_pro"), c)
+    n_sources = tables["dev_budgets_redmi_note_9_pro"]["source"].n_unique()
+    grid = tables["validation_redmi_note_9_pro"]
+    assert grid.height == 3 * n_sources == metrics["redmi_note_9_pro.validation_settings"]
+    assert grid["validation_tps"].to_list() == sorted(grid["validation_tps"], reverse=True)
+    with pytest.raises(ConfigError, match="^validation_shortlist: "):
+        oracle_job.validate(cfg("validation_shortlist=0"))

@@ -35,12 +35,13 @@ def method_file(cfg: DictConfig, name: str) -> dict[str, Any]:
     return OmegaConf.to_container(OmegaConf.load(path), resolve=True)
 
 
-def method_settings(cfg: DictConfig, name: str) -> dict[str, Any]:
-    """Every scheme setting of method ``name``: catalog defaults, its ``conf/method`` values, ``model.budget``."""
+def method_settings(cfg: DictConfig, name: str, device_budget: int | None = None) -> dict[str, Any]:
+    """Every scheme setting of method ``name``: catalog defaults, its ``conf/method`` values, ``model.budget``
+    (or ``device_budget``: one device's own budget, ``jobs.budgets.device_budget``, A.2)."""
     m = {k: v for k, v in method_file(cfg, name).items() if k not in JOB_KEYS}
     spec = scheme_spec(name)
-    if "budget" in spec.defaults:
-        m["budget"] = budget(cfg)  # the proposal budget belongs to the model pair (selected on dev, D.2.6)
+    if "budget" in spec.defaults:  # the proposal budget: the model pair's, or the device's deployed one (D.2.6)
+        m["budget"] = budget(cfg) if device_budget is None else device_budget
     try:
         return spec.settings(**m)
     except ValueError as err:
@@ -62,14 +63,14 @@ def budget(cfg: DictConfig) -> int:
 
 
 def replay_configs(cfg: DictConfig, name: str, source: str | None,
-                   profile: DeviceProfile | None = None) -> list[ReplayConfig]:
+                   profile: DeviceProfile | None = None, device_budget: int | None = None) -> list[ReplayConfig]:
     """The replay configurations behind one method; standard SD averages its widths (D.1.3).
 
     ASP's cap is per device, as in the paper (24 on K70, 14 where K16+ was never measured,
     D.2.3): a cap beyond the profile's widest priced width is lowered to fit, and the config
     label (``asp/cap14``) says so.
     """
-    s = method_settings(cfg, name)
+    s = method_settings(cfg, name, device_budget)
     if profile is not None and "cap" in s:
         s["cap"] = min(int(s["cap"]), max(profile.verifier.widths()) - 1)
     if name == "sd":
@@ -131,10 +132,11 @@ def devices(cfg: DictConfig) -> list[DeviceProfile]:
     return [device_profile(cfg.device, cfg)]
 
 
-def check_widths(profile: DeviceProfile, names: Sequence[str], cfg: DictConfig) -> None:
+def check_widths(profile: DeviceProfile, names: Sequence[str], cfg: DictConfig,
+                 device_budget: int | None = None) -> None:
     """Fail before any work if a method needs a physical width the profile does not price."""
     for name in names:
-        for rc in replay_configs(cfg, name, None, profile):
+        for rc in replay_configs(cfg, name, None, profile, device_budget):
             try:
                 profile.verify_ms(rc.widest_width)
             except MissingWidthError as err:

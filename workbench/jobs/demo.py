@@ -2,7 +2,8 @@
 
 1. demo corpus: piper speech of project texts + real LibriVox/cards clips (cached);
 2. traces from the real offline Whisper pair (cached, resumable);
-3. replay of every method under the host profile and the four phone profiles;
+3. replay of every method under the host profile and the four phone profiles, each phone at its own
+   deployed budget (``budget_from: profile``; the host at ``model.budget``);
 4. budget selection on the dev split and the hindsight oracle on the test split, per device;
 5. native host runs of the methods on the test windows (producer in its own process);
 6. one summary table, figures, and everything logged to MLflow by the entry point.
@@ -26,6 +27,7 @@ from workbench.figures.paper import (
 )
 
 from .base import ConfigError, JobResult
+from .budgets import budget_table, check_device_budgets, device_budget
 from .config import budget, check_models, check_widths, device_profile, methods
 from .demo_traces import demo_corpus, demo_windows, load_model_pair
 from .evaluate import evaluate, per_window_method, summarize
@@ -54,8 +56,10 @@ def validate(cfg: DictConfig) -> None:
     if cfg.dataset.synthetic:
         raise ConfigError("dataset", "the demo runs on real speech: use dataset=demo")
     check_models(cfg)  # before the profiles: a fresh machine's host profile is calibrated with these weights
-    for p in _profiles(cfg):
-        check_widths(p, names, cfg)
+    profiles = _profiles(cfg)
+    check_device_budgets(cfg, profiles)
+    for p in profiles:
+        check_widths(p, names, cfg, device_budget(cfg, p))
 
 
 def saving_frame(profiles: list) -> pl.DataFrame:
@@ -86,6 +90,7 @@ def run(cfg: DictConfig, out: Path) -> JobResult:
         tables.update(t)
         sel_rows.append(row)
     tables["selection"] = pl.DataFrame(sel_rows)
+    tables["device_budgets"] = budget_table(cfg, profiles)  # each phone at its deployed budget (A.2, D.2.6)
     figures = {
         "tps_cdf": tps_cdf(tables["per_window"]),
         "batching_saving": batching_saving(saving_frame(profiles)),

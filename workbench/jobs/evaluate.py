@@ -22,12 +22,14 @@ from workbench.replay.sources import priced_as, profile_source
 from workbench.replay.trajectory import Window
 
 from .base import ConfigError
+from .budgets import device_budget
 from .config import replay_configs, source_roles
 
 
 def evaluate(windows: Sequence[Window], names: Sequence[str], profiles: Sequence[DeviceProfile],
              cfg: DictConfig, source: str, keep_rounds: bool = True) -> dict[str, pl.DataFrame]:
-    """Replay every (device, method, window); return windows/rounds/stages frames."""
+    """Replay every (device, method, window), each device at its own budget (``jobs.budgets``, A.2);
+    return windows/rounds/stages frames."""
     win_rows, rounds, stages = [], [], []
     roles = source_roles(cfg)
     if "as2d_wo_bc" in names:
@@ -37,7 +39,7 @@ def evaluate(windows: Sequence[Window], names: Sequence[str], profiles: Sequence
                               f"(e.g. window {blind[0]}; Tok_T-converted tokens carry no probability). Drop "
                               "as2d_wo_bc or use a same-vocabulary producer, e.g. model=whisper_base_int8")
     todo = [(p, n, rc) for p in profiles for n in names
-            for rc in replay_configs(cfg, n, profile_source(p, source, roles), p)]
+            for rc in replay_configs(cfg, n, profile_source(p, source, roles), p, device_budget(cfg, p))]
     for profile, name, rc in tqdm(todo, desc="replay", unit="config"):
         plans: dict[str, Any] = {}
         for w in priced_as(windows, profile, roles):

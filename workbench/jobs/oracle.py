@@ -1,8 +1,10 @@
 """Jobs ``budget_select`` (D.2.6) and ``oracle`` (D.4.3, Table 2).
 
-Selection sees the development split only -- ``select_budget`` refuses anything else -- and the
-oracle reports on the test split: per window, the minimum-time eligible (source, budget) at zero
-selection cost, against the fixed selected pair.
+Selection sees the development split only -- ``select_budget`` refuses anything else -- and runs
+per device. The oracle reports on the test split: per window, the minimum-time eligible (source,
+budget) at zero selection cost, against the fixed selected pair and against each device's own
+deployed pair (the run's source at ``jobs.budgets.device_budget``: b = 7 on K70 Pro, Xiaomi 11 Pro,
+Xiaomi 14, b = 3 on Note 9 Pro under ``budget_from: profile``; A.2, D.2.6).
 """
 
 from __future__ import annotations
@@ -14,10 +16,13 @@ import polars as pl
 from omegaconf import DictConfig
 
 from workbench.figures.paper import budget_tradeoff
+from workbench.metrics import oracle_gap
 from workbench.replay.catalog import as2d_catalog, run_catalog
 from workbench.replay.profile import DeviceProfile
 from workbench.replay.selection import (
+    SHORTLIST,
     confirm_budget,
+    fixed_config_times,
     hindsight_oracle,
     select_budget,
     split_three,
@@ -28,6 +33,7 @@ from workbench.replay.sources import priced_as, profile_source
 from workbench.replay.trajectory import Window
 
 from .base import ConfigError, JobResult
+from .budgets import budget_origin, check_device_budgets, device_budget
 from .config import devices, source_roles
 from .windows import check_dataset_root, cohort_tables, load_windows
 
@@ -40,8 +46,18 @@ def _budgets(cfg: DictConfig) -> list[int]:
     return budgets
 
 
+def _shortlist(cfg: DictConfig) -> int | None:
+    """``validation_shortlist``: how many dev-screened settings validation ranks; null = the full grid."""
+    n = cfg.get("validation_shortlist", SHORTLIST)
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+        raise ConfigError("validation_shortlist", f"must be an integer >= 1, or null for the full source x budget "
+                                                  f"grid (D.2.6), got {n!r}")
+    return n
+
+
 def validate(cfg: DictConfig) -> None:
     budgets = _budgets(cfg)
+    _shortlist(cfg)
     check_dataset_root(cfg)
     frac = cfg.dataset.dev_fraction
     if not 0 < frac < 1:
@@ -50,8 +66,10 @@ def validate(cfg: DictConfig) -> None:
     if isinstance(vfrac, bool) or not isinstance(vfrac, (int, float)) or not 0 <= vfrac < 1 - frac:
         raise ConfigError("validation_fraction",
                           f"must be in [0, 1 - dataset.dev_fraction = {1 - frac:g}), got {vfrac!r}")
-    for p in devices(cfg):
-        for b in budgets:
+    profiles = devices(cfg)
+    check_device_budgets(cfg, profiles)
+    for p in profiles:
+        for b in sorted({*budgets, device_budget(cfg, p)}):
             try:
                 p.verify_ms(b + 1)
             except ValueError as err:
@@ -87,26 +105,49 @@ def select_and_oracle(windows: list[Window], profile: DeviceProfile, cfg: DictCo
     frozen = (sel.source, sel.budget)
     tables = {f"dev_budgets_{d}": sel.table.with_columns(pl.lit(d).alias("device"))}
     metrics = {f"{d}.selected_budget": float(sel.budget), f"{d}.dev_tps": sel.dev_tps}
-    row = {"device": d, "selected": f"{sel.source}/b{sel.budget}", "dev_tps": sel.dev_tps,
-           "dev_windows": len(dev), "test_windows": len(test)}
+    deployed = (profile_source(profile, str(cfg.source), roles), device_budget(cfg, profile))
+    row = {"device": d, "method": "as2d", "selected": f"{sel.source}/b{sel.budget}", "dev_tps": sel.dev_tps,
+           "deployed": f"{deployed[0]}/b{deployed[1]}", "deployed_budget": deployed[1],
+           "budget_origin": budget_origin(cfg, profile), "dev_windows": len(dev), "test_windows": len(test)}
+    metrics[f"{d}.deployed_budget"] = float(deployed[1])
     if validation is not None:  # D.2.6: confirm the dev shortlist on validation, freeze before test
-        conf = confirm_budget(sel, validation, profile, workers=workers)
+        conf = confirm_budget(sel, validation, profile, shortlist=_shortlist(cfg), workers=workers)
         frozen = (conf.source, conf.budget)
         tables[f"validation_{d}"] = conf.table.with_columns(pl.lit(d).alias("device"))
         metrics.update({f"{d}.selected_budget": float(conf.budget), f"{d}.dev_tps": conf.dev_tps,
+                        f"{d}.validation_settings": float(conf.table.height),
                         f"{d}.validation_tps": conf.validation_tps, f"{d}.dev_pick_retained": float(conf.retained)})
         row.update(selected=f"{conf.source}/b{conf.budget}", screened=f"{sel.source}/b{sel.budget}",
                    dev_tps=conf.dev_tps, validation_tps=conf.validation_tps, validation_windows=len(validation))
+    row.update(source=frozen[0], budget=frozen[1])
     if oracle:
         catalog = run_catalog(test.windows, as2d_catalog(sources, budgets), profile, workers=workers)
         rep = hindsight_oracle(catalog, frozen)
         datasets = pl.DataFrame({"window_id": [w.window_id for w in ws], "dataset": [w.dataset for w in ws]})
-        tables[f"oracle_{d}"] = rep.per_window.join(datasets, on="window_id", how="left").with_columns(
-            pl.lit(d).alias("device"))
+        per = rep.per_window.join(datasets, on="window_id", how="left").with_columns(pl.lit(d).alias("device"))
         row.update(tps=rep.tps_selected, tps_oracle=rep.tps_oracle, oracle_gap=rep.gap)
         metrics.update({f"{d}.tps_selected": rep.tps_selected, f"{d}.tps_oracle": rep.tps_oracle,
                         f"{d}.oracle_gap": rep.gap})
+        if deployed[0] in sources:
+            per, tps_dep = _deployed(per, catalog, test.windows, sources, deployed, profile, workers)
+            gap = oracle_gap(tps_dep, rep.tps_oracle)
+            row.update(tps_deployed=tps_dep, oracle_gap_deployed=gap)
+            metrics.update({f"{d}.tps_deployed": tps_dep, f"{d}.oracle_gap_deployed": gap})
+        tables[f"oracle_{d}"] = per
     return metrics, tables, row
+
+
+def _deployed(per: pl.DataFrame, catalog: pl.DataFrame, test: tuple[Window, ...], sources: list[str],
+              deployed: tuple[str, int], profile: DeviceProfile, workers: int) -> tuple[pl.DataFrame, float]:
+    """The deployed pair's per-window time (column ``deployed_time``) and pooled TPS on the test split.
+
+    A deployed budget outside the oracle's ``budgets`` is replayed on its own: it never joins the
+    oracle's search space."""
+    if deployed[1] not in set(catalog["budget"]):
+        catalog = run_catalog(test, as2d_catalog(sources, [deployed[1]]), profile, workers=workers)
+    t = fixed_config_times(catalog, *deployed).select("window_id", pl.col("time").alias("deployed_time"))
+    per = per.join(t, on="window_id", how="left")
+    return per, float(per["tokens"].sum() / per["deployed_time"].sum())
 
 
 def run(cfg: DictConfig, out: Path) -> JobResult:

@@ -17,6 +17,7 @@ from workbench.figures.paper import decomposition, tps_cdf
 from workbench.replay.metadata import device_table
 
 from .base import ConfigError, JobResult
+from .budgets import budget_table, check_device_budgets, device_budget
 from .config import budget, check_widths, devices, methods
 from .evaluate import evaluate, per_window_method, summarize
 from .windows import check_dataset_root, cohort_tables, load_windows, quality_report
@@ -28,8 +29,10 @@ def validate(cfg: DictConfig) -> None:
     names = methods(cfg)
     if cfg.job == "ablation" and not {"as2d_wo_td", "as2d_wo_bc"} <= set(names):
         raise ConfigError("methods", "the ablation job compares as2d with as2d_wo_td and as2d_wo_bc")
-    for profile in devices(cfg):
-        check_widths(profile, names, cfg)
+    profiles = devices(cfg)
+    check_device_budgets(cfg, profiles)
+    for profile in profiles:
+        check_widths(profile, names, cfg, device_budget(cfg, profile))
 
 
 def work_tables(frames: dict[str, pl.DataFrame], per: pl.DataFrame) -> dict[str, pl.DataFrame]:
@@ -58,7 +61,8 @@ def run(cfg: DictConfig, out: Path) -> JobResult:
                               value_name="seconds").with_columns(pl.format("{}/{}", "device", "method").alias("method"))
         figures["decomposition"] = decomposition(dec)
     tags = {"synthetic": str(bool(cfg.dataset.synthetic)), "source": str(source)}
-    tables = {**frames, "per_window": per, "summary": summary, **cohort_tables(cfg), **quality_tables}
+    tables = {**frames, "per_window": per, "summary": summary, "device_budgets": budget_table(cfg, profiles),
+              **cohort_tables(cfg), **quality_tables}
     tables.update(work_tables(frames, per))
     phones = [p for p in profiles if p.metadata is not None]
     if phones:  # Table 6 (D.1.1): what each replayed phone is and how the paper deployed on it

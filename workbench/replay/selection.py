@@ -5,10 +5,11 @@ Selection only ever sees a ``DevSplit``; ``DevSplit`` objects come only from
 a ``TestSplit``, or a hand-made list to :func:`select_budget` is a ``TypeError``.
 
 D.2.6's full protocol has three stages: screen every setting on dev windows, confirm the dev
-shortlist on a separate ``ValidationSplit`` (:func:`confirm_budget`), and freeze the confirmed pair
-before any test window is replayed. :func:`split_three` (a seeded split, dev identical to
-``split_windows``') and :func:`splits_from_labels` (a cohort manifest's own split column) issue the
-three splits; ``confirm_budget`` accepts nothing but a ``ValidationSplit``.
+shortlist -- or the full source x budget grid -- on a separate ``ValidationSplit``
+(:func:`confirm_budget`), and freeze the confirmed pair before any test window is replayed.
+:func:`split_three` (a seeded split, dev identical to ``split_windows``') and :func:`splits_from_labels`
+(a cohort manifest's own split column) issue the three splits; ``confirm_budget`` accepts nothing
+but a ``ValidationSplit``.
 
 The oracle is evaluated on test windows: for each window it takes the minimum-time eligible
 (source, budget) at zero selection cost. A fixed configuration whose source is ineligible on a
@@ -178,6 +179,7 @@ def select_budget(dev: DevSplit, profile: DeviceProfile, sources: Sequence[str],
 
 
 SHORTLIST = 3  # dev-screened configurations carried to validation (D.2.6: screen, then confirm)
+FULL_GRID = None  # ``shortlist=FULL_GRID``: rank every screened source x budget (D.2.6's Note 9 reanalysis: all 42)
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,27 +192,36 @@ class Confirmation:
     validation_tps: float
     screened: tuple[str, int]  # the dev screen's pick
     retained: bool  # validation kept the dev pick (the paper: "the setting is retained")
-    table: pl.DataFrame  # the shortlist: source, budget, dev_tps, validation_tps
+    table: pl.DataFrame  # best first: source, budget, dev_tps, validation_tps, dev_rank, validation_rank
 
 
 def confirm_budget(screen: Selection, validation: ValidationSplit, profile: DeviceProfile,
-                   shortlist: int = SHORTLIST, workers: int | None = 1) -> Confirmation:
-    """Replay the dev screen's top ``shortlist`` (source, budget) on validation windows; freeze the best."""
+                   shortlist: int | None = SHORTLIST, workers: int | None = 1) -> Confirmation:
+    """Replay the dev screen's top ``shortlist`` (source, budget) on validation windows; freeze the best.
+
+    ``shortlist=None`` ranks the full grid the screen covered, every source x budget (D.2.6: "We rank
+    all 42 source/budget settings on the 100 validation windows by pooled throughput, using Qwen at the
+    same budget when a source is language-ineligible"). Ties in validation TPS go to the smaller budget,
+    as on dev.
+    """
     if type(validation) is not ValidationSplit:
         raise TypeError(f"confirm_budget takes a ValidationSplit (split_three / splits_from_labels), got "
                         f"{type(validation).__name__}; dev windows screen, test windows never confirm")
-    if shortlist < 1:
-        raise ValueError(f"shortlist must be >= 1, got {shortlist}")
-    top = screen.table.head(shortlist)
+    if shortlist is not None and (isinstance(shortlist, bool) or shortlist < 1):
+        raise ValueError(f"shortlist must be >= 1 or None (the full grid), got {shortlist!r}")
+    ranked = screen.table.with_row_index("dev_rank", offset=1).cast({"dev_rank": pl.Int64})
+    top = ranked if shortlist is None else ranked.head(shortlist)
     sources = sorted(set(screen.table["source"]))  # every source: ineligible windows fall back to qwen
     catalog = run_catalog(validation.windows, as2d_catalog(sources, sorted(set(top["budget"]))), profile,
                           workers=workers)
     rows = []
-    for s, b, dev_tps in top.select("source", "budget", "tps").iter_rows():
+    for s, b, dev_tps, dev_rank in top.select("source", "budget", "tps", "dev_rank").iter_rows():
         t = fixed_config_times(catalog, s, b)
         rows.append({"source": s, "budget": b, "dev_tps": dev_tps,
-                     "validation_tps": t["tokens"].sum() / t["time"].sum()})
-    table = pl.DataFrame(rows).sort(["validation_tps", "budget"], descending=[True, False])
+                     "validation_tps": t["tokens"].sum() / t["time"].sum(), "dev_rank": dev_rank})
+    table = (pl.DataFrame(rows).sort(["validation_tps", "budget", "source"], descending=[True, False, False])
+             .with_row_index("validation_rank", offset=1).cast({"validation_rank": pl.Int64})
+             .select("source", "budget", "dev_tps", "validation_tps", "dev_rank", "validation_rank"))
     best = table.row(0, named=True)
     pick = (screen.source, screen.budget)
     return Confirmation(best["source"], best["budget"], best["dev_tps"], best["validation_tps"], pick,

@@ -25,7 +25,9 @@ from workbench.tracking.store import flatten
 ROLE_TAG = "as2d.role"  # "job" on a job run, "config" on a configuration's child run
 CHILD_METRICS = ("tps", "speedup", "acceptance", "coverage", "readiness", "k_gt1_share", "slowdown_share",
                  "mean_accepted_length", "D", "V", "O", "H", "T", "bound", "matched")
-DEVICE_METRICS = ("oracle_gap", "tps_oracle", "tps_selected")  # per device, from the selection/oracle step
+# per device, from the selection/oracle step
+DEVICE_METRICS = ("oracle_gap", "tps_oracle", "tps_selected", "tps_deployed", "oracle_gap_deployed")
+ROW_PARAMS = ("source", "budget", "selected", "deployed", "deployed_budget", "budget_origin")
 CONF = Path(__file__).resolve().parents[2] / "conf"
 
 
@@ -149,6 +151,9 @@ def child_records(summary: pl.DataFrame, metrics: Mapping[str, float], tables: M
         fields = parse_label(configs[0]) if len(configs) == 1 else {}
         if len(configs) > 1:  # SD reports the mean over its widths (D.1.3)
             fields = {"config": ",".join(configs)}
+        for k in ROW_PARAMS:  # a selection/oracle row names its device's frozen and deployed pairs itself
+            if k not in fields and row.get(k) is not None:
+                fields[k] = str(row[k])
         params = {"device": device, "method": method, "clock": clock, "job": str(cfg.get("job")), **fields}
         if "source" in fields:
             params["source_label"] = names.get(fields["source"]) or source_label(fields["source"], producer, synthetic)
