@@ -76,3 +76,22 @@ def test_goals_are_judged_on_the_dev_choice_not_the_fastest_test_variant():
     assert [ln[:4] for ln in lines] == ["FAIL", "FAIL", "FAIL", "PASS"]
     assert [ln[:4] for ln in goal_lines(summary, "as2d_online/a")] == ["PASS"] * 4
     assert "not judged" in goal_lines(summary, None)[0]
+
+
+def test_the_results_table_names_machine_command_split_and_replaces_its_own_section(tmp_path):
+    from workbench.native.bench_report import markdown, write_section
+
+    summary = pl.DataFrame({"method": ["target_only@1t", "as2d/a"], "tps": [40.0, 70.0],
+                            "ratio_target_only": [1.0, 1.75], "ratio_serial": [None, 1.2],
+                            "slower_share": [0.0, 0.1], "matched_share": [1.0, 1.0], "acceptance": [None, 0.8],
+                            "readiness": [None, 0.1], "T_over_bound": [None, 1.1]})
+    text = markdown(summary, "python -m workbench.native.bench", "test", 35, 2, "as2d/a", ["PASS  x"])
+    assert "test split" in text and "cores" in text and "`python -m workbench.native.bench`" in text
+    assert "| as2d/a | 70.000 | 1.750 |" in text
+    doc = tmp_path / "results.md"
+    doc.write_text("# Results\n\nkept\n")
+    write_section(doc, "native-bench-test", text)
+    write_section(doc, "native-bench-test", text.replace("70.000", "71.000"))
+    out = doc.read_text()
+    assert out.startswith("# Results\n\nkept\n") and out.count("<!-- native-bench-test -->") == 1
+    assert "71.000" in out and "70.000" not in out

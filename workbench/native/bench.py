@@ -42,7 +42,7 @@ from workbench.replay.result import STAGE_SCHEMA
 
 from .bench_report import SUMMARY_COLUMNS, goal_lines, per_window, summarize
 from .driver import NativeHost
-from .episodes import host_setup, run_scheme
+from .episodes import host_setup, run_scheme, scheme_settings
 from .methods import Method, online_cap, online_methods
 from .producer import ALLOWED_CPUS, Placement
 from .windows import AudioWindow
@@ -66,13 +66,14 @@ def profile_costs(profile: DeviceProfile) -> dict[int, float]:
 
 def default_methods(model_cfg: dict[str, Any], same_vocab_cfg: dict[str, Any] | None,
                     profile: DeviceProfile | None = None, batches: Sequence[int] = (),
-                    kernels: Sequence[str] = ()) -> list[Method]:
+                    kernels: Sequence[str] = (), hf: bool = True, budgets: Sequence[int] = ()) -> list[Method]:
     """target-only (1 and 2 threads), HF assisted (same-vocab int8 base; cross-tokenizer tiny.en),
     SD and ASP with the serial drafter, As²d with each producer; with this machine's ``profile``
     also as2d_online (chain length per round from the machine's per-width costs, up to ``online_cap``)
     and, on two or more CPUs, the same with the producer's core joining the verifier once the producer
     has finished (``+cores``, ``driver.JoiningCores``); for each of
     ``batches`` other than the configured one, also As²d publishing batches of that size (``@batchN``);
+    for each of ``budgets`` other than the pair's b, also fixed As²d at that budget (``@bN``);
     for each of ``kernels`` other than the target's, also target-only (1 and 2 threads) and As²d with the
     target on those linear kernels (``/plain``, ``@plain``; ``models.packed_linear``), a second target in memory."""
     main = host_setup(model_cfg)
@@ -84,7 +85,7 @@ def default_methods(model_cfg: dict[str, Any], same_vocab_cfg: dict[str, Any] | 
           Method("target_only@2t", "native", main, 2, "target_only")]
     # HF assisted generate is driven as an encoder-decoder call (_hf_run); audio-LM pairs compare the
     # paper's native set (D.6.1: target-only, SD, SpecASR, As²d)
-    hf = not pair.audio_lm
+    hf = hf and not pair.audio_lm
     if hf:
         ms.append(Method(f"hf_assisted/{main.serial_source}", "hf", main, 1, assistant=main.serial))
     if hf and main.source != main.serial_source:
@@ -101,6 +102,10 @@ def default_methods(model_cfg: dict[str, Any], same_vocab_cfg: dict[str, Any] | 
            Method(f"as2d/{main.source}", "native", main, 1, "as2d")]
     if main.costs is not None:
         ms += online_methods(main, main.costs)
+    for b in dict.fromkeys(budgets):
+        if b != main.budget:  # fixed As²d at another proposal budget (a dev-chosen setting)
+            other = dataclasses.replace(main, settings={**main.settings, "as2d": scheme_settings("as2d", b)})
+            ms.append(Method(f"as2d/{main.source}@b{b}", "native", other, 1, "as2d"))
     for n in dict.fromkeys(batches):
         if n != main.batch_tokens:
             other = dataclasses.replace(main, producer=dataclasses.replace(main.producer, batch_tokens=n))
@@ -153,6 +158,10 @@ def _hf_run(m: Method, w: AudioWindow) -> tuple[list[int], float]:
     return out[0].tolist()[len(proto.prompt_ids):], max(wall - t_pre, 1e-9)
 
 
+def _host_key(m: Method) -> tuple[int, Any]:
+    return id(m.setup.producer), m.setup.verifier
+
+
 def run_bench(windows: Sequence[AudioWindow], methods: Sequence[Method], repeats: int = 3, *, warmup: int = 1,
               out_dir: str | Path | None = None, progress: bool = True,
               warmup_windows: int | None = 2) -> dict[str, pl.DataFrame]:
@@ -169,8 +178,11 @@ def run_bench(windows: Sequence[AudioWindow], methods: Sequence[Method], repeats
     with ExitStack() as stack:
         hosts: dict[int, NativeHost] = {}
         for m in methods:
-            if m.kind == "native" and id(m.setup) not in hosts:
-                hosts[id(m.setup)] = stack.enter_context(NativeHost(m.setup.producer, m.setup.verifier))
+            # one producer process per producer spec and verifier placement: variants that only change
+            # scheme settings or costs (budgets, the online rule, +cores) share it
+            key = _host_key(m)
+            if m.kind == "native" and key not in hosts:
+                hosts[key] = stack.enter_context(NativeHost(m.setup.producer, m.setup.verifier))
         n_warm = len(windows) if warmup_windows is None else min(warmup_windows, len(windows))
         bar = tqdm(total=(repeats * len(windows) + warmup * n_warm) * len(methods), desc="bench",
                    disable=not progress)
@@ -183,7 +195,7 @@ def run_bench(windows: Sequence[AudioWindow], methods: Sequence[Method], repeats
                     if m.kind == "hf":
                         out, t = _hf_run(m, w)
                     else:
-                        r = run_scheme(hosts[id(m.setup)], m.setup, w, m.scheme)
+                        r = run_scheme(hosts[_host_key(m)], m.setup, w, m.scheme)
                         out, t, fault = list(r.output), r.time, r.fault
                     bar.update(1)
                     if m.name == "target_only@1t" and w.window_id not in refs:
@@ -271,7 +283,7 @@ def _methods(args: Any, cfg: dict[str, Any], profile: DeviceProfile | None) -> t
         return methods, "mnn/as2d", (mnn, torch_setup)
     alt = load_model_config(args.same_vocab_model) if args.same_vocab_model else None
     batches = [*args.batches, *([1] if args.single_token_batches else [])]
-    methods = default_methods(cfg, alt, profile, batches, args.kernels)
+    methods = default_methods(cfg, alt, profile, batches, args.kernels, hf=args.hf, budgets=args.budgets)
     if args.mnn_baseline:  # best target-only is the best over engines too
         from .mnn_bench import mnn_target_only
 
@@ -320,9 +332,13 @@ def parser() -> Any:
     ap.add_argument("--no-online", action="store_true", help="skip as2d_online (no profile needed)")
     ap.add_argument("--batches", type=int, nargs="*", default=[],
                     help="also As²d with producers publishing batches of these sizes (e.g. 4 8: the paper's phones)")
+    ap.add_argument("--budgets", type=int, nargs="*", default=[],
+                    help="also fixed As²d at these proposal budgets b (choose on dev, e.g. 2 5 7)")
     ap.add_argument("--single-token-batches", action="store_true", help="same as --batches 1")
     ap.add_argument("--kernels", nargs="*", default=["plain", "packed"],
                     help="target-only and As²d also with the target's linears on these kernels (models.packed_linear)")
+    ap.add_argument("--no-hf", dest="hf", action="store_false",
+                    help="leave HF assisted generation out (it is no goal's baseline; it is the slowest to run)")
     ap.add_argument("--no-mnn-baseline", dest="mnn_baseline", action="store_false",
                     help="leave MNN target-only out of the best target-only (torch engine)")
     ap.add_argument("--engine", choices=("torch", "mnn"), default="torch",
@@ -335,7 +351,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     from workbench.models.registry import load_model_config
 
-    from .bench_report import markdown
+    from .bench_report import markdown, write_section
     from .choice import choose_on_dev, read_choice, write_choice
     from .fingerprint import HostProfileMismatch, fingerprint_id, host_profile, machine_fingerprint
 
@@ -386,10 +402,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"split {args.split}, windows: {len(windows)}, repeats: {args.repeats}")
     print("\n".join(machine_lines()[1:] + goals))
     if args.markdown:
-        from workbench.io import atomic_write_text
-
         text = markdown(frames["summary"], command, args.split, len(windows), args.repeats, chosen, goals, losers)
-        print(f"results table -> {atomic_write_text(args.markdown, text)}")
+        print(f"results table -> {write_section(args.markdown, f'native-bench-{args.split}{suffix}', text)}")
 
 
 if __name__ == "__main__":
