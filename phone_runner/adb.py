@@ -14,7 +14,7 @@ import time
 
 import adbutils
 
-from workbench.errors import PhoneError  # a device problem, worded as one line that says what to do
+from .errors import PhoneError  # a device problem, worded as one line that says what to do
 
 
 def server_port() -> int:

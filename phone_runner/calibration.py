@@ -1,5 +1,10 @@
 """Calibration on a phone (paper D.2): the runner's ``measure`` lines -> a device profile YAML.
 
+"Measured" is said only of numbers a real engine (``torch``, ``mnn``) timed by running model
+forwards. The reference engine has no model: it answers with the base profile's own prices, so
+its "calibration" checks the protocol end to end and is labelled ``protocol check`` throughout
+(:data:`PROTOCOL_CHECK`); ``calibrate_phone`` refuses to write it as a device profile unless asked.
+
 The verify width sweep (K1-K16 at prefix offsets 0/64/128, idle and with the producer running),
 the target step, the serial drafter's forward, ASP paired-branch / probability-row / KV refresh
 costs and each source's service time are medians over the repetitions, each written as
@@ -20,6 +25,17 @@ import yaml
 
 from workbench.replay.profile import DeviceProfile, parse_profile
 
+REAL_ENGINES = ("torch", "mnn")
+PROTOCOL_CHECK = "protocol check"
+
+
+def provenance(engine: str, model: str, serial_hash: str, date: str) -> str:
+    """The ``source`` text of a fitted number: measured (real engine) or a protocol check (reference)."""
+    if engine in REAL_ENGINES:
+        return f"measured on {model} (serial {serial_hash}) {date} by calibrate_phone, {engine} engine"
+    return (f"{PROTOCOL_CHECK} on {model} (serial {serial_hash}) {date}: the {engine} engine echoed the base "
+            "profile's prices, nothing was measured")
+
 
 def calibration_plan(cfg: Mapping[str, Any] | None = None) -> dict[str, Any]:
     c = dict(cfg or {})
@@ -27,6 +43,7 @@ def calibration_plan(cfg: Mapping[str, Any] | None = None) -> dict[str, Any]:
             "reps": int(c.get("reps", 5)), "warmups": int(c.get("warmups", 1)),
             "with_producer": list(c.get("with_producer", [False, True])),
             "draft_forward": bool(c.get("draft_forward", True)), "asp": bool(c.get("asp", True)),
+            "producer_forward": bool(c.get("producer_forward", True)),
             "chunk_sources": list(c.get("chunk_sources", []))}
 
 
@@ -37,10 +54,12 @@ def _stat(xs: list[float], where: str) -> dict[str, Any]:
 
 
 def fit_profile(measures: pl.DataFrame, base: DeviceProfile, base_raw: Mapping[str, Any], *, name: str,
-                model: str, serial_hash: str, date: str | None = None) -> dict[str, Any]:
-    """A ``device-profile/1`` mapping from ``measure`` rows; validated before it is returned."""
+                model: str, serial_hash: str, engine: str, date: str | None = None) -> dict[str, Any]:
+    """A ``device-profile/1`` mapping from ``measure`` rows; validated before it is returned.
+    ``engine``: the engine the runner's header names (only a real one makes the numbers measured)."""
     date = date or datetime.date.today().isoformat()
-    where = f"measured on {model} (serial {serial_hash}) {date} by calibrate_phone"
+    where = provenance(engine, model, serial_hash, date)
+    label = "measured" if engine in REAL_ENGINES else PROTOCOL_CHECK
     rule = "R_BASE"
     derived = {"derived": rule}
 
@@ -77,7 +96,7 @@ def fit_profile(measures: pl.DataFrame, base: DeviceProfile, base_raw: Mapping[s
         sources[sname] = node
     raw: dict[str, Any] = {
         "schema": "device-profile/1", "name": name, "device": model,
-        "description": f"source: measured. {where}. Verify widths {widths[0]}-{widths[-1]}; fields marked "
+        "description": f"source: {label}. {where}. Verify widths {widths[0]}-{widths[-1]}; fields marked "
                        f"derived: {rule} come from base profile {base.name!r}.",
         "rules": {rule: f"Not measured by calibrate_phone: taken from the base profile {base.name} ({base.file})."},
         "target_step_ms": _stat(step, where) if step else {"v": idle[1]["v"], "source": idle[1]["source"]},
@@ -99,5 +118,7 @@ def fit_profile(measures: pl.DataFrame, base: DeviceProfile, base_raw: Mapping[s
 
 
 def profile_yaml(raw: Mapping[str, Any]) -> str:
-    head = "# Device profile measured on a phone by `experiment=calibrate_phone` (phone_runner, paper D.2).\n"
+    kind = "measured" if str(raw.get("description", "")).startswith("source: measured") else \
+        f"a {PROTOCOL_CHECK} (reference engine, NOT measured)"
+    head = f"# Device profile from a phone, {kind}, by `experiment=calibrate_phone` (phone_runner, paper D.2).\n"
     return head + yaml.safe_dump(dict(raw), sort_keys=False, width=110)

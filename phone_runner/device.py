@@ -30,8 +30,17 @@ from .runtime import RunnerFailure, resolve
 RUNNER = {"name": "phone_runner.device", "version": "1", "language": "python"}
 
 
+class WriteFailed(Exception):
+    """A line that could not be written whole: the run ends (PROTOCOL.md). ``to_stdout``: the host's
+    stream is gone (broken pipe, host lost); otherwise the output file failed (full disk, read-only)."""
+
+    def __init__(self, message: str, to_stdout: bool) -> None:
+        super().__init__(message)
+        self.to_stdout = to_stdout
+
+
 class Out:
-    """Every line to stdout and to the output file, whole and flushed."""
+    """Every line to stdout and to the output file, whole and flushed; a failed write is fatal."""
 
     def __init__(self, path: Path | None, stream: TextIO | None = None) -> None:
         self.stream = stream or sys.stdout
@@ -43,15 +52,33 @@ class Out:
 
     def __call__(self, kind: str, **fields: Any) -> None:
         text = line(kind, **fields) + "\n"
-        for stream in (self.stream, self.file):
-            if stream is not None:
+        for stream, name in ((self.stream, "stdout"), (self.file, "output file")):
+            if stream is None:
+                continue
+            try:
                 stream.write(text)
                 stream.flush()
+            except OSError as err:
+                raise WriteFailed(f"{name}: write failed ({err.strerror or err})", stream is self.stream) from None
         self.count[kind] = self.count.get(kind, 0) + 1
+
+    def last(self, kind: str, to_stdout: bool, to_file: bool, **fields: Any) -> None:
+        """The closing line of a failed run, to whichever stream still takes it."""
+        text = line(kind, **fields) + "\n"
+        for stream, ok in ((self.stream, to_stdout), (self.file, to_file)):
+            if stream is not None and ok:
+                try:
+                    stream.write(text)
+                    stream.flush()
+                except OSError:
+                    pass  # nothing left to report to; the exit status says it
 
     def close(self) -> None:
         if self.file is not None:
-            self.file.close()
+            try:
+                self.file.close()
+            except OSError:
+                pass
 
 
 def _device_facts() -> dict[str, Any]:
@@ -95,11 +122,14 @@ def run_reference(req: Request, out: Out) -> dict[str, float]:
                 continue  # warm-ups print nothing
             t0 = time.perf_counter()
 
-            def pace(t: float, _t0: float = t0) -> None:
-                if real:
-                    delay = _t0 + t - time.perf_counter()
-                    if delay > 0:
-                        time.sleep(delay)
+            def pace(t: float, _t0: float = t0) -> float:
+                """Wait until priced time ``t``; returns the time the clock really shows (real clock)."""
+                if not real:
+                    return t
+                delay = _t0 + t - time.perf_counter()
+                if delay > 0:
+                    time.sleep(delay)
+                return time.perf_counter() - _t0
 
             common = {"window_id": wid, "repetition": rep}
             pubs = list(buffer or ())
@@ -122,12 +152,15 @@ def run_reference(req: Request, out: Out) -> dict[str, float]:
                     confidences=None if b.confidences is None else list(b.confidences))
             for resource, stage, start, end, rnd in result.stages:
                 out("stage", **common, resource=resource, stage=stage, start=start, end=end, round=rnd)
-            pace(result.time)
+            # real clock: the window's time is what the clock showed when its priced end was reached
+            # (sleep overshoot and line writing included), not the priced value itself
+            elapsed = pace(result.time)
             output = [result.untimed[0].root] if result.untimed else []
             for r in result.untimed:
                 output.extend(r.committed)
-            out("window", **common, config=cfg.label, scheme=cfg.scheme, tokens=result.tokens, time=result.time,
-                t_eos=result.t_eos, cleanup=0.0, rounds=len(result.untimed), output=output)
+            out("window", **common, config=cfg.label, scheme=cfg.scheme, tokens=result.tokens, time=elapsed,
+                t_eos=result.t_eos, cleanup=0.0, rounds=len(result.untimed),
+                output=output)
             totals["rounds"] += len(result.untimed)
             totals["tokens"] += result.tokens
             totals["time"] += result.time
@@ -175,7 +208,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m phone_runner.device", description=__doc__.splitlines()[0])
     ap.add_argument("--request", required=True, help="request JSON (protocol v1)")
     ap.add_argument("--output", default=None, help="JSONL file (default: the request's 'output')")
+    ap.add_argument("--pid-file", default=None, help="write this process's id here (the host stops a leftover runner)")
     args = ap.parse_args(argv)
+    pid_file = Path(args.pid_file) if args.pid_file else None
+    if pid_file is not None:
+        tmp = pid_file.with_name(pid_file.name + ".tmp")
+        tmp.write_text(f"{os.getpid()} phone_runner.device\n")
+        os.replace(tmp, pid_file)
     started = time.time()
     req_path = Path(args.request)
     proto = _protocol_stdout()
@@ -191,7 +230,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             req = parse_request(raw)
         except ProtocolError as err:
             raise RunnerFailure("bad_request", str(err), status=2) from None
-        out = Out(resolve(req_path.parent, args.output or req.output), proto)
+        try:
+            out = Out(resolve(req_path.parent, args.output or req.output), proto)
+        except OSError as err:
+            raise RunnerFailure("missing_file", f"output {args.output or req.output}: cannot write "
+                                f"({err.strerror or err})", status=2) from None
         out("header", run_id=req.run_id, runner=RUNNER, mode=req.mode, engine=req.engine, scheme=req.scheme,
             device=_device_facts(), started_unix=started)
         if req.engine["kind"] == "reference":
@@ -218,14 +261,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         out("summary", windows=out.count.get("window", 0), rounds=int(totals["rounds"]), tokens=int(totals["tokens"]),
             time=float(totals["time"]), wall_s=time.time() - started)
         return 0
+    except WriteFailed as err:  # host gone: the reason goes to the file; file failed: to stdout
+        out.last("error", not err.to_stdout, err.to_stdout, code="internal", message=str(err), window_id=None)
+        return 1
     except RunnerFailure as err:
-        out("error", code=err.code, message=str(err), window_id=err.window_id)
+        out.last("error", True, True, code=err.code, message=str(err), window_id=err.window_id)
         return err.status
     except Exception as err:  # noqa: BLE001 - the protocol's last line names any failure
-        out("error", code="internal", message=f"{type(err).__name__}: {err}", window_id=None)
+        out.last("error", True, True, code="internal", message=f"{type(err).__name__}: {err}", window_id=None)
         return 1
     finally:
         out.close()
+        if pid_file is not None and pid_file.exists() and pid_file.read_text().split()[:1] == [str(os.getpid())]:
+            pid_file.unlink()
 
 
 if __name__ == "__main__":

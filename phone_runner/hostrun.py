@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import struct
 import time
 from collections.abc import Callable, Sequence
@@ -26,15 +27,18 @@ from workbench.io import atomic_write_bytes, atomic_write_text
 
 from .adb import PhoneError
 from .deploy import device_path
+from .leftover import pid_file, stop_leftover
 from .protocol import ProtocolError, parse_request, validate_line
 from .records import Key, PhoneRun, read_lines
+
+log = logging.getLogger(__name__)
 
 
 class RunFailed(PhoneError):
     """The run did not complete; ``run`` holds what was validated before the failure."""
 
-    def __init__(self, message: str, run: PhoneRun | None = None) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, run: PhoneRun | None = None, *, kept: str = "", fix: str = "") -> None:
+        super().__init__(message, fix=fix, kept=kept)
         self.run = run
 
 
@@ -129,11 +133,16 @@ class _Stream:
 
 def run_request(dev: adbutils.AdbDevice, request: dict[str, Any], *, runner: Sequence[str], run_rel: str,
                 store: WindowStore, local_out: Path, timeout_s: float = 3600.0, idle_timeout_s: float = 300.0,
-                on_line: Callable[[dict[str, Any]], None] | None = None) -> tuple[PhoneRun, dict[Key, tuple]]:
+                on_line: Callable[[dict[str, Any]], None] | None = None, resumable: bool = True
+                ) -> tuple[PhoneRun, dict[Key, tuple]]:
     """Run ``request`` (windows already resumed by the caller) and return the validated run and
-    the wall-clock span of every finished window repetition."""
+    the wall-clock span of every finished window repetition. ``resumable``: whether a rerun continues
+    from the kept windows (mode ``run``) or must start again (mode ``calibrate`` keeps no windows)."""
     request = {**request, "output": "out.jsonl"}
     parse_request(request)  # fail here, before the phone is touched
+    said = stop_leftover(dev)  # never two runners on one phone
+    if said:
+        log.warning(said)
     req_dpath, out_dpath = device_path(f"{run_rel}/request.json"), device_path(f"{run_rel}/out.jsonl")
     try:
         dev.sync.push(json.dumps(request).encode(), req_dpath, mode=0o644)
@@ -142,12 +151,19 @@ def run_request(dev: adbutils.AdbDevice, request: dict[str, Any], *, runner: Seq
     v2 = "shell_v2" in (dev.get_features() or "")
     source = f"{dev.serial}:{out_dpath}"
     run = PhoneRun(source)
+
+    def kept(r: PhoneRun) -> str:
+        if not resumable:
+            return (f"calibration cannot resume: its {len(r.of('measure'))} measure line(s) are discarded; "
+                    "rerun the same command to measure again")
+        return f"{len(r.finished)} finished window(s) kept in {store.dir}; rerun the same command to resume"
+
     spans: dict[Key, tuple] = {}
     group: list[str] = []
     n = 0
     t_prev = time.time()
     deadline = time.monotonic() + timeout_s
-    stream = _Stream(dev, [*runner, "--request", req_dpath], v2)
+    stream = _Stream(dev, [*runner, "--request", req_dpath, "--pid-file", pid_file()], v2)
     try:
         for data in stream.chunks(idle_timeout_s):
             stream.buf += data
@@ -178,8 +194,8 @@ def run_request(dev: adbutils.AdbDevice, request: dict[str, Any], *, runner: Seq
     except (TimeoutError, adbutils.AdbTimeout):
         raise RunFailed(f"device {dev.serial}: no runner output for {idle_timeout_s:.0f} s; stopped it", run) from None
     except (EOFError, ConnectionError, OSError) as err:
-        raise DeviceLost(f"device {dev.serial} went away mid-run ({type(err).__name__}); "
-                         f"{len(run.finished)} finished window(s) kept, rerun to resume", run) from None
+        raise DeviceLost(f"device {dev.serial} went away mid-run ({type(err).__name__}); {kept(run)}", run,
+                         kept=kept(run)) from None
     finally:
         stream.close()
     if stream.buf.strip():
@@ -192,7 +208,7 @@ def run_request(dev: adbutils.AdbDevice, request: dict[str, Any], *, runner: Seq
             raise RunFailed(f"device {dev.serial}: runner exited with status {stream.exit_code} and no summary: "
                             f"{' | '.join(tail) or 'no stderr'}", run)
         raise DeviceLost(f"device {dev.serial}: the runner's stream ended without a summary (phone unplugged?); "
-                         f"{len(run.finished)} finished window(s) kept, rerun to resume", run)
+                         f"{kept(run)}", run, kept=kept(run))
     pulled = pull_text(dev, out_dpath)
     check = read_lines(pulled.splitlines(), f"{source} (pulled)")
     if len(check.of("window")) != len(run.of("window")) or check.summary != run.summary:

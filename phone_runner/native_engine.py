@@ -32,7 +32,7 @@ def _audio(base: Path, entry: dict[str, Any], max_seconds: float | None = 30.0) 
     return load_audio(path, max_seconds=max_seconds)
 
 
-def _model_cfg(req: Request, base: Path) -> dict[str, Any]:
+def model_config(req: Request, base: Path) -> dict[str, Any]:
     from workbench.models.registry import load_model_config
 
     spec = req.models["target"]
@@ -59,7 +59,7 @@ def _model_cfg(req: Request, base: Path) -> dict[str, Any]:
     return cfg
 
 
-def _placement(req: Request, role: str) -> Any:
+def placement(req: Request, role: str) -> Any:
     from workbench.native.producer import Placement
 
     m = req.models.get(role)
@@ -96,8 +96,8 @@ def run_torch(req: Request, base: Path, out: Any) -> dict[str, float]:
 
     name = req.scheme["name"]
     try:
-        setup = host_setup(_model_cfg(req, base), overrides={name: req.settings},
-                           verifier=_placement(req, "target"), producer=_placement(req, "producer"))
+        setup = host_setup(model_config(req, base), overrides={name: req.settings},
+                           verifier=placement(req, "target"), producer=placement(req, "producer"))
     except ValueError as err:  # PairError / MissingWeightsError / EngineConfigError: one line, before any run
         code = "unsupported_backend" if "engine" in str(err) or "mnn" in str(err) else "missing_file"
         raise RunnerFailure(code, str(err), status=2) from None
@@ -122,5 +122,49 @@ def run_torch(req: Request, base: Path, out: Any) -> dict[str, float]:
 
 
 def calibrate_torch(req: Request, base: Path, out: Any) -> None:
-    raise RunnerFailure("unsupported_backend", "calibrate mode with the torch engine: use the host's "
-                        "`python -m workbench.native.calibrate` on the device itself, or the C++ runner", status=2)
+    """Calibrate mode with real weights (D.2): time target forwards at each width K and prefix
+    offset, idle and with the producer generating beside it, and the producer's service per token.
+    Every ``measure`` line is one timed forward (``time.perf_counter``); nothing is copied from
+    ``pricing``. What this engine does not time (serial drafter, ASP extras, chunk sources) is absent,
+    so the host's fit takes it from its base profile under a stated ``derived:`` rule."""
+    from workbench.native.sweep import ProducerLoad, verify_sweep
+    from workbench.native.episodes import host_setup
+    from workbench.native.windows import AudioWindow
+
+    plan = req.calibrate or {}
+    if not req.windows:
+        raise RunnerFailure("bad_request", "calibrate mode with a real engine needs one audio window to run the "
+                            "model on (windows[0])", status=2)
+    try:
+        setup = host_setup(model_config(req, base), verifier=placement(req, "target"),
+                           producer=placement(req, "producer"))
+    except ValueError as err:
+        raise RunnerFailure("missing_file", str(err), status=2) from None
+    setup.verifier.apply()  # the target's threads and cores, as in a run (models.target)
+    entry = req.windows[0]
+    aw = AudioWindow(entry["window_id"], (), _audio(base, entry, setup.pair.max_audio_seconds))
+    widths, offsets = [int(k) for k in plan["widths"]], [int(o) for o in plan["offsets"]]
+    reps, warm = int(plan["reps"]), int(plan["warmups"])
+    source = req.producer.get("source") or setup.source
+
+    def emit(rows: list[dict[str, Any]], concurrent: bool) -> None:
+        for r in rows:
+            out("measure", op="verify", width=int(r["width"]), offset=int(r["offset"]), concurrent=concurrent,
+                source=None, repetition=int(r["rep"]), ms=float(r["ms"]))
+
+    for concurrent in plan["with_producer"]:
+        if not concurrent:
+            emit(verify_sweep(setup.pair, aw, widths, reps, warm, concurrent=False, offsets=offsets), False)
+            continue
+        with ProducerLoad(setup.producer, aw.audio, setup.max_output) as load:
+            load.passes(None)  # back to back until the sweep is done (coexistence, D.2.1)
+            rows = verify_sweep(setup.pair, aw, widths, reps, warm, concurrent=True, offsets=offsets)
+            load.end_load()
+        emit(rows, True)
+    if source is not None and plan.get("producer_forward", True):
+        with ProducerLoad(setup.producer, aw.audio, setup.max_output) as load:
+            passes, _ = load.passes(warm + reps)
+        for rep, (n, seconds) in enumerate(passes[warm:]):
+            if n:
+                out("measure", op="producer_forward", width=None, offset=None, concurrent=False, source=source,
+                    repetition=rep, ms=1000.0 * seconds / n)

@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from workbench import errors
+from .errors import ProtocolError
+from .ondemand_checks import check_ondemand, check_request_line
 
 VERSION = 1
 DEVICE_ROOT = "/data/local/tmp/as2d"
@@ -33,13 +34,6 @@ K1_REASONS = ("target_only", "not_ready", "no_match", "exhausted", "output_cap",
 OUTCOMES = ("correction", "bonus", "eos", "cap")
 MEASURE_OPS = ("verify", "target_step", "draft_forward", "asp_paired", "asp_prob_row", "asp_refresh",
                "chunk_service", "producer_forward")
-
-
-class ProtocolError(errors.ProtocolError):
-    """A request or output line that breaks protocol version 1."""
-
-    def __init__(self, where: str, problem: str) -> None:
-        super().__init__(problem, where=where)
 
 
 # ------------------------------------------------------------------------------------------
@@ -125,8 +119,6 @@ def validate_obj(obj: Any, where: str) -> dict[str, Any]:
         if not r["t_decide"] <= r["t_start"] <= r["t_end"]:
             raise ProtocolError(where, "round times out of order (t_decide <= t_start <= t_end)")
     if kind == "request":
-        from .ondemand import check_request_line
-
         check_request_line(obj, where)
     if kind == "stage" and obj["end"] < obj["start"]:
         raise ProtocolError(where, f"stage ends ({obj['end']}) before it starts ({obj['start']})")
@@ -271,8 +263,6 @@ def parse_request(obj: Any) -> Request:
     if obj["mode"] == "calibrate":
         _need(isinstance(obj.get("calibrate"), dict), "calibrate", "calibrate mode needs a calibrate plan")
     if obj["mode"] == "ondemand":
-        from .ondemand import check_ondemand
-
         check_ondemand(obj)
     known = set(Request.__dataclass_fields__) - {"extra"}
     return Request(**{k: v for k, v in obj.items() if k in known and k not in ("models", "windows", "producer")},

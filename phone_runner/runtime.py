@@ -5,13 +5,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .errors import RunnerError
 
-class RunnerFailure(Exception):
+
+class RunnerFailure(RunnerError):
     """A failure the runner reports as one protocol ``error`` line, then exits with ``status``."""
 
     def __init__(self, code: str, message: str, window_id: str | None = None, status: int = 1) -> None:
         super().__init__(message)
         self.code, self.window_id, self.status = code, window_id, status
+
+    def __reduce__(self):
+        return (type(self), (self.code, self.what, self.window_id, self.status))
 
 
 def resolve(base: Path, path: str | None) -> Path | None:

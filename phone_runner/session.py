@@ -19,6 +19,8 @@ from typing import Any
 import adbutils
 import polars as pl
 
+from workbench.io import atomic_write_text
+
 from .conditions import ConditionPolicy, Conditions, flag_windows, write_series
 from .deploy import deploy, device_path
 from .hostrun import RunFailed, WindowStore, run_request
@@ -28,7 +30,8 @@ from .records import PhoneRun, audit, frames, read_lines
 
 RUNNER_BINARY = "bin/as2d_runner"
 # ``phone:`` keys the jobs read themselves (not part of one configuration's run)
-JOB_KEYS = frozenset({"conditions", "profile_dir", "max_windows", "max_seconds", "calibrate", "name", "min_free_mb"})
+JOB_KEYS = frozenset({"conditions", "profile_dir", "max_windows", "max_seconds", "calibrate", "name", "min_free_mb",
+                      "write_protocol_check"})
 
 
 @dataclass(frozen=True)
@@ -88,9 +91,43 @@ def build_request(run_id: str, cfg: Any, windows: Sequence[Any], profile: Any, p
 
 
 def state_key(request: Mapping[str, Any], serial: str) -> str:
-    """Same phone, same configuration -> same resume folder (windows and run ids excluded)."""
+    """Same phone, same configuration (engine included) -> same resume folder (windows and run ids
+    excluded). Which runner wrote it is checked separately (:func:`check_runner`)."""
     stable = {k: v for k, v in request.items() if k not in ("windows", "run_id", "output")}
     return hashlib.sha256((serial + json.dumps(stable, sort_keys=True)).encode()).hexdigest()[:16]
+
+
+def runner_identity(pc: PhoneConfig, engine: Mapping[str, Any]) -> dict[str, Any]:
+    """The rest of the resume key: runner kind, the pushed binary's sha256 (C++) or the phone's
+    interpreter (Python), and the engine. Windows from another runner are never mixed into a run."""
+    from .deploy import sha256_file
+
+    binary = Path(pc.runner_binary) if pc.runner == "cpp" and pc.runner_binary else None
+    return {"runner": pc.runner, "binary_sha256": sha256_file(binary) if binary and binary.is_file() else None,
+            "python": pc.python if pc.runner == "python" else None, "engine": dict(engine)}
+
+
+def _who(identity: Mapping[str, Any]) -> str:
+    sha = str(identity.get("binary_sha256") or "")[:12]
+    return f"{identity.get('runner')}{' ' + sha if sha else ''} (engine {identity.get('engine', {}).get('kind')})"
+
+
+def check_runner(store: WindowStore, identity: Mapping[str, Any]) -> None:
+    """Refuse to resume windows another runner (kind, binary or engine) wrote; else record ours."""
+    path = store.dir / "runner.json"
+    if path.exists():
+        had = json.loads(path.read_text(encoding="utf-8"))
+        kept = len(list(store.dir.glob("*.jsonl")))
+        if had != dict(identity) and kept:
+            raise RunFailed(f"resume store {store.dir} holds {kept} window(s) from runner {_who(had)}; this run "
+                            f"uses {_who(identity)}: a resume across runners would mix their timings",
+                            kept=f"{kept} window(s) left untouched in {store.dir}",
+                            fix=f"rerun with phone.runner={had.get('runner')} (same binary) to resume, or delete "
+                                f"{store.dir} to start over")
+        if had == dict(identity):
+            return
+    store.dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, json.dumps(dict(identity), sort_keys=True))
 
 
 @dataclass
@@ -110,6 +147,7 @@ def run_config(dev: adbutils.AdbDevice, pc: PhoneConfig, request: dict[str, Any]
     (``ro.serialno``), stable across reconnects."""
     serial = serial_hash or hashed_serial(dev.serial)
     store = WindowStore(Path(pc.state_dir) / serial / state_key(request, serial))
+    check_runner(store, runner_identity(pc, request["engine"]))
     reps = int(request["repetitions"])
     todo = [w for w in request["windows"] if not all(store.done((w["window_id"], r)) for r in range(reps))]
     resumed = sum(1 for w in request["windows"] for r in range(reps) if store.done((w["window_id"], r)))

@@ -15,7 +15,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from workbench.errors import RunnerError
+from phone_runner.errors import RunnerError
 
 HERE = Path(__file__).resolve().parent
 SOURCES = ("CMakeLists.txt", "src")

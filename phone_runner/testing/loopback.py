@@ -14,6 +14,8 @@ from typing import Any
 
 import yaml
 
+from workbench.models.cache import cache_root
+
 from .fake_adbd import FakeAdbd
 from .minishell import Sandbox
 
@@ -46,7 +48,9 @@ class LoopbackDevice:
         self.box = Sandbox(self.root, props={k: str(v) for k, v in self.desc["props"].items()},
                            free_kb=lambda: self.free_kb,
                            extra_env={"PYTHONPATH": os.pathsep.join(filter(None, [str(_repo_root()),
-                                                                                  os.environ.get("PYTHONPATH")]))})
+                                                                                  os.environ.get("PYTHONPATH")])),
+                                      # this host stands in for the phone: its converted weights too
+                                      "AS2D_CACHE": str(cache_root())})
         self.adbd = FakeAdbd(self.box, port=port, serial=str(self.desc["serial"]),
                              authorized=bool(self.desc.get("authorized", True)),
                              product=self.desc["props"].get("ro.product.name", "loopback"),

@@ -334,9 +334,46 @@ class Shell:
             emit(1, "".join(f"[{k}]: [{v}]\n" for k, v in sorted(self.box.props.items())).encode())
         return 0
 
+    def _own_process(self, pid: str) -> Path | None:
+        """``/proc/<pid>`` of a process this sandbox's device started (its argv names the sandbox root),
+        else None: like a phone's shell user, the loopback shell sees and signals only its own."""
+        if not pid.isdigit():
+            return None
+        proc = Path(f"/proc/{pid}")
+        try:
+            cmdline = (proc / "cmdline").read_bytes()
+        except OSError:
+            return None
+        return proc if str(self.box.root).encode() in cmdline else None
+
+    def _b_kill(self, a: list[str], emit: Callable) -> int:
+        import signal
+
+        sig = signal.SIGTERM
+        rc = 0
+        for x in a:
+            if x.startswith("-"):
+                sig = signal.Signals(int(x[1:])) if x[1:].isdigit() else getattr(signal, "SIG" + x[1:])
+                continue
+            if self._own_process(x) is None:
+                emit(2, f"kill: {x}: No such process\n".encode())
+                rc = 1
+            elif sig != 0:
+                os.kill(int(x), sig)
+        return rc
+
     def _b_cat(self, a: list[str], emit: Callable) -> int:
         rc = 0
         for f in a:
+            parts = f.split("/")
+            if len(parts) == 4 and parts[1] == "proc" and parts[3] == "cmdline":
+                proc = self._own_process(parts[2])
+                if proc is not None:
+                    emit(1, (proc / "cmdline").read_bytes())
+                else:
+                    emit(2, f"cat: {f}: No such file or directory\n".encode())
+                    rc = 1
+                continue
             p = self.box.host(f, self.cwd)
             if p.is_file():
                 emit(1, p.read_bytes())

@@ -15,6 +15,7 @@ from hydra import compose, initialize_config_dir
 
 from phone_runner.hostrun import DeviceLost
 from phone_runner.testing.loopback import LoopbackDevice
+from workbench.errors import ConfigError
 from workbench.replay.profile import load_profile
 from workbench.run import execute
 
@@ -31,6 +32,16 @@ def job_cfg(tmp: Path, experiment: str, *over: str):
             "dataset.n_windows=3", "dataset.mean_tokens=40", *over])
 
 
+def _artifacts(tmp: Path, run_id: str) -> set[str]:
+    client = mlflow.MlflowClient(f"sqlite:///{tmp}/mlflow.db")
+    out: set[str] = set()
+    todo = [None]
+    while todo:
+        for a in client.list_artifacts(run_id, todo.pop()):
+            (todo.append(a.path) if a.is_dir else out.add(a.path))
+    return out
+
+
 def runs(tmp: Path) -> list:
     mlflow.set_tracking_uri(f"sqlite:///{tmp}/mlflow.db")
     found = mlflow.search_runs(search_all_experiments=True, output_format="list")
@@ -43,15 +54,25 @@ def test_info_calibrate_and_native_runs_land_in_mlflow(loopback: LoopbackDevice,
     assert row["device"] == "Loopback K70" and row["soc"] == "SM8550" and row["cores"] == 8
     assert row["cpu"] == "3x2.02GHz + 4x2.80GHz + 1x3.19GHz"
 
-    res = execute(job_cfg(tmp_path, "calibrate_phone", "phone.name=loopback_cal",
-                          f"phone.profile_dir={tmp_path}/profiles", "phone.calibrate.reps=2"))
+    cal = ("phone.name=loopback_cal", f"phone.profile_dir={tmp_path}/profiles", "phone.calibrate.reps=2")
+    with pytest.raises(ConfigError, match="protocol check, not a measurement.*write_protocol_check=true"):
+        execute(job_cfg(tmp_path, "calibrate_phone", *cal))  # the reference engine measures nothing
+    assert not (tmp_path / "profiles").exists()
+    res = execute(job_cfg(tmp_path, "calibrate_phone", *cal, "phone.write_protocol_check=true"))
     written = load_profile(tmp_path / "profiles/loopback_cal.yaml")  # valid profile schema
     base = load_profile("k70_pro")
-    for k in written.verifier.idle_ms:  # the loopback runner reports the base costs it was given
+    for k in written.verifier.idle_ms:  # the reference engine echoes the base costs it was given
         assert written.verify_ms(k) == pytest.approx(base.verify_ms(k), rel=1e-5)
-    raw = yaml.safe_load((tmp_path / "profiles/loopback_cal.yaml").read_text())
-    assert "measured on Loopback K70" in raw["verifier"]["idle_ms"][1]["source"]
+    text = (tmp_path / "profiles/loopback_cal.yaml").read_text()
+    raw = yaml.safe_load(text)
+    assert "protocol check on Loopback K70" in raw["verifier"]["idle_ms"][1]["source"]
+    assert "measured on" not in text and raw["description"].startswith("source: protocol check")
     assert "n=6" in raw["verifier"]["idle_ms"][1]["source"]  # 2 repetitions x 3 prefix offsets
+    assert res.tags["profile_kind"] == "protocol check"
+    (cal_run,) = [r for r in runs(tmp_path) if r.data.tags.get("job") == "calibrate_phone"]
+    assert "SYNTHETIC" not in cal_run.data.tags and cal_run.data.tags["synthetic"] == "False"
+    arts = _artifacts(tmp_path, cal_run.info.run_id)
+    assert {"phone/loopback_cal.yaml", "phone/calibrate.jsonl"} <= arts  # the profile and the raw lines
 
     res = execute(job_cfg(tmp_path, "native_phone", "phone.engine.clock=virtual", "methods=[target_only,as2d,asp]"))
     assert res.metrics["exactness_mismatches"] == 0 and res.metrics["flagged_windows"] == 0

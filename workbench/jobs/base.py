@@ -26,6 +26,7 @@ class JobResult:
     figures: dict[str, Any] = field(default_factory=dict)  # name -> altair chart, saved as PNG+SVG
     summary: pl.DataFrame | None = None  # the compact results table printed at the end
     tags: dict[str, str] = field(default_factory=dict)
+    files: list[Path] = field(default_factory=list)  # other files the job wrote under out_dir (MLflow artifacts)
 
 
 Job = Callable[[DictConfig, Path], JobResult]
@@ -55,4 +56,5 @@ def save_result(result: JobResult, out_dir: Path) -> list[Path]:
     if result.summary is not None:
         files.append(write_parquet(result.summary, out_dir / "summary.parquet"))
     files.append(write_json(result.metrics, out_dir / "metrics.json"))
+    files.extend(f for f in result.files if f.is_file())
     return files

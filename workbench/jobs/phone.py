@@ -42,6 +42,11 @@ def validate(cfg: DictConfig) -> None:
     _check_phone(cfg, pc)
     if cfg.job == "calibrate_phone" and not cfg.phone.get("name"):
         raise ConfigError("phone.name", "name the profile to write, e.g. phone.name=my_phone")
+    if cfg.job == "calibrate_phone" and pc.engine.get("kind") == "reference" \
+            and not cfg.phone.get("write_protocol_check"):
+        raise ConfigError("phone.engine.kind", "the reference engine echoes the base profile's prices, so its "
+                          "calibration is a protocol check, not a measurement", fix="calibrate with "
+                          "phone.engine.kind=torch (or mnn), or set phone.write_protocol_check=true to write it anyway")
     if cfg.job == "native_phone":
         from .config import budget, device_profile, methods
 
@@ -69,6 +74,17 @@ def _check_phone(cfg: DictConfig, pc: Any) -> None:
     if cfg.job != "phone_info" and have is not None and have < need:
         raise ConfigError("phone.min_free_mb", f"device {dev.serial} is full: {have // 1024} MB free under "
                           f"/data/local/tmp, {need // 1024} MB needed; free space on the phone, then rerun")
+
+
+def replays_dataset(cfg: DictConfig) -> bool:
+    """Only the reference engine's native_phone replays the dataset's windows; the rest run audio."""
+    return cfg.job == "native_phone" and (cfg.phone.get("engine") or {}).get("kind", "reference") == "reference"
+
+
+def _real_models(cfg: DictConfig, kind: str) -> dict[str, dict[str, Any]]:
+    """The request's ``models`` for a real engine: the conf/model pair by name, on the phone's engine."""
+    name = str(cfg.model.name)
+    return {"target": {"name": name, "format": kind}, "producer": {"name": name, "format": kind}}
 
 
 def run(cfg: DictConfig, out: Path) -> JobResult:
@@ -103,11 +119,11 @@ def phone_info(cfg: DictConfig, out: Path) -> JobResult:
 
 def calibrate_phone(cfg: DictConfig, out: Path) -> JobResult:
     from phone_runner.adb import select_device
-    from phone_runner.calibration import calibration_plan, fit_profile, profile_yaml
+    from phone_runner.calibration import PROTOCOL_CHECK, REAL_ENGINES, calibration_plan, fit_profile, profile_yaml
     from phone_runner.hostrun import WindowStore, run_request
     from phone_runner.info import device_info
     from phone_runner.records import frames
-    from phone_runner.session import build_request, new_run_id
+    from phone_runner.session import audio_entries, build_request, new_run_id
     from workbench.io import atomic_write_text
     from workbench.replay.result import ReplayConfig
 
@@ -121,13 +137,25 @@ def calibrate_phone(cfg: DictConfig, out: Path) -> JobResult:
     base_raw = OmegaConf.to_container(cfg.device, resolve=True)
     plan = calibration_plan(OmegaConf.to_container(cfg.phone.get("calibrate") or {}, resolve=True))
     run_id = new_run_id()
-    req = build_request(run_id, ReplayConfig("target_only"), [], base, pc, mode="calibrate", calibrate=plan)
+    kind = str(pc.engine.get("kind"))
+    windows: list[Any] = []
+    models = None
+    if kind != "reference":  # real forwards need audio: one calibration window of the demo corpus's dev split
+        from workbench.native.windows import demo_windows
+
+        calib = demo_windows(float(cfg.phone.get("max_seconds") or 25.0),
+                             model=OmegaConf.to_container(cfg.model, resolve=True))[0][:1]
+        windows, models = audio_entries(dev, calib, out), _real_models(cfg, kind)
+    req = build_request(run_id, ReplayConfig("target_only"), windows, base, pc, mode="calibrate", calibrate=plan,
+                        models=models)
+    local = out / "phone" / "calibrate.jsonl"
     run, _ = run_request(dev, req, runner=pc.argv(), run_rel=f"runs/{run_id}", store=WindowStore(out / "phone_state"),
-                         local_out=out / "phone" / "calibrate.jsonl", timeout_s=pc.timeout_s,
-                         idle_timeout_s=pc.idle_timeout_s)
+                         local_out=local, timeout_s=pc.timeout_s, idle_timeout_s=pc.idle_timeout_s, resumable=False)
     measures = frames(run)["measures"]
     name = str(cfg.phone.name)
-    raw = fit_profile(measures, base, base_raw, name=name, model=info["model"], serial_hash=info["serial_hash"])
+    engine = str((run.header or {}).get("engine", {}).get("kind", kind))  # what the runner says it ran
+    raw = fit_profile(measures, base, base_raw, name=name, model=info["model"], serial_hash=info["serial_hash"],
+                      engine=engine)
     target = Path(cfg.phone.get("profile_dir") or "conf/device") / f"{name}.yaml"
     atomic_write_text(target, profile_yaml(raw))
     atomic_write_text(out / "phone" / f"{name}.yaml", profile_yaml(raw))
@@ -136,7 +164,9 @@ def calibrate_phone(cfg: DictConfig, out: Path) -> JobResult:
     metrics["measures"] = float(measures.height)
     summary = pl.DataFrame({"width": list(idle), "idle_ms": list(idle.values())})
     return JobResult(metrics, {"measures": measures}, {}, summary,
-                     {"profile": str(target), "serial_hash": info["serial_hash"], "device_model": info["model"]})
+                     {"profile": str(target), "serial_hash": info["serial_hash"], "device_model": info["model"],
+                      "engine": engine, "profile_kind": "measured" if engine in REAL_ENGINES else PROTOCOL_CHECK},
+                     files=[out / "phone" / f"{name}.yaml", local])
 
 
 def native_phone(cfg: DictConfig, out: Path) -> JobResult:

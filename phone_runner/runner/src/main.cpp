@@ -4,7 +4,11 @@
 //   as2d_runner --batch <requests.jsonl>     one request per line, streams to stdout only
 //
 // Exit status: 0 done (last line summary), 2 bad request (last line error), 1 failure during a run.
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <csignal>
 #include <cstring>
 #include <fstream>
@@ -233,11 +237,31 @@ int run_request(const Request& r, LineWriter& out, bool& started) {
     return 0;
 }
 
+// The last line of a failed run, to whichever of stdout and the file still takes it. A second
+// write failure here has nothing left to report to, so it is dropped (the exit status says it).
+void last_line(FILE* file, const Json& line, bool to_stdout, bool to_file) {
+    std::string text = line.dump() + "\n";
+    for (int fd : {to_stdout ? 1 : -1, to_file && file ? fileno(file) : -1}) {
+        if (fd < 0) continue;
+        size_t done = 0;
+        while (done < text.size()) {
+            ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) break;
+            done += static_cast<size_t>(n);
+        }
+    }
+}
+
 // Run one request text; every failure ends in one error line.
 int serve(const std::string& text, const std::string& base_dir, const std::string& output_override, bool batch) {
     FILE* file = nullptr;
-    LineWriter stdout_only(nullptr);
     bool started = false;
+    auto finish = [&](const Json& line, bool to_stdout, bool to_file, int rc) {
+        last_line(file, line, to_stdout, to_file);
+        if (file) std::fclose(file);
+        return rc;
+    };
     try {
         Json j;
         try {
@@ -250,26 +274,27 @@ int serve(const std::string& text, const std::string& base_dir, const std::strin
             std::string path = output_override.empty() ? r.output : output_override;
             if (!path.empty() && path[0] != '/') path = base_dir + "/" + path;
             file = std::fopen(path.c_str(), "w");
-            if (!file) throw ProtocolFailure("missing_file", "output: cannot write " + path);
+            if (!file)
+                throw ProtocolFailure("missing_file", "output: cannot write " + path + " (" + std::strerror(errno) + ")");
         }
         LineWriter out(file);
         int rc = run_request(r, out, started);
-        if (file) std::fclose(file);
+        if (file && std::fclose(file) != 0) {
+            file = nullptr;
+            return finish(error_line("internal", "output file: close failed (" + std::string(std::strerror(errno)) +
+                                                     ")", std::nullopt), true, false, 1);
+        }
         return rc;
+    } catch (const WriteFailure& e) {
+        // stdout gone: the host is lost, stop now and leave the reason in the file; file failed: say so on stdout
+        return finish(error_line("internal", e.what(), std::nullopt), !e.to_stdout, e.to_stdout, 1);
     } catch (const ProtocolFailure& e) {
-        LineWriter out(file);
-        out.write(error_line(e.code, e.what(), e.window_id));
-        if (file) std::fclose(file);
         bool request_problem = e.code == "bad_request" || e.code == "missing_file" || e.code == "unsupported_backend" ||
                                (e.code == "width_not_priced" && !e.window_id);
-        return request_problem ? 2 : 1;
+        return finish(error_line(e.code, e.what(), e.window_id), true, true, request_problem ? 2 : 1);
     } catch (const std::exception& e) {
-        LineWriter out(file);
-        out.write(error_line("internal", e.what(), std::nullopt));
-        if (file) std::fclose(file);
-        return 1;
+        return finish(error_line("internal", e.what(), std::nullopt), true, true, 1);
     }
-    (void)stdout_only;
 }
 
 std::string dirname_of(const std::string& path) {
@@ -279,27 +304,46 @@ std::string dirname_of(const std::string& path) {
 
 }  // namespace
 
+// --pid-file: this process's id, so a host can find and stop a runner that outlived its connection.
+struct PidFile {
+    std::string path;
+    explicit PidFile(std::string p) : path(std::move(p)) {
+        if (path.empty()) return;
+        std::string tmp = path + ".tmp";
+        std::ofstream(tmp) << ::getpid() << " as2d_runner\n";
+        std::rename(tmp.c_str(), path.c_str());
+    }
+    ~PidFile() {
+        if (path.empty()) return;
+        std::ifstream in(path);
+        long pid = 0;
+        if (in >> pid && pid == static_cast<long>(::getpid())) std::remove(path.c_str());
+    }
+};
+
 int main(int argc, char** argv) {
-    // A host that stops reading stdout must not kill the run: the output file keeps every line.
+    // A broken pipe is an EPIPE write error, not a signal: the runner then stops with its reason in
+    // the output file (PROTOCOL.md: the host is gone, so the run is over).
     std::signal(SIGPIPE, SIG_IGN);
-    std::string request, output, batch;
+    std::string request, output, batch, pid_file;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
-        if ((a == "--request" || a == "--output" || a == "--batch") && i + 1 < argc) {
-            (a == "--request" ? request : a == "--output" ? output : batch) = argv[++i];
+        if ((a == "--request" || a == "--output" || a == "--batch" || a == "--pid-file") && i + 1 < argc) {
+            (a == "--request" ? request : a == "--output" ? output : a == "--batch" ? batch : pid_file) = argv[++i];
         } else {
-            LineWriter(nullptr).write(error_line("bad_request", "usage: as2d_runner --request <request.json> "
-                                                                "[--output <out.jsonl>] | --batch <requests.jsonl>; got '" + a + "'",
-                                                 std::nullopt));
+            last_line(nullptr, error_line("bad_request", "usage: as2d_runner --request <request.json> [--output "
+                                                         "<out.jsonl>] [--pid-file <path>] | --batch <requests.jsonl>; got '" +
+                                                             a + "'", std::nullopt), true, false);
             return 2;
         }
     }
+    PidFile pid(pid_file);
     std::string path = batch.empty() ? request : batch;
     std::ifstream in(path);
     if (path.empty() || !in) {
-        LineWriter(nullptr).write(error_line(path.empty() ? "bad_request" : "missing_file",
-                                             path.empty() ? "usage: as2d_runner --request <request.json>"
-                                                          : "request: cannot read " + path, std::nullopt));
+        last_line(nullptr, error_line(path.empty() ? "bad_request" : "missing_file",
+                                      path.empty() ? "usage: as2d_runner --request <request.json>"
+                                                   : "request: cannot read " + path, std::nullopt), true, false);
         return 2;
     }
     if (batch.empty()) {

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <set>
 
 namespace as2d {
@@ -220,17 +221,19 @@ void LineWriter::write(const Json& line) {
     text += '\n';
     // One write(2) per line, straight to the descriptors (no stdio buffer): a runner killed
     // mid-run leaves only whole lines behind, and a reader sees each line as soon as it exists.
-    write_all(1, text);
-    if (file_) write_all(fileno(file_), text);
+    // Either failure ends the run: a host that stopped reading (broken pipe, unplugged phone) is gone,
+    // and a file that cannot take a whole line (full disk) would keep a half line as its last.
+    write_all(1, text, "stdout");
+    if (file_) write_all(fileno(file_), text, "output file");
 }
 
-void LineWriter::write_all(int fd, const std::string& text) {
+void LineWriter::write_all(int fd, const std::string& text, const char* what) {
     size_t done = 0;
     while (done < text.size()) {
         ssize_t n = ::write(fd, text.data() + done, text.size() - done);
         if (n < 0) {
             if (errno == EINTR) continue;
-            return;  // the reader went away; the run goes on and the file keeps its copy
+            throw WriteFailure(std::string(what) + ": write failed (" + std::strerror(errno) + ")", fd == 1);
         }
         done += static_cast<size_t>(n);
     }

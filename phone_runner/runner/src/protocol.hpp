@@ -55,6 +55,13 @@ struct Request {
 // Parse and check a request; a problem throws ProtocolFailure("bad_request", ...) naming the field.
 Request parse_request(const Json& j, const std::string& base_dir);
 
+// A line that could not be written whole: fatal for the run (PROTOCOL.md: write errors end it).
+// ``to_stdout``: the host's stream is gone (broken pipe, host lost); otherwise the output file failed.
+struct WriteFailure : std::runtime_error {
+    WriteFailure(const std::string& what, bool to_stdout) : std::runtime_error(what), to_stdout(to_stdout) {}
+    bool to_stdout;
+};
+
 class LineWriter {
 public:
     LineWriter(FILE* also_to_file) : file_(also_to_file) {}
@@ -62,7 +69,7 @@ public:
     static Json start(const char* type);  // {"v": 1, "type": ...}
 
 private:
-    static void write_all(int fd, const std::string& text);
+    static void write_all(int fd, const std::string& text, const char* what);
     FILE* file_;
 };
 

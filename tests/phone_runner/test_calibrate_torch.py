@@ -1,0 +1,64 @@
+"""calibrate_phone with the Python runner's torch engine on the loopback phone: real Whisper forwards
+(this host stands in for the phone), so the fitted widths are measured, not the base profile's."""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+import pytest
+import yaml
+
+from phone_runner.testing.loopback import LoopbackDevice
+from workbench.replay.profile import load_profile
+from workbench.run import execute
+
+from .test_phone_jobs import _artifacts, job_cfg, runs
+
+WIDTHS = (1, 4, 8)
+
+
+def _host_sweep(model: dict, reps: int) -> dict[int, float]:
+    """The same width sweep in this process: the host's own D.2 sweep on the same window and placement."""
+    from workbench.native.sweep import verify_sweep
+    from workbench.native.episodes import host_setup
+    from workbench.native.producer import Placement, restoring_placement
+    from workbench.native.windows import demo_windows
+
+    window = demo_windows(6.0, model=model)[0][0]
+    with restoring_placement():
+        setup = host_setup(model, verifier=Placement(1))
+        setup.verifier.apply()
+        rows = verify_sweep(setup.pair, window, WIDTHS, reps, 1, concurrent=False, offsets=[0])
+    return {k: statistics.median(r["ms"] for r in rows if r["width"] == k) for k in WIDTHS}
+
+
+@pytest.mark.slow
+def test_torch_calibration_measures_widths_that_match_the_host_sweep(loopback: LoopbackDevice,
+                                                                     tmp_path: Path) -> None:
+    from omegaconf import OmegaConf
+
+    cfg = job_cfg(tmp_path, "calibrate_phone", "phone.engine.kind=torch", "phone.name=loopback_torch",
+                  f"phone.profile_dir={tmp_path}/profiles", "phone.calibrate.reps=5",
+                  f"phone.calibrate.widths=[{','.join(map(str, WIDTHS))}]", "phone.calibrate.offsets=[0]",
+                  "phone.calibrate.with_producer=[false]", "phone.calibrate.producer_forward=false",
+                  "phone.max_seconds=6", "phone.idle_timeout_s=900")
+    model = OmegaConf.to_container(cfg.model, resolve=True)
+    before = _host_sweep(model, reps=5)  # this machine drifts within minutes: bracket the phone's sweep
+    res = execute(cfg)
+    after = _host_sweep(model, reps=5)
+    path = tmp_path / "profiles/loopback_torch.yaml"
+    written, base = load_profile(path), load_profile("k70_pro")
+    raw = yaml.safe_load(path.read_text())
+    assert raw["description"].startswith("source: measured")
+    assert "measured on Loopback K70" in raw["verifier"]["idle_ms"][4]["source"]
+    assert "torch engine" in raw["verifier"]["idle_ms"][4]["source"] and res.tags["profile_kind"] == "measured"
+    assert sorted(written.verifier.idle_ms) == list(WIDTHS)
+    # not the base profile's prices echoed back
+    assert max(abs(written.verify_ms(k) / base.verify_ms(k) - 1) for k in WIDTHS) > 0.10
+    for k in WIDTHS:  # the phone's forwards are this host's forwards: the host sweep's within 10 %
+        lo, hi = min(before[k], after[k]), max(before[k], after[k])
+        assert 0.9 * lo <= written.verify_ms(k) <= 1.1 * hi, (k, written.verify_ms(k), before[k], after[k])
+    (run,) = [r for r in runs(tmp_path) if r.data.tags.get("job") == "calibrate_phone"]
+    assert run.info.status == "FINISHED" and "SYNTHETIC" not in run.data.tags
+    assert {"phone/loopback_torch.yaml", "phone/calibrate.jsonl"} <= _artifacts(tmp_path, run.info.run_id)
