@@ -127,8 +127,8 @@ def calibrate_torch(req: Request, base: Path, out: Any) -> None:
     Every ``measure`` line is one timed forward (``time.perf_counter``); nothing is copied from
     ``pricing``. What this engine does not time (serial drafter, ASP extras, chunk sources) is absent,
     so the host's fit takes it from its base profile under a stated ``derived:`` rule."""
-    from workbench.native.sweep import ProducerLoad, verify_sweep
     from workbench.native.episodes import host_setup
+    from workbench.native.sweep import ProducerLoad, verify_sweep
     from workbench.native.windows import AudioWindow
 
     plan = req.calibrate or {}

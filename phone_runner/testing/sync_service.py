@@ -12,12 +12,17 @@ import stat
 import struct
 import time
 import uuid
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from .minishell import Sandbox
 
-if TYPE_CHECKING:
-    from .fake_adbd import Stream
+
+class Stream(Protocol):
+    """What the sync service needs of one adb stream (``fake_adbd.Stream`` is one)."""
+
+    def write(self, data: bytes) -> None: ...
+
+    def read(self, n: int) -> bytes: ...
 
 CHUNK = 64 * 1024
 

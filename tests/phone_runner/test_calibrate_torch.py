@@ -20,9 +20,9 @@ WIDTHS = (1, 4, 8)
 
 def _host_sweep(model: dict, reps: int) -> dict[int, float]:
     """The same width sweep in this process: the host's own D.2 sweep on the same window and placement."""
-    from workbench.native.sweep import verify_sweep
     from workbench.native.episodes import host_setup
     from workbench.native.producer import Placement, restoring_placement
+    from workbench.native.sweep import verify_sweep
     from workbench.native.windows import demo_windows
 
     window = demo_windows(6.0, model=model)[0][0]
