@@ -82,11 +82,11 @@ def d26_validation_grid(exp: str | None = None) -> Result:
         summary, _ = tables_by_device(exp, "summary")
     except MissingTable:
         summary = None
-    mine = grid_summary(grid, summary)
+    this_run = grid_summary(grid, summary)
     top = grid.sort(["device", "validation_rank"]).group_by("device", maintain_order=True).head(10)
     return Result("d26", {"validation_grid": grid_chart(grid, run_subtitle(runs))},
                   {f"{PV.PAPER}: {SECTION}": paper_note9(),
-                   f"{PV.THIS_RUN}: frozen setting, dev pick and deployed pair per device": mine,
+                   f"{PV.THIS_RUN}: frozen setting, dev pick and deployed pair per device": this_run,
                    f"{PV.THIS_RUN}: top 10 settings per device on validation": top.drop("run_id", strict=False)},
                   runs)
 
