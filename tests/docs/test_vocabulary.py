@@ -3,8 +3,8 @@
 Code, configs, docs, tests, notebooks and scripts name the feature or the paper section
 (``# D.3 agreement``, ``Appendix C.3``), never a tracker's issue number, a numbered development
 period, first person, a development run's date or clock time, or a commit hash used as evidence.
-Measurement provenance in ``conf/device/*.yaml`` (``source: measured on ... <date>``) is data and
-stays.
+Measurement provenance in ``conf/device/*.yaml`` (``source: measured on ... <date>``) and the run
+dates of ``docs/results.md``'s tables are data and stay.
 """
 
 from __future__ import annotations
@@ -32,8 +32,9 @@ FORBIDDEN: tuple[tuple[str, re.Pattern[str]], ...] = tuple((what, re.compile(rx)
      r"(?i)\b(at|commit|fingerprint|since|before|after)[ `(]+[0-9a-f]{7,40}\b"),
     ("a development run's date", r"\b20\d\d-[01]\d-[0-3]\d\b"),
 ))
-# Measurement provenance: device profiles record where and when each value was measured.
-PROVENANCE = re.compile(r"^conf/device/[^/]+\.yaml$")
+# Measurement provenance: device profiles record where and when each value was measured, and each
+# table of docs/results.md names its run date.
+PROVENANCE = re.compile(r"^(conf/device/[^/]+\.yaml|docs/results\.md)$")
 PROVENANCE_ONLY = {"a development run's date"}
 
 
@@ -82,3 +83,4 @@ def test_the_search_finds_each_kind_and_spares_what_is_not_vocabulary():
         assert not hits("workbench/x.py", line), line
     provenance = "source: measured on host 2026-11-29, n=5, median"
     assert not hits("conf/device/host.yaml", provenance) and hits("workbench/x.py", provenance)
+    assert not hits("docs/results.md", "- run date: 2026-12-01") and hits("docs/results.md", "# issue 3")
