@@ -33,6 +33,7 @@ JOBS = {
     "oracle": "oracle",
     "budget_select": "oracle",
     "ablation": "replay",
+    "tasks": "tasks",  # Table 3: translation / spoken QA under the pair's own phone costs
     "native_host": "native",
     "calibrate_host": "calibrate",
     "demo": "demo",

@@ -126,10 +126,15 @@ def _host_profile(cfg: DictConfig) -> DeviceProfile:
 
 
 def devices(cfg: DictConfig) -> list[DeviceProfile]:
-    """``devices: [..]`` for multi-device jobs, else the composed ``device`` group."""
-    if cfg.devices:
-        return [device_profile(str(d), cfg) for d in cfg.devices]
-    return [device_profile(cfg.device, cfg)]
+    """``devices: [..]`` for multi-device jobs, else the composed ``device`` group; each under the run's
+    model pair's own cost block where the profile carries one (``replay.targets``: Omni on K70, D.1.2)."""
+    from workbench.replay.targets import MissingTargetCosts, for_model
+
+    found = [device_profile(str(d), cfg) for d in cfg.devices] if cfg.devices else [device_profile(cfg.device, cfg)]
+    try:
+        return [for_model(p, str(cfg.model.name)) for p in found]
+    except MissingTargetCosts as err:
+        raise ConfigError("devices" if cfg.devices else "device", str(err)) from None
 
 
 def check_widths(profile: DeviceProfile, names: Sequence[str], cfg: DictConfig,

@@ -68,4 +68,17 @@ def load_windows(cfg: DictConfig) -> list[Window]:
         return synthetic_from_cfg(ds)
     from .demo_traces import demo_windows
 
-    return demo_windows(cfg)
+    return with_publication(demo_windows(cfg), ds.get("task"))
+
+
+def with_publication(windows: list[Window], task: str | None) -> list[Window]:
+    """Each source track fed as the task's native producer feeds its buffer (D.1.2): spoken QA
+    publishes cumulative prefixes, every token at its own arrival; ASR and translation, batches."""
+    from dataclasses import replace
+
+    from workbench.decoding.cumulative import BATCHES, publication_for_task
+
+    rule = publication_for_task(task)
+    if rule == BATCHES:
+        return windows
+    return [replace(w, sources={n: replace(t, publication=rule) for n, t in w.sources.items()}) for w in windows]

@@ -18,6 +18,7 @@ import bisect
 from dataclasses import dataclass
 
 from workbench.decoding import PublicationBuffer
+from workbench.decoding.cumulative import CUMULATIVE_PREFIX
 
 from .profile import SourceCost
 from .trajectory import SourceTrack
@@ -50,6 +51,11 @@ class ProducerPlan:
         measured = track.op_ms is not None
         pub = 0.0 if measured else cost.publication_ms / 1000.0
         batch = cost.batch_tokens if cost.kind == "autoregressive" else None
+        if track.publication == CUMULATIVE_PREFIX:
+            # Spoken QA (D.1.2): the buffer receives cumulative observed prefixes with unchanged
+            # token-arrival times -- each operation's tokens are readable when it ends, with no
+            # batch to wait for and no publication operation to pay (decoding/cumulative.py).
+            batch, pub = None, 0.0
         produced = pending = 0
         for i, n in enumerate(track.op_tokens):
             w += (track.op_ms[i] if measured else cost.op_ms) / 1000.0

@@ -317,7 +317,7 @@ class _Reader:
 _TOP_REQUIRED = {"schema", "name", "device", "rules", "target_step_ms", "loop_residual_ms",
                  "queue_ms", "alignment_ms", "verifier", "sources", "serial_drafter"}
 _TOP_OPTIONAL = {"description", "asp", "machine", "metadata", "anchor_ms", "anchor_window", "anchor_widths_ms",
-                 "kernel_plan"}
+                 "kernel_plan", "targets"}  # targets: another pair's cost block on this phone (replay/targets.py)
 
 
 def parse_profile(raw: Any, file: str = "<memory>") -> DeviceProfile:

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from workbench.decoding.cumulative import BATCHES, PUBLICATIONS
 from workbench.errors import DataError
 
 
@@ -74,6 +75,9 @@ class SourceTrack:
     op_tokens: tuple[int, ...]  # tokens emitted by each producer operation, in order
     op_ms: tuple[float, ...] | None = None  # measured operation times; None: priced by the profile
     eligible: bool = True  # language eligibility (D.4.3): ineligible sources are masked
+    # How the buffer is fed (decoding.cumulative): "batches" (ASR, translation) or "cumulative_prefix"
+    # (spoken QA, D.1.2: every token readable at its own arrival time)
+    publication: str = BATCHES
 
     def validate(self, file: str, window: str) -> None:
         where = f"sources.{self.source}"
@@ -85,6 +89,9 @@ class SourceTrack:
         if self.confidences is not None and len(self.confidences) != len(self.tokens):
             raise TrajectoryError(file, window, f"{where}.confidences",
                                   f"{len(self.confidences)} values for {len(self.tokens)} tokens")
+        if self.publication not in PUBLICATIONS:
+            raise TrajectoryError(file, window, f"{where}.publication",
+                                  f"{self.publication!r} is not one of {list(PUBLICATIONS)}")
         if self.op_ms is not None:
             if len(self.op_ms) != len(self.op_tokens):
                 raise TrajectoryError(file, window, f"{where}.op_ms",
@@ -156,7 +163,7 @@ def save_windows(windows: Sequence[Window], directory: str | Path) -> Path:
                 "window_id": w.window_id, "source": s.source, "tokens": list(s.tokens),
                 "confidences": None if s.confidences is None else list(s.confidences),
                 "op_tokens": list(s.op_tokens), "op_ms": None if s.op_ms is None else list(s.op_ms),
-                "eligible": s.eligible,
+                "eligible": s.eligible, "publication": s.publication,
             })
     from workbench.io import atomic_write_parquet
 
@@ -197,7 +204,7 @@ def load_windows(directory: str | Path) -> list[Window]:
             source=r["source"], tokens=tuple(r["tokens"]),
             confidences=None if r["confidences"] is None else tuple(r["confidences"]),
             op_tokens=tuple(r["op_tokens"]), op_ms=None if r["op_ms"] is None else tuple(r["op_ms"]),
-            eligible=bool(r["eligible"]),
+            eligible=bool(r["eligible"]), publication=r.get("publication") or BATCHES,  # older files: batches
         )
     out = []
     for r in pl.read_parquet(wfile).iter_rows(named=True):
