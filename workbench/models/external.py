@@ -33,14 +33,20 @@ def _spaced(words: str) -> str:
     return "".join(f" {w}" for w in words.split())
 
 
-def pocketsphinx_chunks(
-    audio: np.ndarray, target: TextCodec, chunk_seconds: float = CHUNK_SECONDS,
-    clock: Callable[[], float] = time.perf_counter,
-) -> Iterator[ChunkPublication]:
-    """Decode ``audio`` (mono float32 16 kHz) chunk by chunk with PocketSphinx's bundled model."""
+def pocketsphinx_decoder() -> Any:
+    """PocketSphinx's bundled en-US decoder (loading it takes a while: build it once, reuse it)."""
     from pocketsphinx import Decoder
 
-    decoder = Decoder(samprate=SAMPLE_RATE, loglevel="FATAL")
+    return Decoder(samprate=SAMPLE_RATE, loglevel="FATAL")
+
+
+def pocketsphinx_chunks(
+    audio: np.ndarray, target: TextCodec, chunk_seconds: float = CHUNK_SECONDS,
+    clock: Callable[[], float] = time.perf_counter, decoder: Any = None,
+) -> Iterator[ChunkPublication]:
+    """Decode ``audio`` (mono float32 16 kHz) chunk by chunk with PocketSphinx's bundled model
+    (``decoder``: one from ``pocketsphinx_decoder`` to reuse; each chunk is its own utterance)."""
+    decoder = pocketsphinx_decoder() if decoder is None else decoder
     pcm = (np.clip(audio, -1.0, 1.0) * 32767).astype(np.int16)
     n = int(round(chunk_seconds * SAMPLE_RATE))
     t0 = clock()

@@ -33,6 +33,7 @@ from typing import Any
 
 from workbench.decoding.cumulative import BATCHES, PUBLICATIONS, CumulativePrefixPublisher
 
+from .chunks import ChunkProducerModel, is_chunk_block
 from .liveness import Liveness, ParentGone
 from .messages import Done, Failed, Loaded, PrepareWindow, Quit, Ready
 from .shared import SharedBuffer
@@ -183,6 +184,21 @@ class ProducerModel:
         return stream
 
 
+    @staticmethod
+    def prefill(stream: Iterator[Any]) -> Iterator[Any]:
+        """The producer's own prompt prefill, before the clock (``prefilled``)."""
+        return prefilled(stream)[1]
+
+    def publish(self, stream: Iterator[Any], shared: SharedBuffer, stop: Any, t_begin: float, cap: int) -> int:
+        """Generate on the clock and publish (``batch_tokens`` batches or cumulative prefixes)."""
+        return _produce(stream, shared, stop, self.spec.batch_tokens, t_begin, self.spec.publication)
+
+
+def producer_model(spec: ProducerSpec) -> Any:
+    """The model the producer process serves windows with: the pair's drafter, or a chunk source."""
+    return ChunkProducerModel(spec) if is_chunk_block(spec.drafter) else ProducerModel(spec)
+
+
 def _fresh(encoded: Any) -> Any:
     """The same encoder output with an empty decoder cache (what a new window's producer sees)."""
     import copy
@@ -258,7 +274,7 @@ def producer_main(conn: Any, shared: SharedBuffer, start: Any, stop: Any, spec: 
     life = Liveness()
     try:
         placement = spec.placement.apply()
-        model = ProducerModel(spec)
+        model = producer_model(spec)
         conn.send(Loaded(placement))
         while True:
             msg = life.recv(conn, IDLE_TIMEOUT_S, "waiting for the next window")
@@ -267,11 +283,11 @@ def producer_main(conn: Any, shared: SharedBuffer, start: Any, stop: Any, spec: 
             if not isinstance(msg, PrepareWindow):
                 raise TypeError(f"producer: unexpected message {msg!r}")
             shared.reset()
-            _, stream = prefilled(model.stream(msg.audio, msg.cap, instruction=msg.instruction))
+            stream = model.prefill(model.stream(msg.audio, msg.cap, instruction=msg.instruction))
             conn.send(Ready(msg.window_id))
             life.wait_event(start, START_TIMEOUT_S, f"waiting to start window {msg.window_id}")
             t_begin = time.perf_counter()
-            n = _produce(stream, shared, stop, spec.batch_tokens, t_begin, spec.publication)
+            n = model.publish(stream, shared, stop, t_begin, msg.cap)
             shared.finish(time.perf_counter())
             conn.send(Done(n))
     except (EOFError, KeyboardInterrupt, ParentGone):
