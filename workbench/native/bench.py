@@ -41,6 +41,7 @@ from workbench.replay.profile import DeviceProfile, MissingWidthError, load_prof
 from workbench.replay.result import STAGE_SCHEMA
 
 from .bench_report import SUMMARY_COLUMNS, goal_lines, per_window, summarize
+from .chunks import CHUNK_SOURCES, chunk_setup
 from .driver import NativeHost
 from .episodes import host_setup, run_scheme, scheme_settings
 from .methods import Method, online_cap, online_methods
@@ -125,6 +126,9 @@ def default_methods(model_cfg: dict[str, Any], same_vocab_cfg: dict[str, Any] | 
         setup2 = host_setup(pair.with_producer(alt), verifier=main.verifier, producer=main.producer.placement)
         if setup2.source != main.source:
             ms.append(Method(f"as2d/{setup2.source}", "native", setup2, 1, "as2d"))
+    # the pair's external chunk sources (model.external_sources), each in its own producer process
+    ms += [Method(f"as2d/{name}", "native", chunk_setup(main, name), 1, "as2d")
+           for name in pair.external if name in CHUNK_SOURCES]
     return ms
 
 
