@@ -14,13 +14,22 @@
 # ```
 # python -m workbench.run job=demo
 # ```
+#
+# The decomposition (which term carries each window's error: publication curve, readiness, verify cost
+# concurrent / idle, loop work, drain; `workbench.native.decomposition`) is drawn from the same table, or,
+# with `AGREEMENT_DIR` set, from the folder `python -m workbench.native.agreement --reps 5` writes.
 
 # %%
-from workbench.figures import families, report
+import os
+
+from workbench.figures import d3_terms, families, report
 
 # %% tags=["parameters"]
 # None: $AS2D_NOTEBOOK_EXPERIMENT if set, else the job's default experiment (as2d-<job>).
 EXPERIMENT = None
+# None: $AS2D_AGREEMENT_DIR if set; a folder written by `python -m workbench.native.agreement` (its
+# agreement.parquet and agreement_summary.json) for the decomposition chart, else the run's table only.
+AGREEMENT_DIR = None
 
 # %%
 result = report.guarded(families.d3_agreement, EXPERIMENT)
@@ -37,3 +46,13 @@ report.show(result)
 
 # %%
 files = report.export(result)
+
+# %% [markdown]
+# The decomposition of a `python -m workbench.native.agreement` run, when its folder is given.
+
+# %%
+folder = AGREEMENT_DIR or os.environ.get("AS2D_AGREEMENT_DIR")
+if folder:
+    terms = d3_terms.from_agreement_files(folder)
+    report.show(terms)
+    report.export(terms, log=False)

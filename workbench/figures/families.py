@@ -11,6 +11,7 @@ from __future__ import annotations
 import polars as pl
 
 from . import analysis as A
+from . import d3_terms as D3
 from . import paper as P
 from . import paper_values as PV
 from .report import Result, optional, run_subtitle
@@ -283,6 +284,8 @@ def d3_agreement(exp: str | None = None) -> Result:
         err, run = got
         runs = [run]
         charts["replay_error"] = P.replay_error(err, subtitle=run_subtitle(runs))
+        if D3.has_terms(err):  # the D.3 decomposition (native.decomposition): which term carries the error
+            charts["terms"] = D3.terms_chart(err, subtitle=run_subtitle(runs))
         tables[f"{PV.THIS_RUN}: host agreement summary"] = A.agreement_summary(err)
         tables[f"{PV.THIS_RUN}: per-window errors"] = err
     return Result("d3", charts, tables, runs, notes)

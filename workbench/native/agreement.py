@@ -26,8 +26,11 @@ Run ``python -m workbench.native.agreement``.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
+import os
 import statistics
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -44,8 +47,10 @@ from workbench.replay.sources import profile_source
 from workbench.replay.trajectory import SourceTrack, Window
 
 from .calibrate import calibrate_host
+from .decomposition import TERMS, decompose, dominant_term
 from .driver import NativeHost, NativeResult
 from .episodes import Episodes, HostSetup, host_setup, native_episodes
+from .machine import cpu_model
 from .sweep import PROBE_WIDTHS
 from .windows import AudioWindow, demo_windows
 
@@ -55,7 +60,8 @@ AGREEMENT_COLUMNS = ("window_id", "tokens", "tps_native", "tps_replay", "signed_
                      "width_signed_error_pct", "frozen_signed_error_pct",
                      "frozen_target_only_error_pct", "matched", "rounds_native",
                      "rounds_replay", "D_native", "V_native", "O_native", "H_native", "D_replay", "V_replay",
-                     "O_replay", "H_replay")
+                     "O_replay", "H_replay", *(f"d_{t}" for t in TERMS), "d_publication_lag_ms",
+                     "d_readiness_native", "d_readiness_replay")
 
 
 def _overlap(stages: Iterable[tuple], T: float) -> tuple[float, float, float, float]:
@@ -112,7 +118,10 @@ def window_agreement(setup: HostSetup, profile: DeviceProfile, window_id: str, t
     t_to = statistics.median(r.time for r in target_only)
     nat = len(ref) / med.time
 
+    window: Window | None = None
+
     def errors(p: DeviceProfile) -> tuple[ReplayResult, float, float]:
+        nonlocal window
         window, res = replay_native_run(med, ref, p, source=source, settings=setup.params("as2d"),
                                         eos_id=setup.pair.eos_id, vocab_size=setup.pair.vocab_size,
                                         max_output=setup.max_output, window_id=window_id)
@@ -120,6 +129,7 @@ def window_agreement(setup: HostSetup, profile: DeviceProfile, window_id: str, t
         return res, 100 * (res.tps / nat - 1), 100 * (t_to / to_replay.time - 1)
 
     res, frozen_err, frozen_to = errors(profile)
+    judged = profile
     ratio, shape_at, err, to_err, width_err = 1.0, 1.0, frozen_err, frozen_to, None
     if probe_ms is not None:
         ratio = drift_ratio(profile, probe_ms)
@@ -127,7 +137,9 @@ def window_agreement(setup: HostSetup, profile: DeviceProfile, window_id: str, t
             shape = width_shape(profile, probe_widths_ms)
             shape_at = shape(max(profile.anchor_widths_ms))
             width_err = errors(scaled(profile, ratio, shape))[1]
-        res, err, to_err = errors(scaled(profile, ratio))
+        judged = scaled(profile, ratio)
+        res, err, to_err = errors(judged)
+    terms = decompose(window, med, judged, source, setup.params("as2d"))
     return {
         "window_id": window_id, "tokens": len(ref), "tps_native": nat, "tps_replay": res.tps,
         "signed_error_pct": err, "abs_error_pct": abs(err),
@@ -141,6 +153,7 @@ def window_agreement(setup: HostSetup, profile: DeviceProfile, window_id: str, t
         "rounds_native": len(med.records), "rounds_replay": len(res.untimed),
         **dict(zip(("D_native", "V_native", "O_native", "H_native"), _overlap(med.stages, med.time), strict=True)),
         **dict(zip(("D_replay", "V_replay", "O_replay", "H_replay"), _overlap(res.stages, res.time), strict=True)),
+        **{f"d_{k}": terms[k] for k in (*TERMS, "publication_lag_ms", "readiness_native", "readiness_replay")},
     }
 
 
@@ -172,6 +185,7 @@ def replay_agreement(
     setup: HostSetup | None = None,
     out_dir: str | Path | None = None,
     progress: bool = True,
+    command: str | None = None,
 ) -> tuple[pl.DataFrame, dict[str, Any]]:
     """Per-window agreement frame (``AGREEMENT_COLUMNS``) and a summary dict.
 
@@ -190,13 +204,20 @@ def replay_agreement(
                                  probe_widths=probe_widths(profile) if anchor is not None else ())
             frames.append(agreement_frame(ep, setup, profile))
     frame = pl.concat(frames)
-    summary = summarize(frame, profile)
+    summary = {**summarize(frame, profile), **provenance(command)}
     if out_dir is not None:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         atomic_write_parquet(out / "agreement.parquet", frame)
         atomic_write_json(out / "agreement_summary.json", summary)
     return frame, summary
+
+
+def provenance(command: str | None = None) -> dict[str, Any]:
+    """What the figure names: machine (CPU model, cores), command, date, machine load when it finished."""
+    return {"machine": f"{cpu_model()}, {os.cpu_count()} cores", "command": command or " ".join(sys.argv),
+            "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+            "load": " ".join(f"{x:.2f}" for x in os.getloadavg())}
 
 
 def summarize(frame: pl.DataFrame, profile: DeviceProfile) -> dict[str, Any]:
@@ -214,6 +235,26 @@ def summarize(frame: pl.DataFrame, profile: DeviceProfile) -> dict[str, Any]:
                               if frame["width_signed_error_pct"].null_count() < frame.height else None),
             "matched_windows": int(frame["matched"].sum()), "profile": profile.file, "goal_mae_pct": GOAL_MAE_PCT,
             "within_goal": bool(frame["abs_error_pct"].mean() <= GOAL_MAE_PCT)}
+
+
+def decomposition_lines(frame: pl.DataFrame) -> list[str]:
+    """The D.3 decomposition as text: per window its signed error and each term (signed-TPS-error points,
+    they sum to the error), then each term's mean signed and mean absolute share, and the carrier."""
+    cols = [f"d_{t}" for t in TERMS]
+    head = f"{'window':<16}{'error':>8}" + "".join(f"{t[:12]:>13}" for t in TERMS) + f"{'pub lag ms':>11}"
+    out = ["D.3 decomposition (signed TPS error points; the terms sum to the error):", head]
+    for r in frame.iter_rows(named=True):
+        out.append(f"{str(r['window_id'])[:15]:<16}{r['signed_error_pct']:>+8.2f}"
+                   + "".join(f"{r[c]:>+13.2f}" for c in cols) + f"{r['d_publication_lag_ms']:>+11.1f}")
+    if frame.height:
+        out.append(f"{'mean':<16}{frame['signed_error_pct'].mean():>+8.2f}"
+                   + "".join(f"{frame[c].mean():>+13.2f}" for c in cols))
+        out.append(f"{'mean |.|':<16}{frame['abs_error_pct'].mean():>8.2f}"
+                   + "".join(f"{frame[c].abs().mean():>13.2f}" for c in cols))
+        rows = [{t: r[f"d_{t}"] for t in TERMS} for r in frame.iter_rows(named=True)]
+        out.append(f"largest term: {dominant_term(rows)}; readiness (rounds with nothing ready) native "
+                   f"{frame['d_readiness_native'].mean():.2f} vs replay {frame['d_readiness_replay'].mean():.2f}")
+    return out
 
 
 def verdict(summary: Mapping[str, Any]) -> str:
@@ -248,15 +289,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     profile = load_profile(args.profile) if args.profile else None
     cfg = load_model_config(args.model)
     frame, summary = replay_agreement(calib[: args.calib_windows], evals[: args.windows], cfg, args.reps,
-                                      profile=profile, out_dir=args.out_dir)
+                                      profile=profile, out_dir=args.out_dir,
+                                      command="python -m workbench.native.agreement " + " ".join(argv or sys.argv[1:]))
     with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=200, float_precision=2):
         print(frame)
     print(json.dumps(summary, indent=1))
+    print("\n".join(decomposition_lines(frame)))
     print(verdict(summary))
+    print(f"machine {summary['machine']}; load average (1/5/15 min) {summary['load']}; {summary['date']}; "
+          f"command: {summary['command']}")
 
 
 if __name__ == "__main__":
     main()
 
-__all__ = ["AGREEMENT_COLUMNS", "GOAL_MAE_PCT", "agreement_frame", "anchor_window", "median_run",
+__all__ = ["AGREEMENT_COLUMNS", "GOAL_MAE_PCT", "agreement_frame", "anchor_window", "decomposition_lines", "median_run",
            "replay_agreement", "replay_native_run", "summarize", "verdict", "window_agreement"]

@@ -158,6 +158,10 @@ def publication_rows(window_id: str, scheme: str, rep: int, times: Sequence[floa
     if len(after) > 1 and after[-1] > after[0]:
         rows.append(sample("producer_token", window_id, scheme=scheme, rep=rep, concurrent=True,
                            ms=1000 * (after[-1] - after[0]) / (len(after) - 1), tokens=len(after) - 1))
+    # each token's own interval at its stream position (``offset``): the publication curve (D.3)
+    first = len(times) - len(after)
+    rows += [sample("producer_interval", window_id, scheme=scheme, rep=rep, concurrent=True, offset=first + i,
+                    ms=1000 * (b - a)) for i, (a, b) in enumerate(zip(after, after[1:], strict=False), start=1)]
     return rows
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -39,6 +40,10 @@ RULES = {
                 "padded width whose forward costs least (taken only when it saves more than "
                 "models.kernel_plan.PAD_MARGIN); medians of the kernel sweep, idle. Every verifier cost "
                 "in this file was measured under this plan.",
+    "R_GROWTH": "The producer's publication interval beside the target grows with its stream position "
+                "(attention over a longer context): a least-squares line over every publication interval of "
+                "the native As2d episodes; growth.per_token is its slope over its value at ref_tokens, and "
+                "the coexistence factor and startup are read from the same line.",
 }
 
 
@@ -161,10 +166,52 @@ def loop_part(f: Fit) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------- producer
-def _coexistence(f: Fit, op_idle: float, per_tok_conc: list[float]) -> dict[str, Any]:
+GROWTH_MIN_INTERVALS = 20  # fewer native publication intervals than this: no curve, a constant cost
+
+
+@dataclass(frozen=True, slots=True)
+class PublicationCurve:
+    """The producer's per-token publication interval beside the target as a line in its stream position,
+    ``ms = a + b * pos``, from the native As²d episodes (R_GROWTH); ``ref``: the median position."""
+
+    a: float
+    b: float
+    ref: float
+    n: int
+
+    def at(self, pos: float) -> float:
+        return self.a + self.b * pos
+
+
+def publication_curve(raw: pl.DataFrame) -> PublicationCurve | None:
+    """Least squares over every native publication interval (``producer_interval`` samples)."""
+    iv = raw.filter(pl.col("kind") == "producer_interval")
+    if iv.height < GROWTH_MIN_INTERVALS or iv["offset"].n_unique() < 2:
+        return None
+    x, y = iv["offset"].to_numpy().astype(float), iv["ms"].to_numpy()
+    b, a = np.polyfit(x, y, 1)
+    ref = float(np.median(x))
+    if a + b * ref <= 0:
+        return None
+    return PublicationCurve(float(a), float(b), ref, iv.height)
+
+
+def _growth(f: Fit, curve: PublicationCurve) -> dict[str, Any]:
+    src = f"fitted on host {f.date}, n={curve.n} native As2d publication intervals"
+    return {"per_token": {"v": round(curve.b / curve.at(curve.ref), 6), "source": f"{src}, least squares slope over "
+                          "the interval at ref_tokens (R_GROWTH)"},
+            "ref_tokens": {"v": round(curve.ref, 2), "source": f"{src}, median stream position (R_GROWTH)"}}
+
+
+def _coexistence(f: Fit, op_idle: float, per_tok_conc: list[float],
+                 curve: PublicationCurve | None = None) -> dict[str, Any]:
     """The producer's per-token interval in the native As²d episodes over its idle per-token time (R_LIVE):
     the synthetic load (a width sweep beside back-to-back passes) stresses the cores differently."""
     live = f.kind("producer_token").filter(pl.col("tokens") >= 4)["ms"].to_list()
+    if curve is not None:
+        return {"v": round(curve.at(curve.ref) / op_idle, 4),
+                "source": f"fitted on host {f.date}, n={curve.n} native As2d publication intervals, their line at "
+                          "ref_tokens / idle per-token time (R_LIVE, R_GROWTH)"}
     if live:
         return {"v": round(med(live) / op_idle, 4),
                 "source": f"fitted on host {f.date}, n={len(live)} native As2d runs, median per-token publication "
@@ -180,10 +227,13 @@ def producer_part(f: Fit, setup: HostSetup, has_conf: bool) -> dict[str, Any]:
     per_tok = f.kind("producer_pass").filter(pl.col("tokens") >= 4).with_columns(
         (pl.col("ms") / pl.col("tokens")).alias("per_token"))
     idle = per_tok.filter(~pl.col("concurrent"))["per_token"].to_list()
-    factor = _coexistence(f, med(idle), per_tok.filter(pl.col("concurrent"))["per_token"].to_list())
+    curve = publication_curve(f.raw)
+    factor = _coexistence(f, med(idle), per_tok.filter(pl.col("concurrent"))["per_token"].to_list(), curve)
     first = f.kind("producer_first")["ms"].to_list()
-    if first:  # replay prices the prompt-prefill token as an operation too: the second one ends at 2 ops
-        startup = {"v": round(max(0.0, med(first) - 2 * med(idle) * factor["v"]), 4),
+    # replay prices the prompt-prefill token as an operation too: the second one ends at 2 ops
+    two_ops = 2 * med(idle) * factor["v"] if curve is None else curve.at(0) + curve.at(1)
+    if first:
+        startup = {"v": round(max(0.0, med(first) - two_ops), 4),
                    "source": f"fitted on host {f.date}, n={len(first)} native As2d runs, median first "
                              "publication after the clock minus two coexisting operations (R_LIVE)"}
     else:
@@ -193,7 +243,7 @@ def producer_part(f: Fit, setup: HostSetup, has_conf: bool) -> dict[str, Any]:
     producer = {"kind": "autoregressive", "forward_ms": f.meas(idle, "median producer time per target token"),
                 "publication_ms": f.meas(f.kind("publication")["ms"].to_list()), "startup_ms": startup,
                 "concurrent_factor": factor, "batch_tokens": {"v": setup.batch_tokens, "derived": "R_BATCH"},
-                "confidence": has_conf}
+                "confidence": has_conf, **({"growth": _growth(f, curve)} if curve is not None else {})}
     if setup.serial_source == setup.source:
         return {setup.source: {**producer, "forward_ms": forward}}
     serial = {"kind": "autoregressive", "forward_ms": forward,

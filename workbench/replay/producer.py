@@ -58,7 +58,7 @@ class ProducerPlan:
             batch, pub = None, 0.0
         produced = pending = 0
         for i, n in enumerate(track.op_tokens):
-            w += (track.op_ms[i] if measured else cost.op_ms) / 1000.0
+            w += (track.op_ms[i] if measured else cost.op_at(produced)) / 1000.0  # growth with context (D.3)
             ends.append(w)
             produced += n
             pending += n

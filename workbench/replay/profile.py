@@ -64,6 +64,17 @@ class SourceCost:
     concurrent_factor: float
     batch_tokens: int | None
     has_confidence: bool
+    # D.3: an autoregressive producer's operation costs more the longer its context (attention over its
+    # KV cache): op cost at position p = op_ms * (1 + growth * (p - growth_ref)), p = tokens produced
+    # before the operation. 0 prices every operation alike (the phones: the paper states no growth).
+    growth: float = 0.0
+    growth_ref: float = 0.0
+
+    def op_at(self, position: int) -> float:
+        """One operation's idle cost (ms) when it starts with ``position`` tokens produced."""
+        if not self.growth:
+            return self.op_ms
+        return self.op_ms * max(0.1, 1.0 + self.growth * (position - self.growth_ref))
 
 
 @dataclass(frozen=True, slots=True)
@@ -488,9 +499,11 @@ def _parse_sources(r: _Reader, node: Any) -> dict[str, SourceCost]:
     for name, spec in node.items():
         path = f"sources.{name}"
         kind = spec.get("kind") if isinstance(spec, dict) else None
+        growth = (0.0, 0.0)
         if kind == "autoregressive":
             r.mapping(spec, path, {"kind", "forward_ms", "publication_ms", "startup_ms",
-                                   "concurrent_factor", "batch_tokens", "confidence"})
+                                   "concurrent_factor", "batch_tokens", "confidence"}, {"growth"})
+            growth = _parse_growth(r, spec.get("growth"), f"{path}.growth")
             op = r.number(spec["forward_ms"], f"{path}.forward_ms")
             batch = r.number(spec["batch_tokens"], f"{path}.batch_tokens", integer=True)
             if batch < 1:
@@ -508,5 +521,19 @@ def _parse_sources(r: _Reader, node: Any) -> dict[str, SourceCost]:
             concurrent_factor=r.number(spec["concurrent_factor"], f"{path}.concurrent_factor"),
             batch_tokens=int(batch) if batch is not None else None,
             has_confidence=r.flag(spec, "confidence", path, default=False),
+            growth=growth[0], growth_ref=growth[1],
         )
     return out
+
+
+def _parse_growth(r: _Reader, node: Any, path: str) -> tuple[float, float]:
+    """``growth: {per_token: {v, source|derived}, ref_tokens: {v, ...}}``: the producer's relative cost
+    growth per produced token around ``ref_tokens`` (a fit: ``per_token`` may be negative)."""
+    if node is None:
+        return 0.0, 0.0
+    r.mapping(node, path, {"per_token", "ref_tokens"})
+    per = node["per_token"]
+    if not isinstance(per, dict) or isinstance(per.get("v"), bool) or not isinstance(per.get("v"), (int, float)):
+        raise r.fail(f"{path}.per_token", "expected {v: <relative growth per token>, source: ...}")
+    r.number({**per, "v": abs(per["v"])}, f"{path}.per_token")  # provenance checked like every number
+    return float(per["v"]), r.number(node["ref_tokens"], f"{path}.ref_tokens")
