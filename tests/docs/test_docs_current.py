@@ -61,3 +61,17 @@ def test_every_readme_names_paths_that_exist():
                 if not ((ROOT / p).exists() or (base / p).exists()):
                     missing.append(f"{f}: {p}")
     assert not missing, "paths named in the docs that do not exist:\n" + "\n".join(missing)
+
+
+def test_phone_runner_readme_lists_every_module():
+    text = (ROOT / "phone_runner/README.md").read_text()
+    names = ticked(text)
+    missing = [p.name for p in sorted((ROOT / "phone_runner").glob("*.py"))
+               if p.name != "__init__.py" and p.name not in names]
+    assert not missing, f"phone_runner/README.md's table does not list {missing}"
+
+
+def test_notebooks_readme_lists_every_notebook():
+    names = ticked((ROOT / "notebooks/README.md").read_text())
+    missing = [p.stem for p in sorted((ROOT / "notebooks").glob("*.py")) if p.stem not in names]
+    assert not missing, f"notebooks/README.md's table does not list {missing}"
