@@ -93,11 +93,31 @@ def deploy(dev: adbutils.AdbDevice, files: Mapping[str, Path], *, progress: bool
             try:
                 dev.sync.push(local, dpath, mode=0o755 if rel.startswith("bin/") else 0o644)
             except adbutils.AdbError as err:
-                raise PhoneError(f"device {dev.serial}: push of {rel} failed ({err}); check free space "
-                                 f"(`adb shell df /data/local/tmp`)") from None
+                raise _push_failed(dev, rel, dpath, local, err, done=sum(v == "pushed" for v in status.values()),
+                                   total=len(todo)) from None
             got = remote_sha256(dev, dpath)
             if got != digest:
                 raise PhoneError(f"device {dev.serial}: {rel} arrived with sha256 {got}, expected {digest}")
             status[rel] = "pushed"
             bar.update(local.stat().st_size)
     return status
+
+
+def _push_failed(dev: adbutils.AdbDevice, rel: str, dpath: str, local: Path, err: Exception, *, done: int,
+                 total: int) -> PhoneError:
+    """Why a push failed, from what the phone says and its free space: full, or not writable."""
+    have, need = free_kb(dev), local.stat().st_size // 1024 + 1
+    folder = posixpath.dirname(dpath)
+    probe = dev.shell2(["touch", f"{folder}/.as2d_write_probe"], timeout=30)  # adb's FAIL carries no reason
+    dev.shell2(["rm", "-f", f"{folder}/.as2d_write_probe"], timeout=30)
+    if "No space" in str(err) or (have is not None and have < need):
+        what = f"the phone is full ({have} kB free under {DEVICE_ROOT}, {need} kB needed) ({err})"
+        fix = "free space on the phone (`adb shell df /data/local/tmp`), then rerun"
+    elif probe.returncode != 0:
+        what = f"{folder} is not writable ({probe.output.strip() or err})"
+        fix = f"check `adb shell ls -ld {folder}`: the shell user must be able to write there, then rerun"
+    else:
+        what = f"adb refused it ({err})"
+        fix = "check the cable and `adb devices`, then rerun"
+    return PhoneError(f"device {dev.serial}: push of {rel} to {dpath} failed: {what}", fix=fix,
+                      kept=f"{done} of {total} file(s) pushed and sha256-checked; the rest are pushed on the rerun")

@@ -154,9 +154,16 @@ def run_request(dev: adbutils.AdbDevice, request: dict[str, Any], *, runner: Seq
 
     def kept(r: PhoneRun) -> str:
         if not resumable:
-            return (f"calibration cannot resume: its {len(r.of('measure'))} measure line(s) are discarded; "
-                    "rerun the same command to measure again")
-        return f"{len(r.finished)} finished window(s) kept in {store.dir}; rerun the same command to resume"
+            return f"nothing: a calibration cannot resume (its {len(r.of('measure'))} measure line(s) are discarded)"
+        return f"{len(r.finished)} finished window(s) in {store.dir}"
+
+    def again() -> str:
+        return ("rerun the same command to calibrate again from the start" if not resumable else
+                "rerun the same command to resume: the finished window(s) are skipped")
+
+    def failed(what: str, r: PhoneRun, cls: type[RunFailed] = RunFailed, fix: str = "") -> RunFailed:
+        return cls(what, r, kept=kept(r), fix=f"{fix}, then {again()}" if fix else again())
+
 
     spans: dict[Key, tuple] = {}
     group: list[str] = []
@@ -188,33 +195,48 @@ def run_request(dev: adbutils.AdbDevice, request: dict[str, Any], *, runner: Seq
                 if on_line is not None:
                     on_line(obj)
             if time.monotonic() > deadline:
-                raise RunFailed(f"device {dev.serial}: the runner took longer than {timeout_s:.0f} s; stopped it", run)
+                raise failed(f"device {dev.serial}: the runner took longer than phone.timeout_s = {timeout_s:.0f} s; "
+                             "stopped it", run, fix="raise phone.timeout_s if the run needs longer")
     except ProtocolError as err:
-        raise RunFailed(f"device {dev.serial}: {err}", run) from None
+        raise failed(f"device {dev.serial}: {err}", run) from None
     except (TimeoutError, adbutils.AdbTimeout):
-        raise RunFailed(f"device {dev.serial}: no runner output for {idle_timeout_s:.0f} s; stopped it", run) from None
+        raise failed(f"device {dev.serial}: no runner output for phone.idle_timeout_s = {idle_timeout_s:.0f} s; "
+                     "stopped it", run, fix="raise phone.idle_timeout_s for slow models") from None
     except (EOFError, ConnectionError, OSError) as err:
-        raise DeviceLost(f"device {dev.serial} went away mid-run ({type(err).__name__}); {kept(run)}", run,
-                         kept=kept(run)) from None
+        raise failed(f"device {dev.serial} went away mid-run ({type(err).__name__}: {err})", run, DeviceLost,
+                     fix="plug the phone in again (`adb devices` lists it as device)") from None
     finally:
         stream.close()
     if stream.buf.strip():
-        raise RunFailed(f"{source} line {n + 1}: unterminated last line {bytes(stream.buf)[:80]!r}", run)
+        status = f"the runner exited with status {stream.exit_code}" if stream.exit_code is not None else \
+            "the runner's stream ended"
+        raise failed(f"{source} line {n + 1}: {status} in the middle of a line {bytes(stream.buf)[:80]!r} "
+                     f"(stderr: {_tail(stream)})", run, fix="see the runner's stderr above")
     if run.error is not None:
-        raise RunFailed(f"device {dev.serial}: runner error {run.error['code']}: {run.error['message']}", run)
+        msg = run.error["message"]
+        fix = ("free space on the phone (`adb shell df /data/local/tmp`)" if "No space left" in msg else
+               "make /data/local/tmp/as2d writable on the phone" if "Read-only" in msg or "Permission" in msg else
+               "fix the request field it names" if run.error["code"] == "bad_request" else "")
+        raise failed(f"device {dev.serial}: runner error {run.error['code']}"
+                     f"{' in window ' + repr(run.error['window_id']) if run.error.get('window_id') else ''}: {msg}",
+                     run, fix=fix)
     if run.summary is None:
         if v2 and stream.exit_code is not None:
-            tail = bytes(stream.stderr).decode(errors="replace").strip().splitlines()[-3:]
-            raise RunFailed(f"device {dev.serial}: runner exited with status {stream.exit_code} and no summary: "
-                            f"{' | '.join(tail) or 'no stderr'}", run)
-        raise DeviceLost(f"device {dev.serial}: the runner's stream ended without a summary (phone unplugged?); "
-                         f"{kept(run)}", run, kept=kept(run))
+            raise failed(f"device {dev.serial}: the runner exited with status {stream.exit_code} and no summary "
+                         f"(stderr: {_tail(stream)})", run)
+        raise failed(f"device {dev.serial}: the runner's stream ended without a summary (phone unplugged?)", run,
+                     DeviceLost, fix="plug the phone in again (`adb devices` lists it as device)")
     pulled = pull_text(dev, out_dpath)
     check = read_lines(pulled.splitlines(), f"{source} (pulled)")
     if len(check.of("window")) != len(run.of("window")) or check.summary != run.summary:
         raise RunFailed(f"{source}: the pulled file disagrees with the streamed output", run)
     atomic_write_bytes(local_out, pulled.encode())
     return run, spans
+
+
+def _tail(stream: _Stream) -> str:
+    tail = bytes(stream.stderr).decode(errors="replace").strip().splitlines()[-3:]
+    return " | ".join(tail) or "none"
 
 
 def pull_text(dev: adbutils.AdbDevice, dpath: str) -> str:

@@ -137,6 +137,10 @@ class Sandbox:
     free_kb: Callable[[], int] = lambda: 1 << 30
     python: str = sys.executable
     extra_env: dict[str, str] = field(default_factory=dict)
+    read_only: set[str] = field(default_factory=set)  # device folders mounted read-only (sync push refuses)
+
+    def is_read_only(self, device_path: str) -> bool:
+        return any(device_path == d or device_path.startswith(d.rstrip("/") + "/") for d in self.read_only)
 
     def host(self, device_path: str, cwd: str = "/data/local/tmp") -> Path:
         p = device_path if device_path.startswith("/") else f"{cwd}/{device_path}"
@@ -425,6 +429,10 @@ class Shell:
 
     def _b_touch(self, a: list[str], emit: Callable) -> int:
         for f in a:
+            full = f if f.startswith("/") else f"{self.cwd}/{f}"
+            if self.box.is_read_only(full):
+                emit(2, f"touch: '{f}': Read-only file system\n".encode())
+                return 1
             self.box.host(f, self.cwd).touch()
         return 0
 

@@ -87,6 +87,8 @@ def _send(s: Stream, box: Sandbox, arg: str) -> None:
     tmp = None
     received = 0
     failure = None if dest is not None else f"{path}: outside the device sandbox (Permission denied)"
+    if dest is not None and box.is_read_only(path):
+        failure, dest = f"{path}: Read-only file system", None
     if dest is not None:
         dest.parent.mkdir(parents=True, exist_ok=True)
         tmp = dest.with_name(f".{dest.name}.{uuid.uuid4().hex}.part")

@@ -1,0 +1,96 @@
+"""Mid-run failures on the loopback phone: each is one accurate line (what, where, what was kept,
+the command to continue) and a FAILED MLflow run -- a read-only runner folder, a runner that dies
+in the middle of a line, a disk that fills during the run, a calibration killed half way."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import adbutils
+import pytest
+
+from phone_runner.deploy import deploy
+from phone_runner.runner import runner_binary
+from phone_runner.testing.loopback import LoopbackDevice
+from workbench.errors import PhoneError
+from workbench.run import execute
+
+from .test_phone_jobs import job_cfg, runs
+
+HEADER = ('{"v": 1, "type": "header", "run_id": "x", "runner": {}, "mode": "%s", "engine": {"kind": "reference"}, '
+          '"scheme": {}, "device": {}, "started_unix": 0.0}')
+SCRIPT = """#!{python}
+import os, sys
+sys.stdout.write({header!r} + "\\n")
+{body}
+sys.stdout.flush()
+{end}
+"""
+
+
+def _fake_runner(loopback: LoopbackDevice, tmp: Path, mode: str, body: str, end: str) -> str:
+    """A runner that misbehaves as told, pushed to the phone; returns its device path."""
+    script = tmp / "fake_runner"
+    script.write_text(SCRIPT.format(python=sys.executable, header=HEADER % mode, body=body, end=end))
+    script.chmod(0o755)
+    dev = adbutils.AdbClient(port=int(os.environ["ANDROID_ADB_SERVER_PORT"])).device(loopback.serial)
+    deploy(dev, {"bin/fake": script}, progress=False)
+    return "/data/local/tmp/as2d/bin/fake"
+
+
+def _failed_line(tmp: Path, experiment: str, *over: str) -> PhoneError:
+    with pytest.raises(PhoneError) as err:
+        execute(job_cfg(tmp, experiment, *over))
+    assert "\n" not in str(err.value)  # the one line run.py prints (kept: goes on its own line)
+    assert [r.info.status for r in runs(tmp)][-1] == "FAILED"
+    return err.value
+
+
+def test_a_read_only_runner_folder_says_so_not_free_space(loopback: LoopbackDevice, tmp_path: Path) -> None:
+    loopback.box.read_only.add("/data/local/tmp/as2d/bin")
+    err = _failed_line(tmp_path, "native_phone", "phone.runner=cpp", f"phone.runner_binary={runner_binary()}",
+                       "methods=[target_only]", "phone.engine.clock=virtual")
+    assert "push of bin/as2d_runner to /data/local/tmp/as2d/bin/as2d_runner failed" in str(err)
+    assert "/data/local/tmp/as2d/bin is not writable (" in str(err) and "Read-only file system" in str(err)
+    assert "free space" not in str(err) and "ls -ld /data/local/tmp/as2d/bin" in err.fix
+    assert err.kept == "0 of 1 file(s) pushed and sha256-checked; the rest are pushed on the rerun"
+
+
+def test_a_runner_dying_mid_line_names_its_exit_status(loopback: LoopbackDevice, tmp_path: Path) -> None:
+    fake = _fake_runner(loopback, tmp_path, "run", 'sys.stdout.write(\'{"v": 1, "type": "rou\')',
+                        "sys.stderr.write('segfault-like crash\\n'); os._exit(3)")
+    err = _failed_line(tmp_path, "native_phone", f"phone.python={fake}", "methods=[target_only]",
+                       "phone.engine.clock=virtual")
+    assert "line 2: the runner exited with status 3 in the middle of a line" in str(err)
+    assert "segfault-like crash" in str(err) and "rerun the same command to resume" in str(err)
+    assert err.kept.startswith("0 finished window(s) in ")
+
+
+@pytest.mark.parametrize("runner", ["python", "cpp"])
+def test_a_disk_that_fills_mid_run_says_no_space(loopback: LoopbackDevice, tmp_path: Path, runner: str,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import phone_runner.session
+
+    monkeypatch.setattr(phone_runner.session, "new_run_id", lambda: "diskfull")
+    out = loopback.root / "data/local/tmp/as2d/runs/diskfull/out.jsonl"
+    out.parent.mkdir(parents=True)
+    out.symlink_to("/dev/full")  # every write to the output file: ENOSPC, as on a phone that filled up
+    over = ("phone.runner=cpp", f"phone.runner_binary={runner_binary()}") if runner == "cpp" else ()
+    err = _failed_line(tmp_path, "native_phone", *over, "methods=[target_only]", "phone.engine.clock=virtual")
+    assert "runner error internal: output file: write failed (No space left on device)" in str(err)
+    assert "not valid JSON" not in str(err) and "free space on the phone" in err.fix
+
+
+def test_a_killed_calibration_says_it_cannot_resume(loopback: LoopbackDevice, tmp_path: Path) -> None:
+    measure = ('{"v": 1, "type": "measure", "op": "verify", "width": 1, "offset": 0, "concurrent": false, '
+               '"source": null, "repetition": 0, "ms": 12.5}')
+    fake = _fake_runner(loopback, tmp_path, "calibrate", f"sys.stdout.write({measure!r} + '\\n')",
+                        "os.kill(os.getpid(), 9)")
+    err = _failed_line(tmp_path, "calibrate_phone", f"phone.python={fake}", "phone.name=killed",
+                       f"phone.profile_dir={tmp_path}/profiles", "phone.write_protocol_check=true")
+    assert "the runner exited with status" in str(err) and "no summary" in str(err)
+    assert err.kept == "nothing: a calibration cannot resume (its 1 measure line(s) are discarded)"
+    assert "calibrate again from the start" in err.fix and "resume:" not in str(err)
+    assert not (tmp_path / "profiles").exists()
