@@ -14,17 +14,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from workbench.decoding.schemes.catalog import HOST_ONLY, ON_PHONE
+
 from .errors import ProtocolError
 from .ondemand_checks import check_ondemand, check_request_line
 
 VERSION = 1
 DEVICE_ROOT = "/data/local/tmp/as2d"
-SCHEME_NAMES = ("target_only", "sd", "asp", "as2d", "as2d_wo_td", "as2d_wo_bc")
+SCHEME_NAMES = ON_PHONE  # the catalog's ``on_phone`` schemes
 # Catalog schemes protocol v1 does not carry: the adaptive variants (beyond the paper; several resident
 # sources, a drafter beside the buffer) exist in replay and on the host only, not in the runners yet.
 # as2d_online's rules moved on in Python (running-throughput width, bonus check of the first
 # left-out candidate); the C++ runner's port is the older rule, so it is host-only until re-ported.
-HOST_ONLY_SCHEMES = ("as2d_online", "as2d_guarded", "as2d_subst", "as2d_hybrid", "as2d_sources", "as2d_adaptive")
+HOST_ONLY_SCHEMES = HOST_ONLY
 ENGINES = ("reference", "torch", "mnn")
 MODES = ("run", "calibrate", "ondemand")  # ondemand: phone_runner/ondemand.py
 ERROR_CODES = ("bad_request", "missing_file", "unsupported_backend", "width_not_priced", "exactness",

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workbench.decoding import PublicationBuffer, ReferenceTarget, audit_exact, decode, make_scheme
+from workbench.decoding import PublicationBuffer, ReferenceTarget, RoundCosts, audit_exact, decode, make_scheme
 from workbench.decoding.drafter import TrajectoryDrafter
 from workbench.decoding.records import FRESH
 from workbench.decoding.schemes.source_choice import SOURCE_STRIDE, MultiSource
@@ -99,9 +99,9 @@ def test_adaptive_verifies_wide_when_cheap_and_steps_when_verifies_cost_too_much
 
 def test_adaptive_drafts_only_when_drafting_is_worth_it():
     costs = {1: 1.0, **{k: 1.0 for k in range(2, 26)}}
-    cheap = run("as2d_adaptive", SUBSTITUTED, PRODUCED, t_publish=1e9, costs={**costs, 0: 0.01})
+    cheap = run("as2d_adaptive", SUBSTITUTED, PRODUCED, t_publish=1e9, costs=RoundCosts(costs, drafter_forward=0.01))
     assert cheap[0].provenance and cheap[0].provenance[0] == FRESH
-    dear = run("as2d_adaptive", SUBSTITUTED, PRODUCED, t_publish=1e9, costs={**costs, 0: 50.0})
+    dear = run("as2d_adaptive", SUBSTITUTED, PRODUCED, t_publish=1e9, costs=RoundCosts(costs, drafter_forward=50.0))
     assert all(r.width == 1 and r.work.forwards == 0 for r in dear)
 
 
@@ -115,7 +115,7 @@ def drafting_round(forward, **settings):
     draft. A plain step is worth 1 - 8 = -7 there."""
     times = [0.0] * 8 + [1e9] * (len(LONG_PRODUCED) - 8)
     source = PublicationBuffer.from_stream(LONG_PRODUCED, times, [0.9] * len(LONG_PRODUCED), vocab_size=VOCAB)
-    costs = {1: 1.0, **{k: 1.0 for k in range(2, 26)}, 0: forward}
+    costs = RoundCosts({k: 1.0 for k in range(1, 26)}, drafter_forward=forward)
     scheme = make_scheme("as2d_adaptive", max_output=16, eos_id=EOS, source=source,
                          drafter=drafter_for(LONG_TARGET), costs=costs, **settings)
     recs = decode(scheme, ReferenceTarget(LONG_TARGET, EOS, VOCAB)).records
@@ -158,7 +158,7 @@ def test_the_catch_up_it_prices_is_the_one_the_drafter_runs():
             seen.append((len(prefix) - scheme._cached > 1, p.catchup > 1))
             return p
 
-    costs = {1: 1.0, **{k: 1.0 for k in range(2, 26)}, 0: 0.01}
+    costs = RoundCosts({k: 1.0 for k in range(1, 26)}, drafter_forward=0.01)
     scheme = make_scheme("as2d_adaptive", max_output=40, eos_id=EOS, source=buffer(reference, 1e9),
                          drafter=Watched(reference, drafts), costs=costs, budget=3)
     res = decode(scheme, ReferenceTarget(reference, EOS, VOCAB))
@@ -196,7 +196,7 @@ def test_several_sources_reproduce_the_greedy_reference(w, rng, kind, name, budg
               if stream else PublicationBuffer(vocab_size=gen.VOCAB))
     src = MultiSource({"a": w.buffer, "b": second})
     scheme = make_scheme(name, max_output=w.max_output, eos_id=gen.EOS, source=src, drafter=w.drafter,
-                         costs={**COSTS, 0: 0.3}, budget=budget, span=span)
+                         costs=RoundCosts(COSTS, drafter_forward=0.3), budget=budget, span=span)
     res = decode(scheme, ReferenceTarget(w.reference, gen.EOS, gen.VOCAB), verify_cost=lambda k: 1 + 0.1 * k,
                  draft_cost=lambda wk: 0.3 * wk.forwards)
     audit_exact(res.output, w.reference, name)

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workbench.decoding import PublicationBuffer, ReferenceTarget, decode
+from workbench.decoding import PublicationBuffer, ReferenceTarget, RoundCosts, decode
 from workbench.decoding.schemes.online import As2dOnline
 
 EOS, V = 0, 64
@@ -19,7 +19,7 @@ EXPENSIVE_WIDE = {1: 10.0, **{k: 30.0 * k for k in range(2, 17)}}  # any verify 
 
 def run(buf, costs, budget=8, **kw):
     scheme = As2dOnline(buf, budget, 64, EOS, costs, **kw)
-    return decode(scheme, ReferenceTarget(REF, EOS, V), verify_cost=lambda k: costs[k])
+    return decode(scheme, ReferenceTarget(REF, EOS, V), verify_cost=lambda k: RoundCosts.of(costs).running[k])
 
 
 def test_a_perfect_producer_on_cheap_wide_verifies_uses_the_whole_budget():
@@ -39,13 +39,11 @@ def test_the_eos_candidate_is_left_to_the_bonus():
 
 
 def test_once_the_producer_is_done_the_rounds_are_priced_alone():
-    from workbench.decoding.width import IDLE_KEY
-
     buf = PublicationBuffer.from_stream(REF, [0.0] * len(REF))  # everything out, the producer finished
     assert buf.snapshot(0.0).complete
     beside = run(buf, EXPENSIVE_WIDE)  # priced as if the producer still ran: no verify pays
     assert all(r.width == 1 for r in beside.records)
-    alone = run(buf, {**EXPENSIVE_WIDE, **{IDLE_KEY + k: c for k, c in CHEAP_WIDE.items()}})
+    alone = run(buf, RoundCosts(EXPENSIVE_WIDE, idle=CHEAP_WIDE))
     assert alone.output == tuple(REF) and max(r.width for r in alone.records) == 9
 
 

@@ -8,10 +8,22 @@ and the read cursor realigns over them.
 
 from .alignment import DEFAULT_ALIGN_SPAN, ReadCursor
 from .buffer import DEFAULT_BATCH_TOKENS, Batch, PublicationBuffer, Snapshot
+from .costs import RoundCosts, round_costs
 from .drafter import TrajectoryDrafter
 from .driver import DecodeResult, RoundClock, RoundTimes, ToyClock, WallClock, audit_exact, decode, run_rounds
 from .protocols import Drafter, Proposal, Target
-from .records import FRESH, RECYCLED, ROUND_COLUMNS, Call, DraftWork, RoundRecord, Stage, round_stages
+from .records import (
+    FRESH,
+    RECYCLED,
+    ROUND_COLUMNS,
+    SOURCE_STRIDE,
+    Call,
+    DraftWork,
+    RoundRecord,
+    SourcePosition,
+    Stage,
+    round_stages,
+)
 from .schemes import (
     CATALOG,
     DECOUPLED,
@@ -37,6 +49,7 @@ __all__ = [
     "RECYCLED",
     "ROUND_COLUMNS",
     "SCHEMES",
+    "SOURCE_STRIDE",
     "SERIAL",
     "As2d",
     "Batch",
@@ -50,11 +63,13 @@ __all__ = [
     "ReadCursor",
     "ReferenceTarget",
     "RoundClock",
+    "RoundCosts",
     "RoundRecord",
     "RoundTimes",
     "Scheme",
     "SchemeSpec",
     "Snapshot",
+    "SourcePosition",
     "Stage",
     "SpecASR",
     "StandardSD",
@@ -67,6 +82,7 @@ __all__ = [
     "audit_exact",
     "decode",
     "make_scheme",
+    "round_costs",
     "round_stages",
     "run_rounds",
     "scheme_spec",

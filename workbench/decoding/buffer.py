@@ -44,14 +44,15 @@ class Snapshot:
 
     __slots__ = ("_tokens", "_conf", "_batch_of", "_n", "time", "complete", "source_id")
 
-    def __init__(self, buf: PublicationBuffer, n: int, time: float, complete: bool) -> None:
-        self._tokens = buf._tokens
-        self._conf = buf._conf
-        self._batch_of = buf._batch_of
+    def __init__(self, tokens: list[int], conf: list[float | None], batch_of: list[int], n: int, time: float,
+                 complete: bool, source_id: str) -> None:
+        self._tokens = tokens  # the buffer's own lists (append-only: positions below n never change)
+        self._conf = conf
+        self._batch_of = batch_of
         self._n = n
         self.time = time
         self.complete = complete
-        self.source_id = buf.source_id
+        self.source_id = source_id
 
     def __len__(self) -> int:
         return self._n
@@ -159,7 +160,7 @@ class PublicationBuffer:
         nb = bisect.bisect_right(self._times, t)
         n = self._ends[nb - 1] if nb else 0
         complete = self.finish_time is not None and self.finish_time <= t and n == len(self._tokens)
-        return Snapshot(self, n, t, complete)
+        return Snapshot(self._tokens, self._conf, self._batch_of, n, t, complete, self.source_id)
 
     def publish_time_of(self, position: int) -> float:
         return self._times[self._batch_of[position]]

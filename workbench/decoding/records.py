@@ -8,7 +8,7 @@ never change the token fields, so metrics, audits and figures do not care which 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 # Why a round is a plain step (K = 1). ``None`` for K > 1.
 # ``correction``: As²d processes a correction in a plain step before realigning (C.3, Fig. 4c).
@@ -18,6 +18,28 @@ Outcome = Literal["correction", "bonus", "eos", "cap"]
 
 FRESH = -1  # provenance of a token a prefix-conditioned drafter proposed this round
 RECYCLED = -2  # provenance of a token reused from a rejected draft (ASP recycling)
+SOURCE_STRIDE = 1 << 24  # stored provenance = source * stride + position (positions stay far below)
+
+
+class SourcePosition(NamedTuple):
+    """Which published token a candidate is: source ``source``'s buffer position ``position``.
+
+    Records and files keep one integer per chain token (``encode``): the plain position for the
+    first (or only) source, ``source * SOURCE_STRIDE + position`` for the others; ``FRESH`` and
+    ``RECYCLED`` (negative) name no buffer and pass through unchanged."""
+
+    source: int
+    position: int
+
+    def encode(self) -> int:
+        return self.position + self.source * SOURCE_STRIDE if self.position >= 0 else self.position
+
+    @classmethod
+    def decode(cls, provenance: int) -> SourcePosition:
+        if provenance < 0:
+            return cls(0, provenance)
+        source, position = divmod(provenance, SOURCE_STRIDE)
+        return cls(source, position)
 
 
 @dataclass(frozen=True, slots=True)

@@ -87,22 +87,6 @@ def choose_chain_length(ready: int, costs: Mapping[int, float], accept: float | 
     return best_n
 
 
-IDLE_KEY = 1000  # ``costs[IDLE_KEY + K]``: width K's round once every producer has finished (optional)
-
-
-def split_costs(costs: Mapping[int, float]) -> tuple[dict[int, float], dict[int, float]]:
-    """(round cost per width while producers run, per width once they finished) from one ``costs`` table.
-
-    A device's verify can cost more beside a busy producer than alone, and not by one factor: Xiaomi 11
-    Pro's K8 takes 1.24x its idle time while Qwen drafts, its K1 0.94x (D.5.2). Once the producer is done
-    every later round runs alone, so the online rule should weigh those prices. Keys ``IDLE_KEY + K`` carry
-    them; without any, the producer-running table serves throughout. Other keys (0: a drafter forward) stay
-    in the first table."""
-    running = {int(k): float(v) for k, v in costs.items() if int(k) < IDLE_KEY}
-    alone = {int(k) - IDLE_KEY: float(v) for k, v in costs.items() if int(k) > IDLE_KEY}
-    return running, alone if 1 in alone else {}  # a table without a plain step cannot decide
-
-
 def before_eos(chain: Sequence[int], eos_id: int | None) -> int:
     """How many leading candidates are worth verifying: all of them up to the first EOS candidate.
 
@@ -264,6 +248,6 @@ class AcceptanceEstimate:
                 self.successes[i] += 1.0 if i < accepted else 0.0
 
 
-__all__ = ["IDLE_KEY", "PRIOR", "PRIOR_ROUNDS", "AcceptanceEstimate", "RunningRate", "before_eos", "chain_value",
+__all__ = ["PRIOR", "PRIOR_ROUNDS", "AcceptanceEstimate", "RunningRate", "before_eos", "chain_value",
            "choose_chain_length", "eos_pricing", "expected_tokens", "online_choice", "opportunity_rate",
-           "split_costs", "supply_rate", "tried_slots"]
+           "supply_rate", "tried_slots"]

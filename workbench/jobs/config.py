@@ -13,7 +13,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from workbench.decoding import scheme_spec
+from workbench.decoding import CATALOG, scheme_spec
 from workbench.decoding.schemes import MAX_BUDGET
 from workbench.replay.profile import DeviceProfile, MissingWidthError, load_profile, parse_profile
 from workbench.replay.result import ReplayConfig
@@ -21,7 +21,8 @@ from workbench.replay.result import ReplayConfig
 from .base import ConfigError
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
-JOB_KEYS = ("name", "widths")  # method-file keys that are not scheme settings (SD's widths: the D.1.3 row)
+# Method-file keys that are not scheme settings: the name, and each list a paper row averages (SD's widths, D.1.3).
+JOB_KEYS = ("name", *dict.fromkeys(s.averages for s in CATALOG.values() if s.averages))
 
 
 def method_file(cfg: DictConfig, name: str) -> dict[str, Any]:
@@ -71,12 +72,13 @@ def replay_configs(cfg: DictConfig, name: str, source: str | None,
     label (``asp/cap14``) says so.
     """
     s = method_settings(cfg, name, device_budget)
+    spec = scheme_spec(name)
     if profile is not None and "cap" in s:
         s["cap"] = min(int(s["cap"]), max(profile.verifier.widths()) - 1)
-    if name == "sd":
-        widths = method_file(cfg, name).get("widths") or [s["width"]]  # optional key of sd.yaml only
-        return [ReplayConfig("sd", **{**s, "width": int(k)}) for k in widths]
-    return [ReplayConfig(name, source=source if scheme_spec(name).decoupled else None, **s)]
+    if spec.averages and spec.chain_setting:  # the paper's row averages these values of the chain setting
+        values = method_file(cfg, name).get(spec.averages) or [s[spec.chain_setting]]
+        return [ReplayConfig(name, **{**s, spec.chain_setting: int(k)}) for k in values]
+    return [ReplayConfig(name, source=source if spec.decoupled else None, **s)]
 
 
 def check_models(cfg: DictConfig, roles: Sequence[str] = ("target", "drafter", "serial_drafter")) -> None:

@@ -35,7 +35,7 @@ from typing import Any
 import polars as pl
 import torch
 
-from workbench.decoding.width import IDLE_KEY
+from workbench.decoding.costs import RoundCosts, round_costs
 from workbench.io import atomic_write_parquet
 from workbench.replay.profile import DeviceProfile, MissingWidthError, load_profile
 from workbench.replay.result import STAGE_SCHEMA
@@ -49,20 +49,19 @@ from .producer import ALLOWED_CPUS, Placement
 from .windows import AudioWindow
 
 
-def profile_costs(profile: DeviceProfile) -> dict[int, float]:
+def profile_costs(profile: DeviceProfile, drafter_forward: float = 0.0) -> RoundCosts:
     """This machine's cost of one As²d round at each width (ms): the concurrent verify (the producer
     runs beside it) plus the round's alignment and queue work -- what as2d_online weighs (as replay) --
-    and, under ``IDLE_KEY + K``, the same round once the producer has finished."""
-    extra = profile.alignment_ms + profile.queue_ms
-    out = {}
+    and the same round once the producer has finished (``RoundCosts.idle``)."""
+    running, idle = {}, {}
     for k in profile.verifier.widths():
         try:
-            out[k] = profile.verify_ms(k, True) + extra
+            running[k] = profile.verify_ms(k, True)
         except MissingWidthError:
             continue
-        out[IDLE_KEY + k] = profile.verify_ms(k, False) + extra  # once the producer finished (width.split_costs)
-    out.setdefault(1, profile.target_step_ms + extra)
-    return out
+        idle[k] = profile.verify_ms(k, False)
+    return round_costs(running, idle, profile.target_step_ms, (profile.alignment_ms + profile.queue_ms,),
+                       drafter_forward)
 
 
 def default_methods(model_cfg: dict[str, Any], same_vocab_cfg: dict[str, Any] | None,
@@ -374,8 +373,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             profile = load_profile(args.profile) if args.profile else host_profile(cfg, args.on_mismatch)
         except HostProfileMismatch as err:
             raise SystemExit(f"bench: {err}") from None
-        print(f"costs from {profile.file}: " + ", ".join(f"K{k} {v:.1f}" for k, v in profile_costs(profile).items()
-                                                         if k <= 8) + " ms ...")
+        running = profile_costs(profile).running
+        print(f"costs from {profile.file}: " + ", ".join(f"K{k} {v:.1f}" for k, v in running.items() if k <= 8)
+              + " ms ...")
     windows = bench_eval_windows(args.split, args.dataset, args.windows, args.max_seconds)
     print(f"split {args.split}: {len(windows)} windows ({args.dataset if args.split != 'demo' else 'demo corpus'})")
     methods, prefix, engines = _methods(args, cfg, profile)

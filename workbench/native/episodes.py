@@ -13,7 +13,7 @@ from typing import Any
 
 import polars as pl
 
-from workbench.decoding import SCHEMES, scheme_spec
+from workbench.decoding import SCHEMES, RoundCosts, scheme_spec
 from workbench.decoding.cumulative import BATCHES
 from workbench.models.pair import ModelPair, load_pair
 from workbench.replay.profile import DeviceProfile
@@ -66,7 +66,7 @@ class HostSetup:
     settings: dict[str, dict[str, Any]]  # scheme -> complete make_scheme settings
     # Per-width verify cost of a round on this machine (ms; its host profile), for cost-aware schemes
     # (catalog needs_costs, e.g. as2d_online); None: such schemes cannot run on this setup.
-    costs: dict[int, float] | None = None
+    costs: RoundCosts | None = None
     # The verifier's placement once the producer has finished (driver.JoiningCores: its core joins);
     # None keeps one core, as calibration and replay price it.
     widen: Placement | None = None

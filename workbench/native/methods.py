@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from workbench.decoding.width import IDLE_KEY
+from workbench.decoding.costs import RoundCosts
 
 from .episodes import HostSetup, all_cores, scheme_settings
 from .producer import ALLOWED_CPUS
@@ -23,13 +23,13 @@ class Method:
         self.scheme, self.assistant, self.tokenizers = scheme, assistant, tokenizers
 
 
-def online_cap(costs: dict[int, float]) -> int:
+def online_cap(costs: RoundCosts) -> int:
     """as2d_online's widest chain on this machine: every width its calibration priced (up to K = 16).
     The rule then picks each round's width from those costs; the pair's fixed b stays fixed As²d's."""
-    return max(1, min(max(k for k in costs if k < IDLE_KEY), 16) - 1)
+    return max(1, min(costs.widest, 16) - 1)
 
 
-def online_methods(setup: HostSetup, costs: dict[int, float], prefix: str = "") -> list[Method]:
+def online_methods(setup: HostSetup, costs: RoundCosts, prefix: str = "") -> list[Method]:
     """as2d_online priced by this machine's per-width ``costs`` (widths up to ``online_cap``) and, on two
     or more CPUs, the same with the producer's core joining once the producer has finished (``+cores``,
     ``driver.JoiningCores``); method names start with ``prefix`` (the MNN bench's ``mnn/``)."""

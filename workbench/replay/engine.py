@@ -34,9 +34,9 @@ from workbench.decoding import (
     Stage,
     TrajectoryDrafter,
     make_scheme,
+    round_costs,
     run_rounds,
 )
-from workbench.decoding.width import IDLE_KEY
 
 from .audit import audit_run
 from .multi_source import SEPARATOR, MultiPlan
@@ -89,14 +89,14 @@ def _scheme(window: Window, cfg: ReplayConfig, buffer: object | None, price: Pri
             raise ValueError(f"window {window.window_id!r}: scheme {cfg.scheme!r} needs saved drafts")
         drafter = TrajectoryDrafter(window.reference, window.drafts)
     costs = None
-    if cfg.spec.needs_costs:  # what a round costs while the producer runs, plus the round's fixed overhead
-        costs = {k: c + price.loop_s + price.align_s for k, c in price.conc_s.items()}
-        costs.setdefault(1, price.step_s + price.loop_s + price.align_s)
-        # ... and once every producer has finished, the idle verify (width.split_costs)
-        costs.update({IDLE_KEY + k: c + price.loop_s + price.align_s for k, c in price.idle_s.items()})
-        if cfg.spec.needs_drafter:  # key 0: one drafted token on the verifier (hybrid candidates)
+    if cfg.spec.needs_costs:
+        # A round while the producer runs and once every producer has finished, plus the round's loop and
+        # alignment work; with a drafter, one drafted token on the verifier (hybrid candidates).
+        forward = 0.0
+        if cfg.spec.needs_drafter:
             rows = price.prob_row_s if cfg.settings.get("threshold") is not None and price.prob_row_s else 0.0
-            costs[0] = price.forward_s + rows
+            forward = price.forward_s + rows
+        costs = round_costs(price.conc_s, price.idle_s, price.step_s, (price.loop_s, price.align_s), forward)
     return make_scheme(cfg.scheme, max_output=window.max_output, eos_id=window.eos_id, drafter=drafter,
                        source=buffer, costs=costs, **cfg.settings)
 

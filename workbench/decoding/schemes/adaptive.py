@@ -13,8 +13,8 @@ Then:
   chains keep separate estimates per source (a guess is right less often than an anchored chain).
 * **hybrid candidates** (``hybrid.py``): when no source has anything usable and a drafter is
   loaded, the drafter proposes -- only when its expected tokens per unit time, drafting included
-  (``costs[0]``: what one drafted token costs the verifier, forward and confidence row; 0 when the
-  driver did not price it), beat a plain step. Drafting precedes the verify, so the decision uses
+  (``RoundCosts.drafter_forward``: what one drafted token costs the verifier, forward and confidence
+  row; 0 when the driver did not price it), beat a plain step. Drafting precedes the verify, so the decision uses
   the drafter's estimate, not the draft. The drafter shares the drafting workers with every source
   still producing (replay prices it so, ``replay/multi_source.py``), so a forward is counted
   ``1 + producing`` times its cost. A drafter whose cache lags the committed prefix by more than the
@@ -30,17 +30,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ..costs import RoundCosts
 from ..protocols import Drafter
 from ..records import Call
 from ..verification import Verdict
 from ..width import PRIOR, PRIOR_ROUNDS, AcceptanceEstimate, choose_chain_length
 from .as2d import As2d, CandidateSource
 from .hybrid import UNUSABLE, drafted_call
-from .source_choice import As2dSourceChoice
+from .source_choice import As2dSourceChoice, EstimateKey, EstimateKind
 from .substitution import As2dSubstitution
 
-DRAFT_FORWARD = 0  # key of ``costs`` holding one serial drafter forward (same unit as the widths)
 DRAFTER = -1  # reader index of the drafter's estimate
+DRAFT_KEY: EstimateKey = (DRAFTER, EstimateKind.DRAFT)
 
 
 class As2dAdaptive(As2dSourceChoice):
@@ -48,7 +49,7 @@ class As2dAdaptive(As2dSourceChoice):
     reader_class = As2dSubstitution
 
     def __init__(self, source: CandidateSource, budget: int, max_output: int, eos_id: int | None,
-                 costs: Mapping[int, float], decay: float = 0.9, drafter: Drafter | None = None,
+                 costs: RoundCosts | Mapping[int, float], decay: float = 0.9, drafter: Drafter | None = None,
                  prior: float = PRIOR, prior_rounds: float = PRIOR_ROUNDS, draft_prior: float = PRIOR,
                  guess: bool = True, **as2d: object) -> None:
         # Without ``guess`` the readers take the paper's plain correction step (a deployment choice: the
@@ -57,7 +58,7 @@ class As2dAdaptive(As2dSourceChoice):
         super().__init__(source, budget, max_output, eos_id, costs, decay, prior, prior_rounds, **as2d)
         AcceptanceEstimate.starting_at(draft_prior, prior_rounds, decay)  # one clear error, now
         self.draft_prior = draft_prior
-        self.forward = float(costs.get(DRAFT_FORWARD, 0.0))
+        self.forward = self.round_costs.drafter_forward
         self.drafter = drafter
         self.uses_drafter = drafter is not None
         self._drafted = False
@@ -67,10 +68,10 @@ class As2dAdaptive(As2dSourceChoice):
         super()._reset()
         self._drafted, self._cached, self._draft_at = False, 0, 0
 
-    def estimate(self, key: tuple[int, str]) -> AcceptanceEstimate:
+    def estimate(self, key: EstimateKey) -> AcceptanceEstimate:
         # A guess is tried only after a rejection, so it has few rounds to learn from: start it from
         # a pessimistic prior (1 in 3) so a source whose mismatches are not substitutions stops paying.
-        if key[1] == "guess" and key not in self.estimates:
+        if key[1] is EstimateKind.GUESS and key not in self.estimates:
             self.estimates[key] = AcceptanceEstimate(decay=self.decay, prior=1.0)
         # ``prior`` is the sources' anchored-chain acceptance; the drafter has its own, ``draft_prior``
         # (a drafter started at the sources' dev-fitted prior drafts on every unusable round;
@@ -79,11 +80,11 @@ class As2dAdaptive(As2dSourceChoice):
             self.estimates[key] = AcceptanceEstimate.starting_at(self.draft_prior, self.prior_rounds, self.decay)
         return super().estimate(key)
 
-    def _kind(self, reader: As2d, call: Call) -> str:
+    def _kind(self, reader: As2d, call: Call) -> EstimateKind:
         # A guess that the correction itself anchors (published right after the mismatch slot) is
         # confirmed by the buffer like any anchor; only the substitution hypothesis is a guess.
-        guess = reader._processing and call.anchor is not None and call.anchor == call.cursor_before
-        return "guess" if guess else "anchor"
+        guess = reader.correction_pending and call.anchor is not None and call.anchor == call.cursor_before
+        return EstimateKind.GUESS if guess else EstimateKind.ANCHOR
 
     def _fallback(self, call: Call) -> Call | None:
         self._drafted = False
@@ -97,7 +98,7 @@ class As2dAdaptive(As2dSourceChoice):
         catchup = fwd if len(self.output) - self._cached > 1 else 0.0
         draft_costs = {k: c + fwd * (k - 1) + catchup for k, c in self.costs.items() if k > 1}
         draft_costs[1] = self.costs[1]
-        n = choose_chain_length(n_max, draft_costs, self.estimate((DRAFTER, "draft")).slots(n_max), self.rate.value)
+        n = choose_chain_length(n_max, draft_costs, self.estimate(DRAFT_KEY).slots(n_max), self.rate.value)
         if n == 0:
             return None
         drafted = drafted_call(self.drafter, self.output, n, self.threshold)
@@ -111,7 +112,7 @@ class As2dAdaptive(As2dSourceChoice):
 
     def _after(self, call: Call, verdict: Verdict) -> int | None:
         if self._drafted:
-            self.estimate((DRAFTER, "draft")).observe(len(call.chain), verdict.accepted)
+            self.estimate(DRAFT_KEY).observe(len(call.chain), verdict.accepted)
             # Its cache now holds the prefix and every drafted token but the last; what the target kept
             # of them is committed (D.1.3's catch-up rule, drafter.py).
             self._cached = self._draft_at + min(verdict.accepted, len(call.chain) - 1)

@@ -26,6 +26,13 @@ from .asp import confident_prefix
 from .base import Scheme, check_budget, check_threshold
 
 
+def drafted_cursor(cursor: ReadCursor, accepted: int, lookback: int) -> ReadCursor:
+    """The read cursor after a round on candidates not read from this buffer: the target advanced
+    ``1 + accepted`` tokens without it."""
+    nxt = cursor.expected + 1 + accepted
+    return ReadCursor(max(cursor.cursor, nxt - lookback), nxt)
+
+
 class CandidateSource(Protocol):
     """Anything that can show what was published by time ``t`` (a ``PublicationBuffer``)."""
 
@@ -65,6 +72,28 @@ class As2d(Scheme):
         self.anchor_order = anchor_order
         self.guard = bool(guard)
         self.leave_eos = bool(leave_eos)
+
+    # -- the reader API: how a scheme combining several As²d readers drives one (source_choice.py) ------
+    def join(self, output: list[int]) -> None:
+        """Begin a window reading the committed prefix ``output`` another scheme owns (the same list)."""
+        self.output, self.records, self.done = output, [], False
+        self._reset()
+
+    @property
+    def correction_pending(self) -> bool:
+        """This round's root is a correction still to be processed (C.3, Fig. 4c)."""
+        return self._processing
+
+    def verified(self, call: Call, verdict: Verdict) -> int | None:
+        """Move the read cursor after a round this reader planned was verified; the cursor after it."""
+        return self._after(call, verdict)
+
+    def passed(self, accepted: int) -> int:
+        """The target advanced ``1 + accepted`` tokens on candidates not this reader's (another source's
+        or a drafter's): the cursor follows the output, and a pending correction is dropped."""
+        self.cursor = drafted_cursor(self.cursor, accepted, self.lookback)
+        self._processing, self._correction = False, None
+        return self.cursor.cursor
 
     def _reset(self) -> None:
         self.cursor = ReadCursor()

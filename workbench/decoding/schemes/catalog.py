@@ -23,6 +23,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..alignment import ANCHOR_NEXT_TOKEN, DEFAULT_ALIGN_SPAN
+from ..costs import RoundCosts
 from ..protocols import Drafter
 from ..width import PRIOR, PRIOR_ROUNDS
 from .adaptive import As2dAdaptive
@@ -54,8 +55,20 @@ class SchemeSpec:
     chain_setting: str | None = None
     tag: str = ""
     _factory: Callable[..., Scheme] = field(default=TargetOnly, repr=False, compare=False)
-    # Chooses its chain length from the device's per-width verify costs (drivers pass ``costs``).
+    # Chooses its chain length from the device's per-width verify costs (drivers pass ``costs``): the
+    # online rule, bounded by a widest chain rather than fixed at one budget.
     needs_costs: bool = False
+    # Reads several resident candidate sources at once (a ``MultiSource``: ``source=qwen+parakeet``).
+    multi_source: bool = False
+    # The phone runner (``phone_runner/``, C++ ``as2d_runner``) carries it in protocol v1.
+    on_phone: bool = False
+    # Beyond the paper (F.1/F.3): an adaptive variant of As²d, compared by ``experiment=adaptive``.
+    beyond_paper: bool = False
+    # A configuration of As²d (its ablations and variants included): its chain bound is a proposal budget.
+    as2d_family: bool = False
+    # A method-file key listing values of the chain setting that the paper's row averages (SD's
+    # ``widths``: K = 5-8, D.1.3); ``None``: one configuration per method.
+    averages: str | None = None
 
     @property
     def speculative(self) -> bool:
@@ -95,12 +108,12 @@ class SchemeSpec:
 
     def proposal_budget(self, **settings: Any) -> int | None:
         """The budget a catalog row reports: As²d's b, or the cap of the ablations built on it."""
-        if self.name not in ("as2d", "as2d_wo_td", "as2d_wo_bc", "as2d_online", *ADAPTIVE):
+        if not self.as2d_family:
             return None
         return int(self.settings(**settings)[self.chain_setting])
 
     def build(self, *, max_output: int, eos_id: int | None, drafter: Drafter | None = None,
-              source: CandidateSource | None = None, costs: Mapping[int, float] | None = None,
+              source: CandidateSource | None = None, costs: RoundCosts | Mapping[int, float] | None = None,
               **settings: Any) -> Scheme:
         s = self.settings(**settings)
         if self.needs_drafter and drafter is None:
@@ -110,7 +123,7 @@ class SchemeSpec:
         if self.needs_costs:
             if not costs:
                 raise ValueError(f"scheme {self.name!r} needs the device's per-width verify costs")
-            s["costs"] = costs
+            s["costs"] = RoundCosts.of(costs)
         return self._factory(max_output=max_output, eos_id=eos_id, drafter=drafter, source=source, **s)
 
 
@@ -157,7 +170,7 @@ def _as2d_guarded(*, max_output: int, eos_id: int | None, source: CandidateSourc
 
 def _as2d_online(*, max_output: int, eos_id: int | None, source: CandidateSource, budget: int,
                  threshold: float | None, span: int, lookback: int | None, anchor_order: str, guard: bool,
-                 costs: Mapping[int, float], decay: float, prior: float, prior_rounds: float, **_: Any) -> Scheme:
+                 costs: RoundCosts, decay: float, prior: float, prior_rounds: float, **_: Any) -> Scheme:
     return As2dOnline(source, budget, max_output, eos_id, costs, decay, prior, prior_rounds, span=span,
                       threshold=threshold, lookback=lookback, confidence_required=False, anchor_order=anchor_order,
                       guard=guard)
@@ -179,7 +192,7 @@ def _as2d_hybrid(*, max_output: int, eos_id: int | None, source: CandidateSource
 
 def _as2d_adaptive(*, max_output: int, eos_id: int | None, source: CandidateSource, drafter: Drafter | None,
                    budget: int, threshold: float | None, span: int, lookback: int | None, anchor_order: str,
-                   guard: bool, costs: Mapping[int, float], decay: float, hybrid: bool, prior: float,
+                   guard: bool, costs: RoundCosts, decay: float, hybrid: bool, prior: float,
                    prior_rounds: float, draft_prior: float, guess: bool, **_: Any) -> Scheme:
     return As2dAdaptive(source, budget, max_output, eos_id, costs, decay, drafter if hybrid else None, prior,
                         prior_rounds, draft_prior, guess, span=span, threshold=threshold, lookback=lookback,
@@ -188,7 +201,7 @@ def _as2d_adaptive(*, max_output: int, eos_id: int | None, source: CandidateSour
 
 def _as2d_sources(*, max_output: int, eos_id: int | None, source: CandidateSource, budget: int,
                   threshold: float | None, span: int, lookback: int | None, anchor_order: str, guard: bool,
-                  costs: Mapping[int, float], decay: float, prior: float, prior_rounds: float, **_: Any) -> Scheme:
+                  costs: RoundCosts, decay: float, prior: float, prior_rounds: float, **_: Any) -> Scheme:
     return As2dSourceChoice(source, budget, max_output, eos_id, costs, decay, prior, prior_rounds, span=span,
                             threshold=threshold, lookback=lookback, confidence_required=False,
                             anchor_order=anchor_order, guard=guard)
@@ -196,9 +209,10 @@ def _as2d_sources(*, max_output: int, eos_id: int | None, source: CandidateSourc
 
 def _spec(name: str, label: str, factory: Callable[..., Scheme], *, decoupled: bool = False,
           needs_drafter: bool = False, chain: str | None = None, tag: str = "", needs_costs: bool = False,
-          **defaults: Any) -> SchemeSpec:
+          multi_source: bool = False, on_phone: bool = False, beyond_paper: bool = False, as2d_family: bool = False,
+          averages: str | None = None, **defaults: Any) -> SchemeSpec:
     return SchemeSpec(name, label, decoupled, needs_drafter, MappingProxyType(defaults), chain, tag, factory,
-                      needs_costs)
+                      needs_costs, multi_source, on_phone, beyond_paper, as2d_family or beyond_paper, averages)
 
 
 # Alignment (C.3): search span, how long unmatched positions stay eligible (None: the span), and the
@@ -213,20 +227,22 @@ _PRIOR = {"prior": PRIOR, "prior_rounds": PRIOR_ROUNDS}
 _ALIGN_GUARDED = {**_ALIGN, "guard": False}
 
 CATALOG: Mapping[str, SchemeSpec] = MappingProxyType({s.name: s for s in (
-    _spec("target_only", "Target only", _target_only),
-    _spec("sd", "SD", _sd, needs_drafter=True, chain="width", tag="K", width=DEFAULT_SD_WIDTH),
-    _spec("asp", "SpecASR ASP", _asp, needs_drafter=True, chain="cap", tag="cap",
+    _spec("target_only", "Target only", _target_only, on_phone=True),
+    _spec("sd", "SD", _sd, needs_drafter=True, chain="width", tag="K", on_phone=True, averages="widths",
+          width=DEFAULT_SD_WIDTH),
+    _spec("asp", "SpecASR ASP", _asp, needs_drafter=True, chain="cap", tag="cap", on_phone=True,
           threshold=ASP_THRESHOLD, cap=ASP_CAP),
-    _spec("as2d", "As²d", _as2d, decoupled=True, chain="budget", tag="b", budget=DEFAULT_BUDGET,
-          threshold=ASP_THRESHOLD, **_ALIGN),
-    _spec("as2d_wo_td", "As²d w/o TD", _as2d_wo_td, needs_drafter=True, chain="budget", tag="cap",
-          threshold=ASP_THRESHOLD, budget=DEFAULT_BUDGET),
-    _spec("as2d_wo_bc", "As²d w/o BC", _as2d_wo_bc, decoupled=True, chain="cap", tag="b",
-          threshold=ASP_THRESHOLD, cap=ASP_CAP, **_ALIGN),
+    _spec("as2d", "As²d", _as2d, decoupled=True, chain="budget", tag="b", on_phone=True, as2d_family=True,
+          budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD, **_ALIGN),
+    _spec("as2d_wo_td", "As²d w/o TD", _as2d_wo_td, needs_drafter=True, chain="budget", tag="cap", on_phone=True,
+          as2d_family=True, threshold=ASP_THRESHOLD, budget=DEFAULT_BUDGET),
+    _spec("as2d_wo_bc", "As²d w/o BC", _as2d_wo_bc, decoupled=True, chain="cap", tag="b", on_phone=True,
+          as2d_family=True, threshold=ASP_THRESHOLD, cap=ASP_CAP, **_ALIGN),
     # Beyond the paper (F.1, F.3): the budget is an upper bound; each round verifies the ready
     # candidates worth their verify time (decoding/width.py). ``decay`` forgets old outcomes.
     _spec("as2d_online", "As²d online budget", _as2d_online, decoupled=True, chain="budget", tag="b",
-          needs_costs=True, budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD, decay=0.9, **_PRIOR, **_ALIGN_GUARDED),
+          needs_costs=True, beyond_paper=True, budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD, decay=0.9, **_PRIOR,
+          **_ALIGN_GUARDED),
     # Adaptive variants (schemes/substitution.py, hybrid.py, adaptive.py): after a rejection verify
     # the correction plus the continuation (substitution guess); draft when the buffer has nothing
     # usable (hybrid candidates, F.1); choose per round among several resident sources (a
@@ -236,18 +252,25 @@ CATALOG: Mapping[str, SchemeSpec] = MappingProxyType({s.name: s for s in (
     # ``leave_eos``: the chain stops before an EOS candidate, as the online budget's does (width.before_eos);
     # with it this is the strongest fixed catalog here (the adaptive job's second oracle).
     _spec("as2d_guarded", "As²d guarded anchor", _as2d_guarded, decoupled=True, chain="budget", tag="b",
-          budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD, leave_eos=False, **_ALIGN),
+          beyond_paper=True, budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD, leave_eos=False, **_ALIGN),
     _spec("as2d_subst", "As²d substitution guess", _as2d_subst, decoupled=True, chain="budget", tag="b",
-          budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD, **_ALIGN_GUARDED),
+          beyond_paper=True, budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD, **_ALIGN_GUARDED),
     _spec("as2d_hybrid", "As²d hybrid candidates", _as2d_hybrid, decoupled=True, needs_drafter=True,
-          chain="budget", tag="b", budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD, **_ALIGN_GUARDED),
+          chain="budget", tag="b", beyond_paper=True, budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD,
+          **_ALIGN_GUARDED),
     _spec("as2d_sources", "As²d online source choice", _as2d_sources, decoupled=True, chain="budget", tag="b",
-          needs_costs=True, budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD, decay=0.9, **_PRIOR, **_ALIGN_GUARDED),
+          needs_costs=True, multi_source=True, beyond_paper=True, budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD,
+          decay=0.9, **_PRIOR, **_ALIGN_GUARDED),
+    # The combination reads with the guarded anchor on (conf/method/as2d_adaptive.yaml says why).
     _spec("as2d_adaptive", "Adaptive As²d", _as2d_adaptive, decoupled=True, needs_drafter=True, chain="budget",
-          tag="b", needs_costs=True, budget=DEFAULT_BUDGET, threshold=ASP_THRESHOLD, decay=0.9, hybrid=True, **_PRIOR,
-          draft_prior=PRIOR, guess=True, **_ALIGN_GUARDED),
+          tag="b", needs_costs=True, multi_source=True, beyond_paper=True, budget=DEFAULT_BUDGET,
+          threshold=ASP_THRESHOLD, decay=0.9, hybrid=True, **_PRIOR, draft_prior=PRIOR, guess=True,
+          **{**_ALIGN_GUARDED, "guard": True}),
 )})
-ADAPTIVE: tuple[str, ...] = ("as2d_guarded", "as2d_subst", "as2d_hybrid", "as2d_sources", "as2d_adaptive")
+# Derived facts, for layers that ask by set (never restated elsewhere).
+BEYOND_PAPER: tuple[str, ...] = tuple(n for n, s in CATALOG.items() if s.beyond_paper)
+ON_PHONE: tuple[str, ...] = tuple(n for n, s in CATALOG.items() if s.on_phone)
+HOST_ONLY: tuple[str, ...] = tuple(n for n, s in CATALOG.items() if not s.on_phone)
 
 DECOUPLED: frozenset[str] = frozenset(n for n, s in CATALOG.items() if s.decoupled)
 SERIAL: frozenset[str] = frozenset(n for n, s in CATALOG.items() if s.serial)
@@ -263,7 +286,7 @@ def scheme_spec(name: str) -> SchemeSpec:
 
 
 def make_scheme(name: str, *, max_output: int, eos_id: int | None, drafter: Drafter | None = None,
-                source: CandidateSource | None = None, costs: Mapping[int, float] | None = None,
+                source: CandidateSource | None = None, costs: RoundCosts | Mapping[int, float] | None = None,
                 **settings: Any) -> Scheme:
     """Build a scheme by its paper name; settings are checked against the catalog by name."""
     return scheme_spec(name).build(max_output=max_output, eos_id=eos_id, drafter=drafter, source=source,

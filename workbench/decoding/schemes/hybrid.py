@@ -15,7 +15,6 @@ Drafted tokens are verified like any candidate, so exactness is unchanged (C.4).
 
 from __future__ import annotations
 
-from ..alignment import ReadCursor
 from ..protocols import Drafter
 from ..records import FRESH, Call, DraftWork
 from ..verification import Verdict
@@ -33,12 +32,6 @@ def drafted_call(drafter: Drafter, output: list[int], n: int, threshold: float |
     return Call(root=output[-1], chain=chain, provenance=(FRESH,) * len(chain),
                 k1_reason=None if chain else "drafter", ready=len(chain), work=work,
                 confidences=None if prop.confidences is None else prop.confidences[: len(chain)])
-
-
-def drafted_cursor(cursor: ReadCursor, accepted: int, lookback: int) -> ReadCursor:
-    """The read cursor after a drafted round: the target advanced ``1 + accepted`` tokens alone."""
-    nxt = cursor.expected + 1 + accepted
-    return ReadCursor(max(cursor.cursor, nxt - lookback), nxt)
 
 
 class As2dHybrid(As2d):
@@ -60,7 +53,5 @@ class As2dHybrid(As2d):
 
     def _after(self, call: Call, verdict: Verdict) -> int | None:
         if call.provenance and call.provenance[0] == FRESH:
-            self.cursor = drafted_cursor(self.cursor, verdict.accepted, self.lookback)
-            self._processing, self._correction = False, None
-            return self.cursor.cursor
+            return self.passed(verdict.accepted)
         return super()._after(call, verdict)

@@ -29,16 +29,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
+from ..costs import RoundCosts
 from ..records import Call
 from ..verification import Verdict
-from ..width import (
-    PRIOR,
-    PRIOR_ROUNDS,
-    AcceptanceEstimate,
-    RunningRate,
-    online_choice,
-    split_costs,
-)
+from ..width import PRIOR, PRIOR_ROUNDS, AcceptanceEstimate, RunningRate, online_choice
 from .as2d import As2d, CandidateSource
 
 
@@ -67,14 +61,15 @@ class As2dOnline(As2d):
     name = "as2d_online"
 
     def __init__(self, source: CandidateSource, budget: int, max_output: int, eos_id: int | None,
-                 costs: Mapping[int, float], decay: float = 0.9, prior: float = PRIOR,
+                 costs: RoundCosts | Mapping[int, float], decay: float = 0.9, prior: float = PRIOR,
                  prior_rounds: float = PRIOR_ROUNDS, **as2d: object) -> None:
         super().__init__(source, budget, max_output, eos_id, **as2d)  # type: ignore[arg-type]
-        if not costs or 1 not in costs:
+        if not costs:
             raise ValueError("as2d_online: costs must give each priced width's verify time, width 1 included")
         if not 0.0 < decay <= 1.0:
             raise ValueError(f"as2d_online: decay must be in (0, 1], got {decay}")
-        self.costs, self.idle_costs = split_costs(costs)
+        self.round_costs = RoundCosts.of(costs)
+        self.costs = self.round_costs.running
         self.decay = decay
         AcceptanceEstimate.starting_at(prior, prior_rounds, decay)  # one clear error for a bad prior, now
         self.prior, self.prior_rounds = prior, prior_rounds
@@ -87,7 +82,7 @@ class As2dOnline(As2d):
     def plan(self, now: float) -> Call:
         call = super().plan(now)
         done = self.source.snapshot(now).complete
-        self._table = self.idle_costs if done and self.idle_costs else self.costs  # done: rounds run alone
+        self._table = self.round_costs.table(done)  # done: rounds run alone
         n, _ = online_choice(call.chain, self.eos_id, self._table, self.estimate, self.rate.value, done)
         self._cut = (call.chain[n], call.provenance[n]) if n < len(call.chain) else None
         if n < len(call.chain):

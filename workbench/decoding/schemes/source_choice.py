@@ -2,37 +2,45 @@
 
 ``MultiSource`` bundles the publication buffers of several sources resident at once (for
 example an autoregressive producer and a CTC chunk source). Each keeps its own positions; a round
-that verifies candidates of source ``i`` records them as ``i * SOURCE_STRIDE + position``, so one
-provenance column still names exactly one published token (``publish_time_of`` decodes it, and the
-audits check it like any buffer position). With one source the encoding is the plain position.
+that verifies candidates of source ``i`` records each as the pair ``SourcePosition(i, position)``
+(``records.py``; stored as one integer), so one provenance column still names exactly one published
+token (``publish_time_of`` decodes it, and the audits check it like any buffer position). With one
+source the stored form is the plain position.
 
 ``As2dSourceChoice`` (``as2d_sources``) reads every source with its own As²d read cursor and, per
 round, verifies the chain of the source worth the most under a running per-source acceptance
 estimate and the window's running throughput (the online budget's rule, ``width.py``).
 The choice is the combination scheme's (``adaptive.py``) with plain As²d readers and no drafter.
+It drives each reader through As²d's reader API (``join``, ``verified``, ``passed``,
+``correction_pending``), never through its private state.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from enum import Enum
 
 from ..buffer import Snapshot
-from ..records import Call
+from ..costs import RoundCosts
+from ..records import SOURCE_STRIDE, Call, SourcePosition
 from ..verification import Verdict
-from ..width import (
-    PRIOR,
-    PRIOR_ROUNDS,
-    AcceptanceEstimate,
-    RunningRate,
-    online_choice,
-    split_costs,
-)
+from ..width import PRIOR, PRIOR_ROUNDS, AcceptanceEstimate, RunningRate, online_choice
 from .as2d import As2d, CandidateSource
 from .base import Scheme
-from .hybrid import drafted_cursor
 from .online import rejected_at_cut, seen_cut
 
-SOURCE_STRIDE = 1 << 24  # provenance = source index * stride + buffer position (positions stay far below)
+__all__ = ["SOURCE_STRIDE", "As2dSourceChoice", "EstimateKind", "MultiSource", "encode", "sources_of"]
+
+
+class EstimateKind(Enum):
+    """Which running acceptance estimate a proposal is weighed with (one per reader and kind)."""
+
+    ANCHOR = "anchor"  # a chain after an anchor the buffer confirms
+    GUESS = "guess"  # a substitution guess after a rejection (substitution.py): right less often
+    DRAFT = "draft"  # the drafter's chain (hybrid candidates, adaptive.py)
+
+
+EstimateKey = tuple[int, EstimateKind]  # (reader index, or adaptive.DRAFTER; kind)
 
 
 class MultiSource:
@@ -48,7 +56,7 @@ class MultiSource:
         return self.buffers[0].snapshot(t)  # the primary's view, for readers that know one source
 
     def publish_time_of(self, provenance: int) -> float:
-        i, pos = divmod(provenance, SOURCE_STRIDE)
+        i, pos = SourcePosition.decode(provenance)
         return self.buffers[i].publish_time_of(pos)
 
 
@@ -58,7 +66,8 @@ def sources_of(source: object) -> Sequence[object]:
 
 
 def encode(i: int, positions: Sequence[int]) -> tuple[int, ...]:
-    return tuple(p + i * SOURCE_STRIDE if p >= 0 else p for p in positions)
+    """Source ``i``'s buffer positions as stored provenance (``SourcePosition.encode``)."""
+    return tuple(SourcePosition(i, p).encode() for p in positions)
 
 
 class As2dSourceChoice(Scheme):
@@ -67,15 +76,15 @@ class As2dSourceChoice(Scheme):
     reader_class: type[As2d] = As2d
 
     def __init__(self, source: CandidateSource, budget: int, max_output: int, eos_id: int | None,
-                 costs: Mapping[int, float], decay: float = 0.9, prior: float = PRIOR,
+                 costs: RoundCosts | Mapping[int, float], decay: float = 0.9, prior: float = PRIOR,
                  prior_rounds: float = PRIOR_ROUNDS, **as2d: object) -> None:
         super().__init__(max_output, eos_id)
-        if not costs or 1 not in costs:
+        if not costs:
             raise ValueError(f"{self.name}: costs must give each priced width's verify time, width 1 included")
         if not 0.0 < decay <= 1.0:
             raise ValueError(f"{self.name}: decay must be in (0, 1], got {decay}")
-        running, self.idle_costs = split_costs(costs)
-        self.costs = {k: c for k, c in running.items() if k >= 1}
+        self.round_costs = RoundCosts.of(costs)
+        self.costs = self.round_costs.running
         self.decay = decay
         AcceptanceEstimate.starting_at(prior, prior_rounds, decay)  # one clear error for a bad prior, now
         self.prior, self.prior_rounds = prior, prior_rounds  # where each estimate starts (online.py)
@@ -86,21 +95,20 @@ class As2dSourceChoice(Scheme):
 
     def _reset(self) -> None:
         for r in self.readers:  # every reader sees the one committed prefix (the same list)
-            r.output, r.records, r.done = self.output, [], False
-            r._reset()
-        self.estimates: dict[tuple[int, str], AcceptanceEstimate] = {}
+            r.join(self.output)
+        self.estimates: dict[EstimateKey, AcceptanceEstimate] = {}
         self.rate = RunningRate()  # this window's tokens per unit cost (width.py: what a round's time is worth)
-        self._chosen: tuple[int, str] | None = None  # (reader, kind) of this round's chain
+        self._chosen: EstimateKey | None = None  # (reader, kind) of this round's chain
         self._calls: list[Call] = []
 
-    def estimate(self, key: tuple[int, str]) -> AcceptanceEstimate:
+    def estimate(self, key: EstimateKey) -> AcceptanceEstimate:
         est = self.estimates.get(key)
         if est is None:
             est = self.estimates[key] = AcceptanceEstimate.starting_at(self.prior, self.prior_rounds, self.decay)
         return est
 
-    def _kind(self, reader: As2d, call: Call) -> str:
-        return "anchor"
+    def _kind(self, reader: As2d, call: Call) -> EstimateKind:
+        return EstimateKind.ANCHOR
 
     def _fallback(self, call: Call) -> Call | None:
         """A round when no source has a chain worth verifying (``None``: a plain step)."""
@@ -108,10 +116,10 @@ class As2dSourceChoice(Scheme):
 
     def plan(self, now: float) -> Call:
         self._chosen, calls, self._cut = None, [], None
-        best: tuple[float, int, int, str] | None = None  # value, reader, chain length, kind
+        best: tuple[float, int, int, EstimateKind] | None = None  # value, reader, chain length, kind
         rate = self.rate.value
         done = all(r.source.snapshot(now).complete for r in self.readers)
-        self._table = costs = self.idle_costs if done and self.idle_costs else self.costs  # done: rounds run alone
+        self._table = costs = self.round_costs.table(done)  # done: rounds run alone
         for i, r in enumerate(self.readers):
             call = r.plan(now)
             kind = self._kind(r, call)
@@ -149,26 +157,25 @@ class As2dSourceChoice(Scheme):
             self.estimate(chosen).observe(len(seen.chain), v.accepted)
             for j, r in enumerate(self.readers):
                 if j == i:
-                    r._after(*rejected_at_cut(own_call, verdict, seen, v))
+                    r.verified(*rejected_at_cut(own_call, verdict, seen, v))
                 else:  # the target advanced past this source's cursor on another source's chain
-                    r.cursor = drafted_cursor(r.cursor, verdict.accepted, r.lookback)
-                    r._processing, r._correction = False, None
+                    r.passed(verdict.accepted)
             return self.readers[0].cursor.cursor
         if call.chain:  # a drafted round (hybrid candidates): no source's candidates were used
             for r in self.readers:
-                r.cursor = drafted_cursor(r.cursor, verdict.accepted, r.lookback)
-                r._processing, r._correction = False, None
+                r.passed(verdict.accepted)
             return self.readers[0].cursor.cursor
         for i, (own, r) in enumerate(zip(self._calls, self.readers, strict=True)):  # a plain step: own rules
             step = verdict
             if own.chain:  # cut by cost: the root sat at the anchor (a guess cut is the correction step)
                 kind = self._kind(r, own)
                 cut = (own.chain[0], own.provenance[0])
-                own = Call(root=own.root, k1_reason="correction" if kind == "guess" else "cost",
-                           cursor_before=own.cursor_before, anchor=None if kind == "guess" else own.anchor)
-                if kind == "anchor":  # the step's token checks this source's first candidate
+                guess = kind is EstimateKind.GUESS
+                own = Call(root=own.root, k1_reason="correction" if guess else "cost",
+                           cursor_before=own.cursor_before, anchor=None if guess else own.anchor)
+                if kind is EstimateKind.ANCHOR:  # the step's token checks this source's first candidate
                     seen, v = seen_cut(own, verdict, cut)
                     self.estimate((i, kind)).observe(len(seen.chain), v.accepted)
                     own, step = rejected_at_cut(own, verdict, seen, v)
-            r._after(own, step)
+            r.verified(own, step)
         return self.readers[0].cursor.cursor

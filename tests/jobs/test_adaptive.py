@@ -1,4 +1,4 @@
-"""Job ``adaptive`` in-process: the per-device table against independent expectations."""
+"""Job ``adaptive`` in-process: the per-device table against independent expectations, and the job as glue."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from hydra import compose, initialize_config_dir
 
 from workbench.jobs import adaptive
 from workbench.jobs.base import ConfigError
+from workbench.jobs.config import method_settings
+from workbench.replay import adaptive as A
 from workbench.replay.engine import replay
 from workbench.replay.profile import load_profile
 from workbench.replay.result import ReplayConfig
@@ -28,7 +30,7 @@ def test_the_table_has_every_method_and_honest_reference_rows():
     windows = adaptive.cached_windows(cfg)
     table, chosen = adaptive.device_table(windows, load_profile("xiaomi_14"), cfg)
     rows = {r["method"]: r for r in table.iter_rows(named=True)}
-    assert tuple(rows) == adaptive.ORDER
+    assert tuple(rows) == A.ORDER
     t = rows["target_only"]
     # Target-only by hand on the test split: one plain step per token after the prefill's.
     test = [w for w in windows if w.window_id in _test_ids(cfg, windows)]
@@ -49,22 +51,22 @@ def test_the_table_has_every_method_and_honest_reference_rows():
     ratios = {r["of_strong_oracle"] / r["of_oracle"] for r in rows.values()}
     assert max(ratios) - min(ratios) < 1e-9
     # The source hindsight holds the online budget's own source.
-    assert rows[adaptive.SOURCE_HINDSIGHT]["tps"] >= rows["as2d_online"]["tps"] * (1 - 1e-12)
+    assert rows[A.SOURCE_HINDSIGHT]["tps"] >= rows["as2d_online"]["tps"] * (1 - 1e-12)
     assert rows["as2d_adaptive"]["config"] is not None
     # The resident-choice hindsight by hand: per test window, the faster of the online budget reading each
     # resident source first while the others keep producing beside it.
     resident = chosen["resident"]["as2d_adaptive"].split("+")
     profile = load_profile("xiaomi_14")
-    online = {**adaptive.method_settings(cfg, "as2d_online"), "budget": chosen["bound"], "prior": chosen["prior"],
+    online = {**method_settings(cfg, "as2d_online"), "budget": chosen["bound"], "prior": chosen["prior"],
               **chosen["dev_choice"]["as2d_online"]}
     orders = ["+".join([s, *(r for r in resident if r != s)]) for s in resident]
     best = [min(replay(w, ReplayConfig("as2d_online", source=o, **online), profile).summary()["time"] for o in orders)
             for w in test]
-    assert rows[adaptive.RESIDENT_HINDSIGHT]["tps"] == pytest.approx(tokens / sum(best), rel=1e-12)
-    assert rows[adaptive.RESIDENT_HINDSIGHT]["config"] == f"min({', '.join(f'as2d_online/{o}' for o in orders)})"
+    assert rows[A.RESIDENT_HINDSIGHT]["tps"] == pytest.approx(tokens / sum(best), rel=1e-12)
+    assert rows[A.RESIDENT_HINDSIGHT]["config"] == f"min({', '.join(f'as2d_online/{o}' for o in orders)})"
     # The resident set is one of the candidates, the fixed source first.
     for name in ("as2d_sources", "as2d_adaptive"):
-        assert chosen["resident"][name] in adaptive.resident_sets(chosen["source"], ["qwen", "parakeet", "sensevoice"])
+        assert chosen["resident"][name] in A.resident_sets(chosen["source"], ["qwen", "parakeet", "sensevoice"])
         assert rows[name]["config"].startswith(f"{name}/{chosen['resident'][name]}/b")
 
 
@@ -76,9 +78,9 @@ def _test_ids(cfg, windows) -> set[str]:
 
 
 def test_resident_sets_by_hand():
-    assert adaptive.resident_sets("qwen", ["qwen", "parakeet", "sensevoice"]) == [
+    assert A.resident_sets("qwen", ["qwen", "parakeet", "sensevoice"]) == [
         "qwen", "qwen+parakeet", "qwen+sensevoice", "qwen+parakeet+sensevoice"]
-    assert adaptive.resident_sets("a", ["a", "b"]) == ["a", "a+b"]
+    assert A.resident_sets("a", ["a", "b"]) == ["a", "a+b"]
 
 
 def test_slot_acceptance_by_hand():
@@ -87,7 +89,7 @@ def test_slot_acceptance_by_hand():
 
     # Slots tried: min(a + 1, n) -> 2 (chain of 3, 1 accepted) + 2 (chain of 2, both) = 4; accepted 3.
     runs = [SimpleNamespace(records=[rec((1, 2, 3), 1), rec((), 0)]), SimpleNamespace(records=[rec((4, 5), 2)])]
-    assert adaptive.slot_acceptance(runs) == pytest.approx(0.75)
+    assert A.slot_acceptance(runs) == pytest.approx(0.75)
 
 
 @pytest.mark.parametrize("weights", ["[]", "[0,3]"])
