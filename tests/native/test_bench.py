@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from tests.native.test_calibrate import host_cfg, windows  # noqa: F401  (fixtures)
 from tests.native.test_native import audio, producer_dir, tiny_dir  # noqa: F401  (fixtures)
 from workbench.decoding import ROUND_COLUMNS

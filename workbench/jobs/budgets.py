@@ -38,7 +38,7 @@ def _mode(cfg: DictConfig) -> str:
 def _overrides(cfg: DictConfig) -> dict[str, int]:
     raw = cfg.get("device_budgets") or {}
     if not isinstance(raw, DictConfig):
-        raise ConfigError("device_budgets", f"must be a mapping device -> budget, e.g. {{redmi_note_9_pro: 3}}, "
+        raise ConfigError("device_budgets", f"must be a mapping device -> budget, e.g. device_budgets.<device>=3, "
                                             f"got {raw!r}")
     out = {}
     for name, b in OmegaConf.to_container(raw, resolve=True).items():
