@@ -77,3 +77,10 @@ def test_jobs_started_in_the_same_second_get_their_own_run_dirs():
     procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True) for _ in range(2)]
     dirs = [p.communicate(timeout=300)[0].strip() for p in procs]
     assert all(dirs) and dirs[0] != dirs[1], dirs  # a shared dir would mix their .hydra/ and files
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "abc"])
+def test_max_windows_must_be_positive_before_any_run(value):
+    with pytest.raises(ConfigError) as err:
+        check_common(_cfg("dataset=demo", f"dataset.max_windows={value}"))
+    assert err.value.key == "dataset.max_windows"

@@ -177,6 +177,20 @@ def _log_summary_files(result: JobResult, cfg: DictConfig, out: Path, files: lis
     log_dir_artifacts(out / ".hydra", "hydra")
 
 
+def _log_skipped_files(cfg: DictConfig, out: Path, result: JobResult) -> None:
+    """``dataset.on_bad_audio=skip``: the files the run went on without, as an artifact and a count."""
+    from .data.screen import skipped
+    from .jobs.base import write_json
+
+    ds = OmegaConf.to_container(cfg.dataset, resolve=True) if cfg.get("dataset") is not None else {}
+    if not ds.get("loader"):
+        return
+    files = skipped(ds)
+    result.metrics["dataset.skipped_files"] = float(len(files))
+    if files:
+        mlflow.log_artifact(str(write_json(files, out / "bad_audio.json")))
+
+
 def execute(cfg: DictConfig) -> JobResult:
     """Validate, run and track one job. Bad configs fail before an MLflow run exists."""
     from .tracking import log_children
@@ -203,6 +217,7 @@ def execute(cfg: DictConfig) -> JobResult:
                      parent_run_id=sweep, uri=cfg.tracking.uri) as run:
         _CURRENT_RUN[:] = [run.info.run_id]
         result = module.run(cfg, out)
+        _log_skipped_files(cfg, out, result)
         mlflow.set_tags(result.tags)
         if synthetic:
             mlflow.set_tag("SYNTHETIC", "true")

@@ -44,10 +44,23 @@ def test_splits_are_disjoint_in_draw_order_and_calibration_is_long() -> None:
     assert [w.window_id for w in s["test"]] == order[:20]
     assert [w.window_id for w in s["validation"]] == order[30:50]
     assert all(w.seconds >= 55 for w in s["calibration"])
-    with pytest.raises(ValueError, match=r"dataset.cohort.splits.test=61: librispeech has only 60 windows"):
+    with pytest.raises(ValueError, match=r"dataset.cohort: librispeech has 60 windows: splits.test=61 but 60 "):
         C.select(ws, {"splits": {"test": 61}})
-    with pytest.raises(ValueError, match="at least 99 s"):
+    with pytest.raises(ValueError, match="at least 99 s") as err:
         C.select(ws, {"splits": {"calibration": 1}, "calibration_min_seconds": 99})
+    assert "the longest is 58.0 s" in err.value.line() and "splits.calibration=0" in err.value.line()
+
+
+def test_every_split_count_is_checked_at_once() -> None:
+    ws = _windows(12, seconds=lambda i: 12.0)
+    with pytest.raises(C.ConfigError) as err:
+        C.select(ws, {"splits": {"test": 10, "dev": 5, "validation": 20, "calibration": 1},
+                      "calibration_min_seconds": 55})
+    line = err.value.line()
+    assert err.value.key == "dataset.cohort" and "\n" not in line
+    for piece in ("splits.dev=5 but 2 windows", "splits.validation=20 but 0 windows",
+                  "splits.calibration=1 but 0 windows of at least 55 s"):
+        assert piece in line
 
 
 def test_paper_cohort_counts() -> None:

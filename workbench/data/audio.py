@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from workbench.errors import AudioError
+
 log = logging.getLogger(__name__)
 SAMPLE_RATE = 16000
 WHISPER_MAX_SECONDS = 30.0
@@ -27,8 +29,8 @@ CLIP_LEVEL = 0.999  # |x| at or above this is full scale
 CLIP_SHARE = 0.01  # more than 1% of samples at full scale: clipped
 
 
-def _fail(source: str, problem: str, fix: str) -> ValueError:
-    return ValueError(f"audio {source}: {problem}. Fix: {fix}")
+def _fail(source: str, problem: str, fix: str) -> AudioError:
+    return AudioError(problem, where=f"audio {source}", fix=fix)
 
 
 def resample(audio: np.ndarray, rate: int, target: int = SAMPLE_RATE, source: str = "<array>") -> np.ndarray:

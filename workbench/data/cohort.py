@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.data.datasets.windows import DatasetWindow
+from workbench.errors import ConfigError
 
 PAPER_SEED = 20260915
 TRANSLATION_SALT = "20260923"
@@ -68,19 +69,30 @@ def draw_splits(ordered: Sequence[DatasetWindow], splits: Mapping[str, int | Non
     """Take each split's count in turn from ``ordered`` (``None`` = all that remain); disjoint.
 
     The calibration split takes the first remaining windows at least ``calibration_min_seconds``
-    long (the paper's calibration audio is a ~60 s window)."""
+    long (the paper's calibration audio is a ~60 s window). Every split's count is checked in the
+    same pass: a corpus too small for several splits is one ``ConfigError`` naming all of them."""
     rest = list(ordered)
     out: dict[str, list[DatasetWindow]] = {}
+    short: list[str] = []
     for name, count in splits.items():
         pool = [w for w in rest if w.seconds >= calibration_min_seconds] if name == CALIBRATION else rest
         n = len(pool) if count is None else int(count)
         if n < 0 or n > len(pool):
             what = f" of at least {calibration_min_seconds:g} s" if name == CALIBRATION else ""
-            raise ValueError(f"dataset.cohort.splits.{name}={count}: {dataset} has only {len(pool)} windows{what} "
-                             "left for it; lower the count or point dataset.root at the full split")
+            short.append(f"splits.{name}={count} but {len(pool)} windows{what} are left for it")
+            n = max(0, min(n, len(pool)))
         out[name] = pool[:n]
         taken = {w.window_id for w in out[name]}
         rest = [w for w in rest if w.window_id not in taken]
+    if short:
+        longest = max((w.seconds for w in ordered), default=0.0)
+        hint = (f"; no window is {calibration_min_seconds:g} s long (the longest is {longest:.1f} s: windows stop at "
+                "the model's audio limit), so lower dataset.cohort.calibration_min_seconds or set "
+                "dataset.cohort.splits.calibration=0"
+                if any(s.startswith(f"splits.{CALIBRATION}=") for s in short) and longest < calibration_min_seconds
+                else "")
+        raise ConfigError("dataset.cohort", f"{dataset} has {len(ordered)} windows: {'; '.join(short)}",
+                          fix=f"lower the counts or point dataset.root at the full split{hint}")
     return out
 
 

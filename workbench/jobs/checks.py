@@ -85,8 +85,15 @@ def check_source(cfg: DictConfig) -> None:
                           "(or several joined by '+')")
 
 
+def check_max_windows(cfg: DictConfig) -> None:
+    value = (cfg.get("dataset") or {}).get("max_windows")
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ConfigError("dataset.max_windows", f"must be an integer >= 1 or null (every window), got {value!r}")
+
+
 def check_common(cfg: DictConfig) -> None:
     """The checks every job runs first (``workbench.run.execute``)."""
     check_seeds(cfg)
+    check_max_windows(cfg)
     check_model_devices(cfg)
     check_source(cfg)

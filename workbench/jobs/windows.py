@@ -24,9 +24,15 @@ def synthetic_from_cfg(ds: DictConfig) -> list[Window]:
 
 def check_dataset_root(cfg: DictConfig) -> None:
     """A paper dataset's ``dataset.root`` holds its layout: checked in ``validate``, before any run exists."""
-    from workbench.data.datasets import check_dataset
+    from workbench.data.datasets import check_dataset, screen_dataset
 
-    check_dataset(OmegaConf.to_container(cfg.dataset, resolve=True))
+    ds = OmegaConf.to_container(cfg.dataset, resolve=True)
+    check_dataset(ds)
+    screen_dataset(ds)  # every file decoded and checked once: bad ones are listed now, not mid-run
+    if ds.get("loader"):
+        from workbench.data.datasets.materialize import check_cohort
+
+        check_cohort(ds, OmegaConf.to_container(cfg.model, resolve=True))  # every split count at once
 
 
 def check_real_audio(cfg: DictConfig) -> None:

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
+from workbench.data.screen import screen
+
 from . import ami, covost2, earnings22, fleurs, gigaspeech, kespeech, librispeech, m4singer, spgispeech, spoken_squad
 from .base import DatasetLayoutError, Segment, Utterance, require_dir
 from .hf import hf_rows, is_hf_dir
@@ -60,12 +62,21 @@ def check_dataset(ds: Mapping[str, Any]) -> None:
         mod.probe(root, ds)
 
 
+def screen_dataset(ds: Mapping[str, Any]) -> None:
+    """The validation pass (``workbench.data.screen``) over every part, before any run exists: with
+    ``dataset.on_bad_audio=error`` one line lists every bad file; ``skip`` remembers them."""
+    if not ds.get("loader"):
+        return
+    for part in part_configs(ds) if ds["loader"] == "combined" else [ds]:
+        screen(load_utterances(part), part)
+
+
 def dataset_windows(ds: Mapping[str, Any], model: Mapping[str, Any] | None = None) -> list[DatasetWindow]:
     """Complete-audio windows of the dataset under the model's audio limit (D.1.2)."""
     name = str(ds.get("loader") or ds.get("name"))
     win = dict(ds.get("window") or {})
     task = str(ds.get("task") or TASKS.get(name, "asr"))
-    utts = load_utterances(ds)
+    utts = screen(load_utterances(ds), ds)  # one validation pass: bad files stop the run or are skipped
     # HF copies of AMI hold each segment as its own clip: those windows concatenate instead
     spans = all(len(u.segments) == 1 and u.segments[0].data is None for u in utts)
     return build_windows(name, utts, task=task, mode=str(win.get("mode", "pack")),
@@ -73,5 +84,6 @@ def dataset_windows(ds: Mapping[str, Any], model: Mapping[str, Any] | None = Non
                          min_seconds=float(win.get("min_seconds", 0.0)), contiguous=name in CONTIGUOUS and spans)
 
 
-__all__ = ["LOADERS", "DatasetLayoutError", "check_dataset", "DatasetWindow", "Segment", "Utterance", "build_windows",
+__all__ = ["LOADERS", "DatasetLayoutError", "check_dataset", "screen_dataset",
+           "DatasetWindow", "Segment", "Utterance", "build_windows",
            "dataset_windows", "effective_max_seconds", "load_utterances", "loader", "model_max_seconds"]

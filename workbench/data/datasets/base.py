@@ -16,7 +16,9 @@ from typing import Any
 import numpy as np
 
 from workbench.data.audio import load_audio, validate_audio
-from workbench.errors import ConfigError
+from workbench.errors import AudioError, ConfigError
+
+AUDIO_SUFFIXES = (".flac", ".wav")  # wherever a layout names one, a file of the other is accepted
 
 
 class DatasetLayoutError(ConfigError):
@@ -113,8 +115,8 @@ def file_seconds(path: Path) -> float:
     try:
         info = sf.info(str(path))
     except Exception as e:  # soundfile raises several types for undecodable input
-        raise ValueError(f"audio {path}: cannot be read ({type(e).__name__}: {e}). Fix: convert it to "
-                         "WAV/FLAC (e.g. `ffmpeg -i in -ar 16000 -ac 1 out.wav`)") from e
+        raise AudioError(f"cannot be read ({type(e).__name__}: {e})", where=f"audio {path}",
+                         fix="convert it to WAV/FLAC (e.g. `ffmpeg -i in -ar 16000 -ac 1 out.wav`)") from e
     return info.frames / info.samplerate
 
 
@@ -124,9 +126,28 @@ def bytes_seconds(data: bytes, source: str) -> float:
     try:
         info = sf.info(io.BytesIO(data))
     except Exception as e:
-        raise ValueError(f"audio {source}: HF audio bytes cannot be decoded ({type(e).__name__}: {e})") from e
+        raise AudioError(f"HF audio bytes cannot be decoded ({type(e).__name__}: {e})", where=f"audio {source}",
+                         fix="re-save the HF copy, or point dataset.root at the native layout") from e
     return info.frames / info.samplerate
 
 
+def find_audio(path: Path) -> Path:
+    """The file a layout names, or its WAV/FLAC twin when only that one exists (else ``path``)."""
+    if path.is_file() or path.suffix.lower() not in AUDIO_SUFFIXES:
+        return path
+    for suffix in AUDIO_SUFFIXES:
+        twin = path.with_suffix(suffix)
+        if twin.is_file():
+            return twin
+    return path
+
+
 def whole_file(path: Path) -> Segment:
-    return Segment(path, file_seconds(path))
+    """A whole recording. An unreadable one gets duration 0 here: the validation pass before any
+    model work (``workbench.data.screen``) names it with every other bad file, instead of the first
+    one stopping the load."""
+    path = find_audio(path)
+    try:
+        return Segment(path, file_seconds(path))
+    except AudioError:
+        return Segment(path, 0.0)

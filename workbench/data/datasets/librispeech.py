@@ -12,12 +12,12 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .base import DatasetLayoutError, Utterance, whole_file
+from .base import DatasetLayoutError, Utterance, find_audio, whole_file
 from .hf import hf_segment
 
 NAME = "librispeech"
 LAYOUT = ("LibriSpeech/<subset>/<speaker>/<chapter>/<speaker>-<chapter>.trans.txt beside "
-          "<speaker>-<chapter>-<utt>.flac (root = LibriSpeech/ with dataset.subset, or the subset folder)")
+          "<speaker>-<chapter>-<utt>.flac or .wav (root = LibriSpeech/ with dataset.subset, or the subset folder)")
 
 
 def _subset_dir(root: Path, subset: str | None) -> Path:
@@ -45,9 +45,8 @@ def load(root: Path, opts: Mapping[str, Any]) -> list[Utterance]:
             if not line.strip():
                 continue
             utt, _, words = line.strip().partition(" ")
-            flac = trans.parent / f"{utt}.flac"
-            if not flac.is_file():
-                raise DatasetLayoutError(NAME, root, f"{trans} lists {utt} but {flac.name} is missing", LAYOUT)
+            # the .flac or its .wav twin; a missing or unreadable one is named by the validation pass
+            flac = find_audio(trans.parent / f"{utt}.flac")
             out.append(Utterance(utt, (whole_file(flac),), words.strip(), chapter, "en"))
     if not out:
         raise DatasetLayoutError(NAME, root, f"no utterances under {base}", LAYOUT)

@@ -18,6 +18,7 @@ from typing import Any
 
 from workbench.data import cohort as C
 from workbench.data.corpus import Clip, Corpus, default_corpus_dir
+from workbench.errors import ConfigError
 
 from . import dataset_windows
 from .parts import COMBINED, part_configs
@@ -64,10 +65,28 @@ def dataset_cohort(ds: Mapping[str, Any], model: Mapping[str, Any] | None = None
         return splits, pl.concat(frames)
     windows = dataset_windows(ds, model)
     if not windows:
-        raise ValueError(f"dataset.root={ds.get('root')}: no complete-audio window fits the limit "
-                         f"(model limit {model_max_seconds(model)} s, dataset.window.max_seconds)")
+        raise ConfigError(f"dataset.root={ds.get('root')}", "no complete-audio window fits the limit "
+                          f"(model limit {model_max_seconds(model)} s)", fix="check dataset.window.max_seconds")
     splits = C.select(windows, ds.get("cohort") or {})
     return splits, C.manifest(splits)
+
+
+def check_cohort(ds: Mapping[str, Any], model: Mapping[str, Any] | None = None) -> None:
+    """Draw the cohort once before any run exists: every split count of every part is checked at once,
+    and the split the run asks for exists (``dataset.split``)."""
+    splits: dict[str, list[DatasetWindow]] = {}
+    problems: list[ConfigError] = []
+    for part in part_configs(ds) if ds.get("loader") == COMBINED else [ds]:
+        try:
+            for name, ws in C.select(dataset_windows(part, model), part.get("cohort") or {}).items():
+                splits.setdefault(name, []).extend(ws)
+        except ConfigError as err:
+            problems.append(err)
+    if len(problems) == 1:
+        raise problems[0]
+    if problems:
+        raise ConfigError("dataset.cohort", " | ".join(p.what for p in problems), fix=problems[0].fix)
+    chosen_split(ds, splits)
 
 
 def chosen_split(ds: Mapping[str, Any], splits: Mapping[str, list[DatasetWindow]]) -> list[DatasetWindow]:
@@ -75,7 +94,8 @@ def chosen_split(ds: Mapping[str, Any], splits: Mapping[str, list[DatasetWindow]
     if name == SPLIT_ALL:
         return [w for ws in splits.values() for w in ws]
     if name not in splits:
-        raise ValueError(f"dataset.split={name!r}: the cohort has splits {sorted(splits)} (or 'all')")
+        raise ConfigError("dataset.split", f"{name!r} is not a split of the cohort",
+                          fix=f"choose one of {sorted(splits)} or 'all'")
     return list(splits[name])
 
 

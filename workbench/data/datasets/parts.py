@@ -17,11 +17,14 @@ def part_configs(ds: Mapping[str, Any]) -> list[dict[str, Any]]:
     from omegaconf import OmegaConf
 
     out = []
+    # settings of the whole run that every part follows unless the part sets its own
+    shared = {k: ds[k] for k in ("on_bad_audio",) if ds.get(k) is not None}
     for name, overrides in (ds.get("parts") or {}).items():
         path = CONF_DATASETS / f"{name}.yaml"
         if not path.is_file():
             raise ValueError(f"dataset.parts.{name}: no conf/dataset/{name}.yaml")
-        merged = OmegaConf.merge(OmegaConf.load(path), OmegaConf.create(dict(overrides or {})))
+        merged = OmegaConf.merge(OmegaConf.load(path), OmegaConf.create(shared),
+                                 OmegaConf.create(dict(overrides or {})))
         out.append(OmegaConf.to_container(merged, resolve=True))
     if not out:
         raise ValueError("dataset.parts: a combined dataset lists at least one part")
