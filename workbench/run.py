@@ -171,8 +171,12 @@ def _log_summary_files(result: JobResult, cfg: DictConfig, out: Path, files: lis
                            ("summary.html", summary_html(result.summary, title))):
             write_atomic(out / name, text.encode())
             mlflow.log_artifact(str(out / name))
+    host = sys.modules.get("workbench.native.fingerprint")  # not imported: no host profile priced anything
     reads = getattr(module, "READS", None)
-    for p in profile_files(cfg) if reads is None or "device" in reads else ():  # a file, not 150 params
+    # the profiles that priced the run: a file, not 150 params. The host is this machine's profile
+    # (cached or calibrated here), never conf/device/host.yaml's reference from another machine.
+    files = [p for p in profile_files(cfg) if p.stem != "host"] if reads is None or "device" in reads else []
+    for p in files + (host.priced_profiles() if host is not None else []):
         mlflow.log_artifact(str(p), "profiles")
     log_dir_artifacts(out / ".hydra", "hydra")
 

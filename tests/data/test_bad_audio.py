@@ -99,7 +99,7 @@ def test_error_lists_the_bad_files_before_any_run_and_skip_runs_without_them(tmp
     out = tmp_path / "skip"
     res = _cli(tmp_path, *common, "dataset.on_bad_audio=skip", f"hydra.run.dir={out}", f"out_dir={out}")
     assert res.returncode == 0, res.stderr[-3000:]
-    assert "skipping 4 bad file(s) of 7" in res.stderr
+    assert "skipping 4 bad file(s) of 7" in res.stdout + res.stderr  # one line (Hydra logs to stdout)
     mlflow.set_tracking_uri(f"sqlite:///{db}")
     (run,) = mlflow.search_runs(search_all_experiments=True, output_format="list",
                                 filter_string="tags.`as2d.role` = 'job'")

@@ -84,7 +84,7 @@ def test_other_machine_calibrates_once_then_uses_the_cache(tmp_path, cache):
         return load_profile(_write(path, machine_fingerprint()))
 
     first = host_profile(MODEL, "calibrate", reference=ref, calibrate=calibrate)
-    assert calls == [cached_profile_path(machine_fingerprint(), "whisper_base")]
+    assert calls == [cached_profile_path(machine_fingerprint(), MODEL)]
     assert str(calls[0]).startswith(str(cache)) and first.file == str(calls[0])
     again = host_profile(MODEL, "refuse", reference=ref, calibrate=_never)  # cached: no calibration, no refusal
     assert again.file == first.file and len(calls) == 1
@@ -93,7 +93,7 @@ def test_other_machine_calibrates_once_then_uses_the_cache(tmp_path, cache):
 def test_a_cache_from_an_older_calibration_is_measured_again_or_refused(tmp_path, cache):
     """No stale cache: a cached profile without the drift anchor predates the R_LIVE producer fit."""
     ref = _write(tmp_path / "host.yaml", {**machine_fingerprint(), "torch": "0.0.1"})
-    old = _write(cached_profile_path(machine_fingerprint(), "whisper_base"), machine_fingerprint(), anchored=False)
+    old = _write(cached_profile_path(machine_fingerprint(), MODEL), machine_fingerprint(), anchored=False)
     with pytest.raises(HostProfileMismatch, match="older calibration") as err:
         host_profile(MODEL, "refuse", reference=ref, calibrate=_never)
     assert "\n" not in str(err.value) and str(old) in str(err.value)
@@ -164,12 +164,12 @@ def test_packed_kernels_and_an_older_calibration_are_other_profiles(cache, tmp_p
     assert engine_label(MODEL) == "torch" and engine_label(packed) == "torch+packed"
     assert engine_label({**packed, "engine": "mnn"}) == "mnn"  # MNN has its own kernels
     ref = _write(tmp_path / "host.yaml", {**machine_fingerprint(), "torch": "0.0.1"})
-    _write(cached_profile_path(machine_fingerprint(), "whisper_base"), machine_fingerprint())
+    _write(cached_profile_path(machine_fingerprint(), MODEL), machine_fingerprint())
     assert host_profile(MODEL, "refuse", reference=ref, calibrate=_never).machine["engine"] == "torch"
     with pytest.raises(HostProfileMismatch):  # plain-kernel costs never price a packed target
         host_profile(packed, "refuse", reference=ref, calibrate=_never)
     old = {**machine_fingerprint(), "calibration": CALIBRATION_VERSION - 1}
-    _write(cached_profile_path(machine_fingerprint(), "whisper_base"), old)
+    _write(cached_profile_path(machine_fingerprint(), MODEL), old)
     calls = []
 
     def calibrate(path):

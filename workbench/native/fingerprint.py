@@ -12,9 +12,13 @@ It never prices with another machine's costs.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
-from collections.abc import Callable, Mapping
+import logging
+import os
+import time
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -25,6 +29,7 @@ from .calibrate import calibrate_host
 from .machine import CALIBRATION_VERSION, FIELDS, cpu_model, engine_label, machine_fingerprint
 from .windows import demo_windows
 
+log = logging.getLogger(__name__)
 OnMismatch = Literal["calibrate", "refuse"]
 ON_MISMATCH: tuple[str, ...] = ("calibrate", "refuse")
 QUICK_REPS = 3  # quick calibration: fewer repetitions than the D.2 protocol's 5, same fields
@@ -53,9 +58,77 @@ def profile_cache_dir() -> Path:
     return cache_root() / "host_profiles"
 
 
-def cached_profile_path(fp: Mapping[str, Any], model_name: str) -> Path:
-    """Cached profile of this machine for this model pair (a profile prices one pair)."""
-    return profile_cache_dir() / f"host-{model_name}-{fingerprint_id(fp)}.yaml"
+PAIR_FIELDS = ("dtype", "quantize", "kernels", "device", "vocabulary")  # per role: each changes a cost
+ROLES = ("target", "drafter", "serial_drafter")
+
+
+def pair_identity(model_cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """What of the model pair changes a host profile's numbers: the engine and kernels, each role's
+    dtype, quantization and device, the weights' identity (content hashes of the weight files,
+    memoized by path, size, mtime and inode: ``traces.cache_key``) and the calibration version."""
+    from workbench.traces.cache_key import weights_identity
+
+    roles = {r: {**{f: model_cfg[r].get(f) for f in PAIR_FIELDS}, "weights": weights_identity(model_cfg[r])}
+             for r in ROLES if isinstance(model_cfg.get(r), Mapping)}
+    return {"engine": engine_label(model_cfg), "mnn": model_cfg.get("mnn"), "roles": roles,
+            "calibration": CALIBRATION_VERSION}
+
+
+def cached_profile_path(fp: Mapping[str, Any], model_cfg: Mapping[str, Any]) -> Path:
+    """Cached profile of this machine for this model pair (a profile prices one pair): the name
+    carries the machine's fingerprint and the pair's identity, so another quantization, dtype,
+    kernel or set of weights is another file, never a reuse."""
+    pair = hashlib.sha256(json.dumps(pair_identity(model_cfg), sort_keys=True, default=str).encode()).hexdigest()
+    return profile_cache_dir() / f"host-{_model_name(model_cfg)}-{fingerprint_id(fp)}-{pair[:12]}.yaml"
+
+
+_PRICED: dict[str, Path] = {}  # the host profiles this process priced with (attached to the run)
+
+
+def priced_profiles() -> list[Path]:
+    """The host profile files that priced this process's runs (``workbench.run`` attaches them)."""
+    return list(_PRICED.values())
+
+
+def _priced(prof: DeviceProfile) -> DeviceProfile:
+    if prof.file and Path(prof.file).is_file():
+        _PRICED[str(prof.file)] = Path(prof.file)
+    return prof
+
+
+@contextlib.contextmanager
+def calibration_lock(path: Path, say: Callable[[str], None] = log.warning) -> Iterator[None]:
+    """One first-use calibration per cached profile at a time: a second job sharing ``AS2D_CACHE``
+    waits for the first (and says so once) instead of measuring on a machine the first one loads."""
+    import fcntl
+
+    lock = path.with_name(path.name + ".lock")
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "a+") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            say(f"waiting for another job's calibration of this machine (lock {lock})")
+            fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _load_cached(path: Path) -> DeviceProfile | None:
+    """The cached profile, or ``None`` when there is none; one that does not parse or validate is
+    moved aside (kept for a look) and rebuilt, with one line."""
+    if not path.exists():
+        return None
+    try:
+        return load_profile(path)
+    except Exception as err:  # YAML syntax, a missing key, a wrong type: all mean "not a usable profile"
+        aside = path.with_name(f"{path.name}.bad-{time.strftime('%Y%m%dT%H%M%S')}")
+        os.replace(path, aside)
+        log.warning("cached host profile %s is unusable (%s: %s); moved aside to %s and measured again",
+                    path, type(err).__name__, str(err).splitlines()[0][:200] if str(err) else "", aside)
+        return None
 
 
 def _model_name(model_cfg: Mapping[str, Any]) -> str:
@@ -82,16 +155,11 @@ def host_profile(
     if ref.exists():
         prof = load_profile(ref)
         if not differences(prof.machine, fp):
-            return prof
-    cached = cached_profile_path(fp, _model_name(model_cfg))
-    stale = False
-    if cached.exists():
-        prof = load_profile(cached)
-        # A cache written by a calibration older than the drift anchor (and its R_LIVE producer fit)
-        # prices this machine's producer wrongly (D.3): measure again, never reuse it.
-        stale = prof.anchor_ms is None
-        if not differences(prof.machine, fp) and not stale:
-            return prof
+            return _priced(prof)
+    cached = cached_profile_path(fp, model_cfg)
+    prof, stale = _usable(cached, fp)
+    if prof is not None:
+        return _priced(prof)
     if on_mismatch == "refuse":
         why = "; ".join(differences(load_profile(ref).machine, fp)) if ref.exists() else "no host profile"
         if stale:
@@ -105,10 +173,24 @@ def host_profile(
     if calibrate is None:
         def calibrate(path: Path) -> DeviceProfile:
             return quick_calibration(model_cfg, path, progress=progress)
-    prof = calibrate(cached)
+    with calibration_lock(cached):
+        prof, _ = _usable(cached, fp)  # the job that held the lock may have measured it meanwhile
+        if prof is None:
+            prof = calibrate(cached)
     if differences(prof.machine, fp):  # a calibration records this machine; anything else is a bug
         raise RuntimeError(f"calibration wrote a profile for another machine: {differences(prof.machine, fp)}")
-    return prof
+    return _priced(prof)
+
+
+def _usable(cached: Path, fp: Mapping[str, Any]) -> tuple[DeviceProfile | None, bool]:
+    """(the cached profile if it prices this machine, whether the cache is from an older calibration)."""
+    prof = _load_cached(cached)
+    if prof is None:
+        return None, False
+    # A cache written by a calibration older than the drift anchor (and its R_LIVE producer fit)
+    # prices this machine's producer wrongly (D.3): measure again, never reuse it.
+    stale = prof.anchor_ms is None
+    return (prof if not differences(prof.machine, fp) and not stale else None), stale
 
 
 def quick_calibration(model_cfg: Mapping[str, Any], path: str | Path, *, reps: int = QUICK_REPS,
@@ -120,6 +202,7 @@ def quick_calibration(model_cfg: Mapping[str, Any], path: str | Path, *, reps: i
     return profile
 
 
-__all__ = ["CALIBRATION_VERSION", "FIELDS", "ON_MISMATCH", "HostProfileMismatch", "cached_profile_path", "cpu_model",
+__all__ = ["CALIBRATION_VERSION", "FIELDS", "ON_MISMATCH", "HostProfileMismatch", "cached_profile_path",
+           "calibration_lock", "pair_identity", "priced_profiles", "cpu_model",
            "differences", "engine_label", "fingerprint_id", "host_profile", "machine_fingerprint",
            "quick_calibration"]

@@ -15,8 +15,9 @@ every model role that produces a trace row:
 logged as the run param ``trace_cache_key``. Each window's manifest also records its clip's audio
 sha256, so a re-synthesized clip re-collects just that window.
 
-File hashes are memoized in ``<cache>/hashes.json`` by (path, size, mtime): hashing 300 MB of
-weights once per job would cost seconds; a changed file has a new size or mtime.
+File hashes are memoized in ``<cache>/hashes.json`` by (path, size, mtime, inode, ctime): hashing
+300 MB of weights once per job would cost seconds; a changed file has a new size, mtime, inode or
+change time (an edit that restores size and mtime still moves the change time).
 """
 
 from __future__ import annotations
@@ -49,12 +50,13 @@ def _memo_path() -> Path:
 
 
 def file_sha256(path: str | Path) -> str:
-    """sha256 of a file, memoized by (real path, size, mtime_ns)."""
+    """sha256 of a file, memoized by (real path, size, mtime_ns, inode, ctime_ns): a file replaced
+    or edited in place has a new inode or change time even when it keeps its size and mtime."""
     from workbench.io import atomic_write_json
 
     p = Path(path).resolve()
     st = p.stat()
-    memo_key = f"{p}:{st.st_size}:{st.st_mtime_ns}"
+    memo_key = f"{p}:{st.st_size}:{st.st_mtime_ns}:{st.st_ino}:{st.st_ctime_ns}"
     memo_file = _memo_path()
     try:
         memo = json.loads(memo_file.read_text())
