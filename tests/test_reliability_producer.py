@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 
 PARENT = Path(__file__).with_name("producer_parent.py")
 
@@ -28,8 +29,10 @@ def _mapped_sems(pid: int) -> set[str]:
     return names
 
 
-def test_producer_exits_when_its_parent_dies_after_ready():
-    parent = subprocess.Popen([sys.executable, str(PARENT)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+@pytest.mark.parametrize("mode", ["ready", "run"])
+def test_producer_exits_within_5_s_when_its_parent_dies(mode):
+    """SIGKILL of the parent after "ready", and while the producer is generating a window."""
+    parent = subprocess.Popen([sys.executable, str(PARENT), mode], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True)
     if not select.select([parent.stdout], [], [], 600)[0]:
         parent.kill()
@@ -42,7 +45,7 @@ def test_producer_exits_when_its_parent_dies_after_ready():
     assert psutil.pid_exists(producer)
     parent.kill()  # SIGKILL: no cleanup code runs in the parent
     parent.wait()
-    deadline = time.time() + 30
+    deadline = time.time() + 5
     while psutil.pid_exists(producer) and time.time() < deadline:
         try:
             if psutil.Process(producer).status() == psutil.STATUS_ZOMBIE:

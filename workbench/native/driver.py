@@ -31,7 +31,7 @@ from workbench.decoding import (
 from workbench.errors import RunnerError
 
 from .messages import Done, Failed, Loaded, Message, PrepareWindow, Quit, Ready
-from .producer import Placement, ProducerSpec, producer_main
+from .producer import Placement, ProducerSpec, producer_main, spawn_start_method
 from .shared import NativeSource, SharedBuffer
 
 Stage = tuple[str, str, float, float, int]
@@ -143,21 +143,28 @@ class NativeHost:
         self._conn, child = ctx.Pipe()
         self._proc = ctx.Process(target=producer_main, name="as2d-producer", daemon=True,
                                  args=(child, self.shared, self.start_evt, self.stop_evt, self.spec))
-        self._proc.start()
+        with spawn_start_method():
+            self._proc.start()
+        child.close()  # only the child holds its end: its death is an EOF here at once, not a timeout
         self.placement["producer"] = self._recv(Loaded, self.ready_timeout, "loading its model").placement
 
     def _recv(self, kind: type[M], timeout: float, doing: str) -> M:
         """The next message, which must be a ``kind``; anything else is one clear ``ProducerError``."""
         msg: Message
-        if self._conn.poll(timeout):
+        deadline = time.monotonic() + timeout
+        while not self._conn.poll(min(1.0, timeout)):  # bounded slices: a dead producer is seen in a second
+            if self._proc is not None and not self._proc.is_alive():
+                msg = Failed(f"the producer process died (exit code {self._proc.exitcode})")
+                break
+            if time.monotonic() > deadline:
+                msg = Failed(f"no answer within {timeout:.0f} s")
+                break
+        else:
             try:
                 msg = self._conn.recv()
             except EOFError:
-                msg = Failed("the producer process exited")
-        elif self._proc is not None and not self._proc.is_alive():
-            msg = Failed(f"the producer process died (exit code {self._proc.exitcode})")
-        else:
-            msg = Failed(f"no answer within {timeout:.0f} s")
+                code = self._proc.exitcode if self._proc is not None else None
+                msg = Failed(f"the producer process exited (exit code {code})")
         if not isinstance(msg, kind):
             problem = msg.error if isinstance(msg, Failed) else f"expected {kind.__name__}, got {msg!r}"
             raise ProducerError(f"producer failed while {doing}: {problem}")
@@ -216,7 +223,13 @@ class NativeHost:
             self.start_evt.clear()
             self.stop_evt.clear()
             cap = max_output if producer_cap is None else producer_cap
-            self._conn.send(PrepareWindow(window_id, audio, cap, instruction))
+            try:
+                self._conn.send(PrepareWindow(window_id, audio, cap, instruction))
+            except (BrokenPipeError, OSError) as err:  # the producer died between windows
+                code = self._proc.exitcode if self._proc is not None else None
+                raise ProducerError(f"window {window_id}: the producer process is gone (exit code {code})",
+                                    fix="rerun; if it recurs, the producer's model does not run on this machine"
+                                    ) from err
             self._recv(Ready, self.ready_timeout, f"preparing window {window_id}")
         root = target.prefill()
         source = None

@@ -40,6 +40,19 @@ class Liveness:
             pass
         return True
 
+    def watch(self, period: float = SLICE_S) -> None:
+        """Exit this process at once when the parent is gone, whatever it is doing (loading a model,
+        producing a window): a daemon thread looks every ``period`` seconds. ``os._exit`` runs no
+        cleanup, and needs none: the parent's resource tracker unlinks the shared semaphores."""
+        import threading
+
+        def loop() -> None:
+            while self.alive():
+                time.sleep(period)
+            os._exit(0)
+
+        threading.Thread(target=loop, name="as2d-parent-watch", daemon=True).start()
+
     def check(self, doing: str) -> None:
         if not self.alive():
             raise ParentGone(f"parent process {self.parent_pid} is gone while {doing}")

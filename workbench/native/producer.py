@@ -272,6 +272,7 @@ def producer_main(conn: Any, shared: SharedBuffer, start: Any, stop: Any, spec: 
     Every wait is bounded and watches the parent (``liveness``): a parent that dies after "ready"
     no longer leaves this process waiting forever on ``start`` with its semaphores held."""
     life = Liveness()
+    life.watch()  # a parent killed mid-window (SIGKILL: no Quit) must not leave this process behind
     try:
         placement = spec.placement.apply()
         model = producer_model(spec)
@@ -295,6 +296,27 @@ def producer_main(conn: Any, shared: SharedBuffer, start: Any, stop: Any, spec: 
     except BaseException as err:  # report, then exit non-zero: the parent turns it into one clear error
         report_failure(conn, err)
         raise SystemExit(1) from err
+
+
+@contextmanager
+def spawn_start_method() -> Iterator[None]:
+    """Start a ``spawn`` child whatever this process's own start method is.
+
+    A spawned child re-applies the parent's process-wide start method before it runs anything.
+    Inside a joblib (loky) worker -- a Hydra sweep's job -- that method is ``loky``, which the
+    child cannot set up: it died at once with "cannot find context for 'loky'". The method is
+    ``spawn`` while the child starts, and the worker's own again after."""
+    import multiprocessing as mp
+
+    method = mp.get_start_method(allow_none=True)
+    if method in (None, "spawn", "fork", "forkserver"):
+        yield
+        return
+    mp.set_start_method("spawn", force=True)
+    try:
+        yield
+    finally:
+        mp.set_start_method(method, force=True)
 
 
 def report_failure(conn: Any, err: BaseException) -> None:

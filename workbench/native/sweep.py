@@ -23,7 +23,7 @@ from workbench.models.pair import ModelPair
 
 from .liveness import Liveness, ParentGone
 from .messages import Failed, Loaded, Passes, Quit, RunPasses
-from .producer import IDLE_TIMEOUT_S, ProducerModel, ProducerSpec, report_failure
+from .producer import IDLE_TIMEOUT_S, ProducerModel, ProducerSpec, report_failure, spawn_start_method
 from .samples import sample
 from .shared import SharedBuffer
 from .windows import AudioWindow
@@ -73,8 +73,8 @@ class ProducerLoad:
     def __init__(self, spec: ProducerSpec, audio: Any, cap: int) -> None:
         ctx = mp.get_context("spawn")
         self.stop = ctx.Event()
-        self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_producer_load_main, args=(child, spec, audio, cap, self.stop),
+        self.conn, self._child = ctx.Pipe()
+        self.proc = ctx.Process(target=_producer_load_main, args=(self._child, spec, audio, cap, self.stop),
                                 name="as2d-calib-producer", daemon=True)
 
     def _recv(self, kind: type, timeout: float = PASSES_TIMEOUT_S) -> Any:
@@ -90,7 +90,9 @@ class ProducerLoad:
         return msg
 
     def __enter__(self) -> ProducerLoad:
-        self.proc.start()
+        with spawn_start_method():  # under a joblib sweep's worker too
+            self.proc.start()
+        self._child.close()  # the child's end lives in the child only: its death is an EOF here
         self._recv(Loaded, 600)
         return self
 
