@@ -16,14 +16,20 @@
 # ```
 
 # %%
-from workbench.figures import families, report
+from workbench.figures import families, report, selection
 
 # %% tags=["parameters"]
-# None: $AS2D_NOTEBOOK_EXPERIMENT if set, else the job's default experiment (as2d-<job>).
-EXPERIMENT = None
+# Which runs to draw; the selection is printed below and named in every chart's subtitle. All None: the
+# newest `make demo` run (in a store without one, this job's newest runs). $AS2D_NOTEBOOK_EXPERIMENT
+# sets EXPERIMENT for every notebook.
+RUN = None         # a job run id (8 characters are enough), or a sweep parent's id: that sweep's job runs
+EXPERIMENT = None  # an experiment name: its newest job runs, each device x method drawn once
+BUDGET = None      # only runs whose As²d replays used this proposal budget (e.g. one job of a budget sweep)
+DATA = None        # "speech" or "synthetic": never pooled; None draws the newest selected run's kind
 
 # %%
-result = report.guarded(families.table4_12_slowdowns, EXPERIMENT)
+SELECT = selection.Selector(run=RUN, experiment=EXPERIMENT, budget=BUDGET, data=DATA)
+result = report.guarded(families.table4_12_slowdowns, SELECT)
 
 # %% [markdown]
 # Tables (paper and this run under separate labels), then the charts.

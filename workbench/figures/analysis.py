@@ -44,6 +44,15 @@ def gain_over_best_baseline(pooled: pl.DataFrame, method: str = "as2d") -> pl.Da
         (100 * (pl.col("this_run") / pl.col("best") - 1)).alias("gain_pct")).sort("device", "dataset")
 
 
+def speedup_vs_target(pooled: pl.DataFrame) -> pl.DataFrame:
+    """Pooled TPS over the same device's target-only pooled TPS (same dataset rows); devices whose TPS
+    differ by an order of magnitude compare on one axis. Rows without a target-only row are dropped."""
+    base = pooled.filter(pl.col("method") == "target_only").select(
+        *[c for c in ("device", "dataset") if c in pooled.columns], pl.col("tps").alias("tps_target"))
+    keys = [c for c in ("device", "dataset") if c in pooled.columns]
+    return pooled.join(base, on=keys).with_columns((pl.col("tps") / pl.col("tps_target")).alias("speedup"))
+
+
 def with_dataset(per_window: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
     if "dataset" in per_window.columns:
         return per_window

@@ -9,7 +9,7 @@ from __future__ import annotations
 import altair as alt
 import polars as pl
 
-METHOD_ORDER = ["target_only", "sd", "asp", "as2d_wo_td", "as2d_wo_bc", "as2d"]
+METHOD_ORDER = ["target_only", "sd", "asp", "as2d_wo_td", "as2d_wo_bc", "as2d", "as2d_online"]
 METHOD_LABEL = {
     "target_only": "Target-only",
     "sd": "SD (mean K=5..8)",
@@ -17,7 +17,27 @@ METHOD_LABEL = {
     "as2d_wo_td": "As²d w/o TD",
     "as2d_wo_bc": "As²d w/o BC",
     "as2d": "As²d",
+    "as2d_online": "As²d online",
 }
+# One colour per method in every figure (keyed by the label charts show); colour-blind-safe Tableau hues.
+METHOD_COLOR = {
+    "Target-only": "#7f7f7f",
+    "SD (mean K=5..8)": "#1f77b4",
+    "SpecASR (ASP)": "#ff7f0e",
+    "As²d w/o TD": "#9467bd",
+    "As²d w/o BC": "#8c564b",
+    "As²d": "#d62728",
+    "As²d online": "#2ca02c",
+}
+OTHER_COLOR = "#bcbd22"  # a label outside the catalog (e.g. a native row): one fixed hue, never a reused one
+
+
+def method_color(present: list[str] | pl.Series, title: str = "Method", field: str = "Method") -> alt.Color:
+    """The shared method palette for the labels ``present`` in a chart, in catalog order."""
+    labels = list(dict.fromkeys(str(x) for x in present))
+    order = [m for m in METHOD_COLOR if m in labels] + sorted(x for x in labels if x not in METHOD_COLOR)
+    return alt.Color(f"{field}:N", title=title, sort=order,
+                     scale=alt.Scale(domain=order, range=[METHOD_COLOR.get(x, OTHER_COLOR) for x in order]))
 
 
 def _need(df: pl.DataFrame, cols: list[str], what: str) -> None:
@@ -42,7 +62,7 @@ def tps_cdf(df: pl.DataFrame, title: str = "Per-window decoding throughput (Fig.
     base = alt.Chart(cdf).mark_line(interpolate="step-after").encode(
         x=alt.X("tps:Q", title="Decoding throughput (tokens/s)"),
         y=alt.Y("cdf:Q", title="Share of windows", scale=alt.Scale(domain=[0, 1])),
-        color=alt.Color("Method:N", sort=[METHOD_LABEL[m] for m in METHOD_ORDER], title="Method"),
+        color=method_color(cdf["Method"]),
     ).properties(width=260, height=180)
     return base.facet(facet=alt.Facet("device:N", title="Device profile"), columns=2).resolve_scale(
         x="independent"
@@ -168,7 +188,7 @@ def decomposition(df: pl.DataFrame, title: str = "Overlap decomposition D, V, O,
 
 
 def _title(title: str, subtitle: str | None) -> alt.TitleParams | str:
-    return alt.TitleParams(title, subtitle=[subtitle]) if subtitle else title
+    return alt.TitleParams(title, subtitle=subtitle.split("\n")) if subtitle else title
 
 
 def side_by_side_bars(df: pl.DataFrame, x: str, y: str, color: str, title: str, x_title: str, y_title: str,
@@ -181,7 +201,8 @@ def side_by_side_bars(df: pl.DataFrame, x: str, y: str, color: str, title: str, 
         x=alt.X(f"{x}:N", title=x_title, sort=x_sort or alt.Undefined),
         xOffset=alt.XOffset(f"{color}:N"),
         y=alt.Y(f"{y}:Q", title=y_title, scale=yscale),
-        color=alt.Color(f"{color}:N", title=color_title),
+        color=method_color(df[color], color_title, color) if color == "Method" else alt.Color(
+            f"{color}:N", title=color_title),
         tooltip=[x, color, alt.Tooltip(f"{y}:Q", format=".2f")],
     ).properties(width=300, height=220)
     # One shared y scale (the panels compare directly); x and its offset resolved per panel, or Vega-Lite
@@ -197,8 +218,11 @@ def saving_panels(df: pl.DataFrame, title: str = "Per-position batching saving R
     base = alt.Chart(df).mark_line(point=alt.OverlayMarkDef(size=60, filled=True), opacity=0.75).encode(
         x=alt.X("K:Q", title="Physical verification width K (tokens)", scale=alt.Scale(domainMin=1)),
         y=alt.Y("saving_pct:Q", title="Saving per verified position R(K) (%)"),
-        color=alt.Color("device:N", title="Device"),
-        shape=alt.Shape("device:N", legend=None),  # equal curves (derived profiles) stay distinguishable
+        # Curve labels name their source and date: long, so the legend sits below with no truncation.
+        color=alt.Color("device:N", title="Curve (device: where its numbers come from)",
+                        legend=alt.Legend(orient="bottom", direction="vertical", labelLimit=0, titleLimit=0,
+                                          columns=1)),
+        shape=alt.Shape("device:N", legend=None),  # curves that coincide stay distinguishable
         tooltip=["device", "K", alt.Tooltip("saving_pct:Q", format=".1f")],
     ).properties(width=260, height=220)
     return base.facet(column=alt.Column("provenance:N", title=None)).properties(title=_title(title, subtitle))
@@ -209,3 +233,23 @@ def slowdown_chart(df: pl.DataFrame, title: str = "Windows slower than target-on
     """Slower share per device and method, paper and this run in separate panels."""
     return side_by_side_bars(df, "Device", "slower_pct", "Method", title, "Device profile",
                              "Windows below target-only TPS (%)", "Method", subtitle, y_domain=[0, 100])
+
+
+def device_panels(df: pl.DataFrame, x: str, y: str, color: str, title: str, x_title: str, y_title: str,
+                  color_title: str, subtitle: str | None = None, x_sort: list[str] | None = None) -> alt.FacetChart:
+    """Grouped bars in one panel per device with its own y scale (devices differ by an order of magnitude).
+
+    ``color`` is usually ``provenance``: the paper's bar and this run's stand side by side, never blended.
+    """
+    _need(df, [x, y, color, "Device"], "device_panels")
+    enc = method_color(df[color], color_title, color) if color == "Method" else alt.Color(
+        f"{color}:N", title=color_title, sort=["paper (phones)"])
+    base = alt.Chart(df).mark_bar().encode(
+        x=alt.X(f"{x}:N", title=x_title, sort=x_sort or alt.Undefined),
+        xOffset=alt.XOffset(f"{color}:N", sort=["paper (phones)"]),
+        y=alt.Y(f"{y}:Q", title=y_title),
+        color=enc,
+        tooltip=[x, color, alt.Tooltip(f"{y}:Q", format=".2f")],
+    ).properties(width=220, height=180)
+    return base.facet(facet=alt.Facet("Device:N", title="Device profile (own y scale)"), columns=3).resolve_scale(
+        y="independent").properties(title=_title(title, subtitle))

@@ -19,6 +19,7 @@ from mlflow.entities import Run
 
 from .export import save_chart
 from .runs import MissingTable, NoRuns, log_files
+from .selection import Selection
 
 FIGURES_ENV = "AS2D_FIGURES_DIR"
 REPO = Path(__file__).resolve().parents[2]
@@ -33,6 +34,7 @@ class Result:
     tables: dict[str, pl.DataFrame] = field(default_factory=dict)  # labels begin "paper (phones)" / "this run"
     runs: list[Run] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    selection: Selection | None = None  # which runs were drawn; printed first by ``show``
 
 
 def run_subtitle(runs: list[Run]) -> str:
@@ -73,6 +75,8 @@ def show(result: Result | None) -> None:
     """Notes, then each labelled table, then each chart (rich output in Jupyter, text elsewhere)."""
     if result is None:
         return
+    if result.selection is not None:
+        print(result.selection.describe())
     try:
         from IPython.display import Markdown, display
     except ImportError:  # plain python: print instead

@@ -12,6 +12,7 @@ import tempfile
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 # Inside Jupyter without ipywidgets, tqdm.auto (imported by dependencies) warns on every kernel; the
 # warning says nothing about the analysis.
@@ -146,26 +147,34 @@ def load_table(run: Run, name: str, uri: str | None = None) -> pl.DataFrame:
         return pl.read_parquet(path)
 
 
-def latest_table(experiment_name: str, name: str, tags: Mapping[str, str] | None = None,
+def _runs_of(source: Any, tags: Mapping[str, str] | None, uri: str | None) -> tuple[list[Run], str]:
+    """The runs to draw from: a :class:`~workbench.figures.selection.Selection`'s, or an experiment's newest."""
+    if isinstance(source, str):
+        return find_runs(source, tags, uri), source
+    return list(source.runs), source.what
+
+
+def latest_table(source: Any, name: str, tags: Mapping[str, str] | None = None,
                  uri: str | None = None) -> tuple[pl.DataFrame, Run]:
-    """The table ``name`` from the newest matching run that has it, and that run."""
-    runs = find_runs(experiment_name, tags, uri)
+    """The table ``name`` from the newest run (of a selection, or an experiment) that has it, and that run."""
+    runs, what = _runs_of(source, tags, uri)
     for run in runs:
         if name in table_names(run, uri):
             return load_table(run, name, uri), run
-    raise MissingTable(f"no run in experiment '{experiment_name}' logged table '{name}' "
-                       f"({len(runs)} run(s) checked at {store_uri(uri)})")
+    raise MissingTable(f"no run of {what!r} logged table '{name}' ({len(runs)} run(s) checked at {store_uri(uri)})")
 
 
-def tables_by_device(experiment_name: str, name: str, tags: Mapping[str, str] | None = None,
+def tables_by_device(source: Any, name: str, tags: Mapping[str, str] | None = None,
                      uri: str | None = None, prefix: bool = False) -> tuple[pl.DataFrame, list[Run]]:
-    """One table per device, each from the newest run that covers that device, stacked.
+    """One table per device x method, each from the newest run that covers it, stacked.
 
-    Separate runs often cover different device profiles (a sweep over ``device=``); a device seen
-    in several runs is taken from the newest only, so old and new numbers are never mixed.
+    ``source`` is a selection (``workbench.figures.selection``) or an experiment name. Separate runs
+    often cover different devices or methods (a sweep over ``device=``, a job of one method); a pair
+    seen in several runs is taken from the newest only, so old and new numbers are never mixed and
+    no pair is drawn twice. Tables without a ``method`` column are drawn once per device.
     With ``prefix``, tables named ``<name>_<device>`` (the oracle job's layout) are collected.
     """
-    runs = find_runs(experiment_name, tags, uri)
+    runs, what = _runs_of(source, tags, uri)
     frames, used, seen = [], [], set()
     for run in runs:
         names = [n for n in table_names(run, uri) if (n.startswith(f"{name}_") if prefix else n == name)]
@@ -174,15 +183,18 @@ def tables_by_device(experiment_name: str, name: str, tags: Mapping[str, str] | 
             df = load_table(run, n, uri)
             if "device" not in df.columns:
                 df = df.with_columns(pl.lit(n.removeprefix(f"{name}_") if prefix else "?").alias("device"))
-            new = [d for d in df["device"].unique().to_list() if d not in seen]
+            keys = ["device", "method"] if "method" in df.columns else ["device"]
+            pairs = df.select(keys).unique().rows()
+            new = [p for p in pairs if p not in seen]
             if new:
-                frames.append(df.filter(pl.col("device").is_in(new)).with_columns(pl.lit(run.info.run_id).alias("run_id")))
+                fresh = pl.DataFrame(new, schema=df.select(keys).schema, orient="row")
+                frames.append(df.join(fresh, on=keys, how="semi").with_columns(pl.lit(run.info.run_id).alias("run_id")))
                 seen.update(new)
                 took = True
         if took:
             used.append(run)
     if not frames:
-        raise MissingTable(f"no run in experiment '{experiment_name}' logged table '{name}"
+        raise MissingTable(f"no run of {what!r} logged table '{name}"
                            f"{'_<device>' if prefix else ''}' ({len(runs)} run(s) checked at {store_uri(uri)})")
     return pl.concat(frames, how="diagonal_relaxed"), used
 
