@@ -336,8 +336,8 @@ def fig1_timeline(sel: Pick = None, method: str = "as2d") -> Result:
     if native is not None:
         (stages, run), (rounds, _) = native
         runs, clock = [run], "native host clock"
-        notes.clear()
     else:
+        notes.clear()  # the line below says what is shown instead
         stages, run = latest_table(selection, "stages")
         rounds, _ = latest_table(selection, "rounds")
         runs, clock = [run], "replay clock (device profile), not a native trace"
