@@ -32,6 +32,8 @@ EXPECTED = {
     "device_profile": ("profile error: conf/device/x.yaml: field 'costs.verify': injected field fault",
                        "injected field"),
     "producer_kept": ("producer error: window w0: injected producer fault", "injected producer"),
+    "mismatch": ("exactness error: job replay: 1 run(s) of our schemes did NOT match the greedy target output",
+                 "did NOT match"),
 }
 
 
@@ -67,7 +69,9 @@ def test_each_error_kind_is_one_line_rc_2_and_a_failed_run_with_the_message(tmp_
         errs = [ln for ln in lines if " error: " in ln]
         assert len(errs) == 1 and errs[0].startswith(line), (kind, lines)
         kept = [ln for ln in lines if ln.startswith("kept: ")]
-        assert kept == (["kept: 3 windows in tables/partial"] if kind == "producer_kept" else []), (kind, lines)
+        want = {"producer_kept": ["kept: 3 windows in tables/partial"],
+                "mismatch": [f"kept: every table of this run is logged with it and in {tmp_path}/out/mismatch"]}
+        assert kept == want.get(kind, []), (kind, lines)
     # an unexpected exception is a bug: its traceback stays, and it is not an rc-2 user error
     bug_lines, bug_rc = sections["bug"]
     assert bug_rc != 2 and any("ZeroDivisionError: injected bug" in ln for ln in bug_lines)
@@ -78,6 +82,8 @@ def test_each_error_kind_is_one_line_rc_2_and_a_failed_run_with_the_message(tmp_
     client = mlflow.MlflowClient()
     for kind, (_, piece) in EXPECTED.items():
         (run,) = [r for r in runs if piece in r.data.tags.get("error", "")]
+        if kind == "mismatch":  # what the run measured is kept with it
+            assert "tables/runs.parquet" in [a.path for a in client.list_artifacts(run.info.run_id, "tables")]
         log = Path(client.download_artifacts(run.info.run_id, "run.log", str(tmp_path / kind)))
         text = log.read_text()
         assert piece in text and "Traceback (most recent call last)" in text, kind  # the traceback is kept

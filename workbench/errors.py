@@ -98,6 +98,13 @@ class ProtocolError(WorkbenchError, ValueError):
     kind = "protocol"
 
 
+class MismatchError(WorkbenchError, AssertionError):
+    """A scheme of ours committed output that differs from the target's greedy output (a bug, never
+    a user's input): the run is FAILED, with what it measured kept."""
+
+    kind = "exactness"
+
+
 class RunnerError(WorkbenchError, RuntimeError):
     """The on-device runner failed to build, start, or finish."""
 

@@ -19,7 +19,7 @@ import mlflow
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from .errors import WorkbenchError
+from .errors import MismatchError, WorkbenchError
 from .jobs.base import ConfigError, JobResult, save_result
 from .jobs.checks import check_common
 from .tracking import clean_metrics, experiment_name, log_dir_artifacts, parent_run_id, tracked_run
@@ -232,8 +232,11 @@ def execute(cfg: DictConfig) -> JobResult:
             records = child_records(result.summary, result.metrics, result.tables, cfg)
             names = [r["name"] for r in records]
             log_children(run.info.run_id, records, sweep_parent=sweep)
-        if result.metrics.get("exactness_mismatches", 0) > 0:
-            log.error("%d window(s) did NOT match the greedy target output", result.metrics["exactness_mismatches"])
+        bad = int(result.metrics.get("exactness_mismatches", 0))
+        if bad > 0:  # one of our schemes broke exactness: the run fails, everything it measured is logged
+            print_summary(result, names)
+            raise MismatchError(f"{bad} run(s) of our schemes did NOT match the greedy target output",
+                                where=f"job {cfg.job}", kept=f"every table of this run is logged with it and in {out}")
     print_summary(result, names)
     print_checks(result.metrics)
     uri = mlflow.get_tracking_uri()

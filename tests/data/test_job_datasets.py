@@ -74,3 +74,15 @@ def test_an_override_the_job_would_ignore_is_one_line_and_no_run(tmp_path, args,
     errs = [ln for ln in res.stderr.splitlines() if " error: " in ln]
     assert len(errs) == 1 and errs[0].startswith(line) and "Traceback" not in res.stderr, res.stderr[-2000:]
     assert _no_runs(tmp_path)
+
+
+def test_an_hf_assisted_mismatch_is_that_baselines_and_ours_fail_the_job():
+    import polars as pl
+
+    from workbench.jobs.native import mismatches
+
+    runs = pl.DataFrame({"method": ["target_only", "as2d", "hf_assisted/whisper-base-int8", "hf_assisted/tiny"],
+                         "matched": [True, True, False, False]})
+    assert mismatches(runs) == {"exactness_mismatches": 0.0, "baseline_mismatches.hf_assisted": 2.0}
+    ours = runs.with_columns(pl.Series("matched", [True, False, True, True]))
+    assert mismatches(ours)["exactness_mismatches"] == 1.0
