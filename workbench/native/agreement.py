@@ -280,16 +280,30 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--profile", default=None, help="a frozen profile (default: calibrate now on the dev windows)")
     ap.add_argument("--calib-windows", type=int, default=1)
+    ap.add_argument("--calib-reps", type=int, default=5, help="repetitions of the calibration (D.2: at least 5)")
     ap.add_argument("--windows", type=int, default=None, help="evaluation windows (default: all)")
+    ap.add_argument("--split", choices=("demo", "test"), default="demo",
+                    help="test: the bench corpus's test split, calibrated on its dev split (speaker-disjoint)")
+    ap.add_argument("--dataset", default="bench", help="conf/dataset/<name>.yaml of the bench corpus (--split test)")
+    ap.add_argument("--engine", choices=("torch", "mnn"), default=None, help="default: the model's engine")
     ap.add_argument("--out-dir", default="outputs/native/agreement")
     args = ap.parse_args(argv)
     from workbench.models.registry import load_model_config
 
-    calib, evals = demo_windows()
+    if args.split == "test":
+        from .bench import dataset_config
+        from .windows import bench_windows
+
+        data = dataset_config(args.dataset)
+        calib, evals = bench_windows("dev", data, args.calib_windows), bench_windows("test", data, args.windows)
+    else:
+        calib, evals = demo_windows()
     profile = load_profile(args.profile) if args.profile else None
     cfg = load_model_config(args.model)
+    if args.engine:
+        cfg = {**cfg, "engine": args.engine}
     frame, summary = replay_agreement(calib[: args.calib_windows], evals[: args.windows], cfg, args.reps,
-                                      profile=profile, out_dir=args.out_dir,
+                                      profile=profile, out_dir=args.out_dir, calib_reps=args.calib_reps,
                                       command="python -m workbench.native.agreement " + " ".join(argv or sys.argv[1:]))
     with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=200, float_precision=2):
         print(frame)
