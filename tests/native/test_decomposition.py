@@ -179,3 +179,16 @@ def test_the_chart_stacks_terms_that_sum_to_each_windows_error():
     assert sums["pct"].to_list() == pytest.approx(err.sort("window_id")["signed_error_pct"].to_list(), abs=1e-9)
     spec = d3_terms.terms_chart(err, "test").to_dict()
     assert len(spec["layer"]) == 3
+
+
+def test_a_slope_within_the_noise_is_no_growth_and_one_stall_moves_nothing():
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    t, times = 0.01, [-0.001]
+    for p in range(1, 80):
+        t += (8.0 + rng.normal(0, 1.0) + (400.0 if p == 30 else 0.0)) / 1000  # noise and one stalled token
+        times.append(t)
+    raw = pl.DataFrame(publication_rows("w", "as2d", 0, times), schema=SAMPLE_SCHEMA)
+    curve = publication_curve(raw)
+    assert curve.b == 0.0 and curve.a == pytest.approx(8.0, abs=0.5)

@@ -42,8 +42,9 @@ RULES = {
                 "in this file was measured under this plan.",
     "R_GROWTH": "The producer's publication interval beside the target grows with its stream position "
                 "(attention over a longer context): a least-squares line over every publication interval of "
-                "the native As2d episodes; growth.per_token is its slope over its value at ref_tokens, and "
-                "the coexistence factor and startup are read from the same line.",
+                "the native As2d episodes (slope 0 unless it exceeds twice its standard error; level: the "
+                "median residual); growth.per_token is its slope over its value at ref_tokens, and the "
+                "coexistence factor and startup are read from the same line.",
 }
 
 
@@ -167,6 +168,7 @@ def loop_part(f: Fit) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------- producer
 GROWTH_MIN_INTERVALS = 20  # fewer native publication intervals than this: no curve, a constant cost
+GROWTH_SIGNIFICANCE = 2.0  # a slope within this many standard errors of zero is taken as none
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,15 +192,21 @@ def publication_curve(raw: pl.DataFrame) -> PublicationCurve | None:
         return None
     x, y = iv["offset"].to_numpy().astype(float), iv["ms"].to_numpy()
     b, a = np.polyfit(x, y, 1)
+    res = y - (a + b * x)
+    se = float(np.sqrt(res @ res / max(1, len(x) - 2) / max(1e-12, float(((x - x.mean()) ** 2).sum()))))
+    if abs(b) < GROWTH_SIGNIFICANCE * se:  # no growth this sample can tell from noise: a constant cost
+        b = 0.0
+    a = float(np.median(y - b * x))  # robust level: one stalled interval must not move every token
     ref = float(np.median(x))
     if a + b * ref <= 0:
         return None
-    return PublicationCurve(float(a), float(b), ref, iv.height)
+    return PublicationCurve(a, float(b), ref, iv.height)
 
 
 def _growth(f: Fit, curve: PublicationCurve) -> dict[str, Any]:
     src = f"fitted on host {f.date}, n={curve.n} native As2d publication intervals"
-    return {"per_token": {"v": round(curve.b / curve.at(curve.ref), 6), "source": f"{src}, least squares slope over "
+    how = "least squares slope" if curve.b else f"slope within {GROWTH_SIGNIFICANCE:g} standard errors of 0, taken as 0"
+    return {"per_token": {"v": round(curve.b / curve.at(curve.ref), 6), "source": f"{src}, {how} over "
                           "the interval at ref_tokens (R_GROWTH)"},
             "ref_tokens": {"v": round(curve.ref, 2), "source": f"{src}, median stream position (R_GROWTH)"}}
 
