@@ -35,6 +35,7 @@ EXPECTED = {
     "table13_14_tradeoff": ["table13_14_budget_tradeoff", "table13_14_paper_table14"],
     "d27_decomposition": ["d27_decomposition"],
     "d26_validation_grid": ["d26_validation_grid"],  # D.2.6: the full grid ranked on validation
+    "d45_same_input": ["d45_same_input"],  # D.4.5: the same window on every device of the replay run
     "d3_agreement": ["d3_paper_table7"],  # the host agreement panel needs the native demo run
     "sensitivity": ["sensitivity_oracle_gap", "sensitivity_ablation_tps"],  # D.4.3 / D.5
 }

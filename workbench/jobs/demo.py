@@ -29,6 +29,7 @@ from workbench.figures.paper import (
 from .base import ConfigError, JobResult
 from .budgets import budget_table, check_device_budgets, device_budget
 from .config import budget, check_models, check_widths, device_profile, methods
+from .corpus_accounting import corpus_accounting
 from .demo_traces import demo_corpus, demo_windows, load_model_pair
 from .evaluate import evaluate, per_window_method, summarize
 from .oracle import select_and_oracle
@@ -91,6 +92,8 @@ def run(cfg: DictConfig, out: Path) -> JobResult:
         sel_rows.append(row)
     tables["selection"] = pl.DataFrame(sel_rows)
     tables["device_budgets"] = budget_table(cfg, profiles)  # each phone at its deployed budget (A.2, D.2.6)
+    corpus_metrics, tables["corpus_accounting"] = corpus_accounting(cfg, windows)  # D.1.2
+    metrics.update(corpus_metrics)
     figures = {
         "tps_cdf": tps_cdf(tables["per_window"]),
         "batching_saving": batching_saving(saving_frame(profiles)),

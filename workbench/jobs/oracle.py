@@ -35,6 +35,7 @@ from workbench.replay.trajectory import Window
 from .base import ConfigError, JobResult
 from .budgets import budget_origin, check_device_budgets, device_budget
 from .config import devices, source_roles
+from .corpus_accounting import corpus_accounting
 from .windows import check_dataset_root, cohort_tables, load_windows
 
 
@@ -160,6 +161,8 @@ def run(cfg: DictConfig, out: Path) -> JobResult:
         metrics.update(m)
         tables.update(t)
         rows.append(row)
+    corpus_metrics, tables["corpus_accounting"] = corpus_accounting(cfg, windows)  # D.1.2
+    metrics.update(corpus_metrics)
     budgets_all = pl.concat([t for k, t in tables.items() if k.startswith("dev_budgets_")])
     summary = pl.DataFrame(rows)
     figures = {"budget_tradeoff": budget_tradeoff(budgets_all)}

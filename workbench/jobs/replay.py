@@ -19,6 +19,7 @@ from workbench.replay.metadata import device_table
 from .base import ConfigError, JobResult
 from .budgets import budget_table, check_device_budgets, device_budget
 from .config import budget, check_widths, devices, methods
+from .corpus_accounting import corpus_accounting
 from .evaluate import evaluate, per_window_method, summarize
 from .windows import check_dataset_root, cohort_tables, load_windows, quality_report
 
@@ -54,6 +55,8 @@ def run(cfg: DictConfig, out: Path) -> JobResult:
     flat["windows"] = float(len(windows))
     quality, quality_tables = quality_report(cfg, windows)  # describes the target: every method reproduces it
     flat.update(quality)
+    corpus_metrics, corpus = corpus_accounting(cfg, windows)  # D.1.2: requests, distinct audio, hours, tokens
+    flat.update(corpus_metrics)
     per = per_window_method(frames["windows"])
     figures = {"tps_cdf": tps_cdf(per)}
     if "D" in summary.columns:
@@ -62,6 +65,7 @@ def run(cfg: DictConfig, out: Path) -> JobResult:
         figures["decomposition"] = decomposition(dec)
     tags = {"synthetic": str(bool(cfg.dataset.synthetic)), "source": str(source)}
     tables = {**frames, "per_window": per, "summary": summary, "device_budgets": budget_table(cfg, profiles),
+              "corpus_accounting": corpus,
               **cohort_tables(cfg), **quality_tables}
     tables.update(work_tables(frames, per))
     phones = [p for p in profiles if p.metadata is not None]

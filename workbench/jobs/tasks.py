@@ -28,6 +28,7 @@ from workbench.figures.paper import _title
 from .base import JobResult
 from .budgets import budget_table
 from .config import devices, methods
+from .corpus_accounting import corpus_accounting
 from .evaluate import evaluate
 from .replay import validate as replay_validate
 from .windows import load_windows, quality_report
@@ -94,12 +95,15 @@ def run(cfg: DictConfig, out: Path) -> JobResult:
     flat["windows"] = float(len(windows))
     quality, quality_tables = quality_report(cfg, windows)
     flat.update(quality)
+    corpus_metrics, corpus = corpus_accounting(cfg, windows)  # D.1.2: requests, distinct audio, hours, tokens
+    flat.update(corpus_metrics)
     synthetic = bool(cfg.dataset.synthetic)
     costs = ", ".join(f"{p.name} ({p.file.split('#')[-1].split('/')[-1]})" for p in profiles)
     sub = f"{costs}; " + ("SYNTHETIC windows, not speech" if synthetic else f"dataset {cfg.dataset.name}")
     # child runs' plain ``tps`` is Table 3's: over useful tokens
     summary = table.select("device", "dataset", "method", pl.col("tps_useful").alias("tps"), "acceptance",
                            "coverage", "k_gt1_share", "gain_pct")
-    tables = {**frames, "table3": table, "device_budgets": budget_table(cfg, profiles), **quality_tables}
+    tables = {**frames, "table3": table, "device_budgets": budget_table(cfg, profiles),
+              "corpus_accounting": corpus, **quality_tables}
     return JobResult(flat, tables, {"table3": task_chart(table, sub)}, summary,
                      {"synthetic": str(synthetic), "source": str(cfg.source)})

@@ -1,0 +1,71 @@
+"""The same input on several devices (D.4.5): one representative window per dataset, every phone.
+
+D.4.5 picks each dataset's Table 1 case on Xiaomi 14 (the completed window nearest the median gain
+of As²d over the faster of SD and SpecASR, >= 64 target tokens, ties by id) and shows the K70
+read-speech case on *the same audio* "rather than selecting a second favorable input": a
+different device on one shared input. This module applies that rule on a reference device of a
+multi-device replay run and reports the very same windows on every other device of the run --
+never a second selection. The paper prints the Xiaomi 14 side only (Table 1); the other devices'
+values are this run's.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import polars as pl
+
+from . import analysis as A
+from . import paper_values as PV
+from .paper import METHOD_LABEL, _title
+from .report import Result, run_subtitle
+from .runs import MissingTable, experiment, tables_by_device
+
+METHODS = ("target_only", "sd", "asp", "as2d")
+
+
+def same_input(per_window: pl.DataFrame, reference: str) -> pl.DataFrame:
+    """Per dataset: the reference device's representative window, with every device's TPS on it."""
+    cases = A.representative_windows(per_window).filter(pl.col("device") == reference)
+    picked = cases.select("dataset", "window_id")
+    wide = per_window.pivot(on="method", index=["device", "window_id", "dataset"], values="tps")
+    out = picked.join(wide, on=["dataset", "window_id"], how="left").with_columns(
+        (100 * (pl.col("as2d") / pl.max_horizontal("sd", "asp") - 1)).alias("gain_pct"),
+        (pl.col("as2d") / pl.col("target_only")).alias("speedup"),
+        (pl.col("device") == reference).alias("reference"))
+    return out.select("dataset", "window_id", "device", "reference", *METHODS, "gain_pct", "speedup").sort(
+        "dataset", pl.col("reference").not_(), "device")
+
+
+def same_input_chart(cases: pl.DataFrame, subtitle: str) -> alt.TopLevelMixin:
+    long = cases.unpivot(index=["dataset", "window_id", "device"], on=list(METHODS), variable_name="method",
+                         value_name="tps").with_columns(pl.col("method").replace(METHOD_LABEL).alias("Method"))
+    bars = alt.Chart(long).mark_bar().encode(
+        x=alt.X("device:N", title=None),
+        xOffset=alt.XOffset("Method:N", sort=[METHOD_LABEL.get(m, m) for m in METHODS]),
+        y=alt.Y("tps:Q", title="Window throughput (tokens/s)"),
+        color=alt.Color("Method:N", sort=[METHOD_LABEL.get(m, m) for m in METHODS]),
+        tooltip=["window_id", "device", "Method", "tps"]).properties(width=220, height=200)
+    title = _title("The same input on every device (D.4.5): each dataset's representative window", subtitle)
+    return bars.facet(facet=alt.Facet("dataset:N", title=None), columns=3).properties(title=title)
+
+
+def cross_device(exp: str | None = None, prefer: str = "xiaomi_14") -> Result:
+    """D.4.5's same-input comparison from the newest replay runs covering two or more devices."""
+    exp = exp or experiment("as2d-replay")
+    per, runs = tables_by_device(exp, "per_window")
+    windows, _ = tables_by_device(exp, "windows")
+    per = A.with_dataset(per, windows)
+    devices = sorted(per["device"].unique().to_list())
+    if len(devices) < 2:
+        raise MissingTable(f"experiment '{exp}' covers one device ({devices}); run a replay over two or more: "
+                           "python -m workbench.run experiment=replay +devices=[xiaomi_14,k70_pro]")
+    reference = prefer if prefer in devices else devices[0]
+    cases = same_input(per, reference)
+    notes = [] if reference == prefer else [f"{prefer} is not in these runs: the cases are picked on {reference}"]
+    return Result("d45", {"same_input": same_input_chart(cases, f"cases picked on {reference}; " + run_subtitle(runs))},
+                  {f"{PV.PAPER}: Table 1 (Xiaomi 14; the paper prints no other device's TPS on these inputs)":
+                   PV.table1().drop("provenance", "source"),
+                   f"{PV.THIS_RUN}: the {reference} cases on every device": cases}, runs, notes)
+
+
+__all__ = ["cross_device", "same_input", "same_input_chart"]
