@@ -38,6 +38,7 @@ JOBS = {
     "calibrate_host": "calibrate",
     "demo": "demo",
     "context_probe": "context_probe",  # Fig. 3(b), B.3.2
+    "ctc_probe": "ctc_probe",  # B.1 with chunk (CTC) proposers
     "sensitivity": "sensitivity",  # D.4.3 / D.5 cost scenarios
     "phone_info": "phone",  # phone_runner over adb
     "calibrate_phone": "phone",
