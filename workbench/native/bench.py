@@ -66,7 +66,8 @@ def profile_costs(profile: DeviceProfile, drafter_forward: float = 0.0) -> Round
 
 def default_methods(model_cfg: dict[str, Any], same_vocab_cfg: dict[str, Any] | None,
                     profile: DeviceProfile | None = None, batches: Sequence[int] = (),
-                    kernels: Sequence[str] = (), hf: bool = True, budgets: Sequence[int] = ()) -> list[Method]:
+                    kernels: Sequence[str] = (), hf: bool = True, budgets: Sequence[int] = (),
+                    as2d_kernels: Sequence[str] | None = None) -> list[Method]:
     """target-only (1 and 2 threads), HF assisted (same-vocab int8 base; cross-tokenizer tiny.en),
     SD and ASP with the serial drafter, As²d with each producer; with this machine's ``profile``
     also as2d_online (chain length per round from the machine's per-width costs, up to ``online_cap``)
@@ -74,8 +75,10 @@ def default_methods(model_cfg: dict[str, Any], same_vocab_cfg: dict[str, Any] | 
     has finished (``+cores``, ``driver.JoiningCores``); for each of
     ``batches`` other than the configured one, also As²d publishing batches of that size (``@batchN``);
     for each of ``budgets`` other than the pair's b, also fixed As²d at that budget (``@bN``);
-    for each of ``kernels`` other than the target's, also target-only (1 and 2 threads) and As²d with the
-    target on those linear kernels (``/plain``, ``@plain``; ``models.packed_linear``), a second target in memory."""
+    for each of ``kernels`` other than the target's, also target-only (1 and 2 threads) and, for those also
+    in ``as2d_kernels`` (None: all of them), As²d with the target on those linear kernels (``/plain``,
+    ``@plain``; ``models.packed_linear``), a second target in memory."""
+    as2d_kernels = kernels if as2d_kernels is None else as2d_kernels
     main = host_setup(model_cfg)
     pair = main.pair
     if profile is not None:
@@ -118,7 +121,8 @@ def default_methods(model_cfg: dict[str, Any], same_vocab_cfg: dict[str, Any] | 
             # best target-only is the best over threads x kernels (x engines: mnn_target_only)
             ms[2:2] = [Method(f"target_only@1t/{k}", "native", other, 1, "target_only"),
                        Method(f"target_only@2t/{k}", "native", other, 2, "target_only")]
-            ms.append(Method(f"as2d/{other.source}@{k}", "native", other, 1, "as2d"))
+            if k in as2d_kernels:
+                ms.append(Method(f"as2d/{other.source}@{k}", "native", other, 1, "as2d"))
     if same_vocab_cfg is not None:
         # the second producer publishes batches of the main pair's size; one target model in memory
         alt = {**same_vocab_cfg["drafter"], "batch_tokens": pair.batch_tokens}
@@ -161,6 +165,9 @@ def _hf_run(m: Method, w: AudioWindow) -> tuple[list[int], float]:
     return out[0].tolist()[len(proto.prompt_ids):], max(wall - t_pre, 1e-9)
 
 
+REFERENCE = "target_only@1t"  # every run's output is audited against this method's on the same window
+
+
 def _host_key(m: Method) -> tuple[int, Any]:
     return id(m.setup.producer), m.setup.verifier
 
@@ -201,7 +208,7 @@ def run_bench(windows: Sequence[AudioWindow], methods: Sequence[Method], repeats
                         r = run_scheme(hosts[_host_key(m)], m.setup, w, m.scheme)
                         out, t, fault = list(r.output), r.time, r.fault
                     bar.update(1)
-                    if m.name == "target_only@1t" and w.window_id not in refs:
+                    if m.name == REFERENCE and w.window_id not in refs:
                         refs[w.window_id] = tuple(out)
                     if rep < 0:
                         continue
@@ -286,7 +293,8 @@ def _methods(args: Any, cfg: dict[str, Any], profile: DeviceProfile | None) -> t
         return methods, "mnn/as2d", (mnn, torch_setup)
     alt = load_model_config(args.same_vocab_model) if args.same_vocab_model else None
     batches = [*args.batches, *([1] if args.single_token_batches else [])]
-    methods = default_methods(cfg, alt, profile, batches, args.kernels, hf=args.hf, budgets=args.budgets)
+    methods = default_methods(cfg, alt, profile, batches, args.kernels, hf=args.hf, budgets=args.budgets,
+                              as2d_kernels=args.as2d_kernels)
     if args.mnn_baseline:  # best target-only is the best over engines too
         from .mnn_bench import mnn_target_only
 
@@ -339,7 +347,11 @@ def parser() -> Any:
                     help="also fixed As²d at these proposal budgets b (choose on dev, e.g. 2 5 7)")
     ap.add_argument("--single-token-batches", action="store_true", help="same as --batches 1")
     ap.add_argument("--kernels", nargs="*", default=["plain", "packed"],
-                    help="target-only and As²d also with the target's linears on these kernels (models.packed_linear)")
+                    help="target-only also with the target's linears on these kernels (models.packed_linear)")
+    ap.add_argument("--as2d-kernels", nargs="*", default=[],
+                    help="As²d too on these of --kernels (each a second target in memory)")
+    ap.add_argument("--only", nargs="*", default=[],
+                    help="run only methods whose names match these globs (e.g. 'target_only*' sd asp 'as2d_online*')")
     ap.add_argument("--no-hf", dest="hf", action="store_false",
                     help="leave HF assisted generation out (it is no goal's baseline; it is the slowest to run)")
     ap.add_argument("--no-mnn-baseline", dest="mnn_baseline", action="store_false",
@@ -379,6 +391,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     windows = bench_eval_windows(args.split, args.dataset, args.windows, args.max_seconds)
     print(f"split {args.split}: {len(windows)} windows ({args.dataset if args.split != 'demo' else 'demo corpus'})")
     methods, prefix, engines = _methods(args, cfg, profile)
+    if args.only:  # the exactness reference always runs: every other method is judged against it
+        from fnmatch import fnmatch
+
+        methods = [m for m in methods if m.name == REFERENCE or any(fnmatch(m.name, g) for g in args.only)]
+    print("methods: " + ", ".join(m.name for m in methods))
     frames = run_bench(windows, methods, args.repeats, out_dir=out_dir)
     if engines is not None:  # MNN: forward costs of both engines and F.6 agreement
         from .mnn_bench import engine_costs, f6_agreement
