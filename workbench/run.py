@@ -273,9 +273,38 @@ def report_error(err: WorkbenchError) -> None:
             print(f"(run.log stays in {log_file}: {type(attach).__name__})", file=sys.stderr)
 
 
+_WATCHING: list[bool] = []
+ORPHAN_GRACE_S = 10.0  # after the sweep's parent died: time to mark the run FAILED before the worker exits
+
+
+def _end_with_the_sweep() -> None:
+    """A sweep job in a launcher's worker process ends when the sweep's parent dies (``kill -9``):
+    SIGTERM marks its run FAILED and closes the producer, then the worker exits. Launcher workers
+    were left running, with their resource trackers and semaphores, for as long as the job took."""
+    import multiprocessing as mp
+    import signal
+    import threading
+    import time
+
+    if mp.current_process().name == "MainProcess" or _WATCHING:
+        return
+    _WATCHING.append(True)  # one watch per worker, however many jobs it runs
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(ORPHAN_GRACE_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="as2d-sweep-watch", daemon=True).start()
+
+
 @hydra.main(config_path="../conf", config_name="config", version_base="1.3")
 def _hydra_main(cfg: DictConfig) -> None:
     _CURRENT_RUN.clear()
+    _end_with_the_sweep()
     try:
         execute(cfg)
     except WorkbenchError as err:
