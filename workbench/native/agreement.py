@@ -20,7 +20,12 @@ With a profile that anchors several widths, the probe also times idle verify cal
 ``width_signed_error_pct`` prices each width by its own drift (``drift.width_shape``). It is reported
 beside the verdict, not in it: on this VM it helped in one run and hurt in the next (README).
 
-Run ``python -m workbench.native.agreement``.
+**Decomposition** (``decomposition.py``): each window's signed error split into terms that add up to it
+(publication curve, readiness, verify cost concurrent / idle, loop work, drain), from the native run's
+own recorded events; the ``d_<term>`` columns, printed per window, charted by ``notebooks/d3_agreement``.
+
+Run ``python -m workbench.native.agreement --reps 5`` (``--split test``: the bench corpus's test split,
+calibrated on its dev split; ``--engine mnn``: the MNN engine with its own host profile).
 """
 
 from __future__ import annotations
