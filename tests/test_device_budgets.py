@@ -58,8 +58,8 @@ def test_two_device_replay_runs_each_device_at_its_own_budget(tmp_path: Path):
     assert res.returncode == 0, res.stderr[-2000:]
     children = {c.data.params["device"]: c for c in runs(db, "config") if c.data.params["method"] == "as2d"}
     assert {d: c.data.params["budget"] for d, c in children.items()} == {"k70_pro": "7", "redmi_note_9_pro": "3"}
-    assert children["k70_pro"].info.run_name == "as2d-b7-k70_pro-replay"
-    assert children["redmi_note_9_pro"].info.run_name == "as2d-b3-redmi_note_9_pro-replay"
+    assert children["k70_pro"].info.run_name == "as2d-b7-k70_pro-replay-synthetic"
+    assert children["redmi_note_9_pro"].info.run_name == "as2d-b3-redmi_note_9_pro-replay-synthetic"
     budgets = pl.read_parquet(tmp_path / "out" / "tables" / "device_budgets.parquet")
     assert budgets.sort("device").rows() == [("k70_pro", 7, "profile"), ("redmi_note_9_pro", 3, "profile")]
     # the widest verified round on Note 9 never exceeds its deployed K <= b + 1 = 4

@@ -191,16 +191,30 @@ def test_multirun_has_a_parent_run_with_tagged_children(tmp_path):
     assert all(c.data.tags["mlflow.parentRunId"] in jobs and c.data.tags["sweep_parent"] == pid for c in configs)
     assert all(c.data.metrics["tps"] > 0 for c in configs)
     as2d = sorted((c.data.params["budget"], c.info.run_name) for c in configs if c.data.params["method"] == "as2d")
-    assert as2d == [("1", "as2d-b1-k70_pro-replay"), ("3", "as2d-b3-k70_pro-replay")]
+    assert as2d == [("1", "as2d-b1-k70_pro-replay-synthetic"), ("3", "as2d-b3-k70_pro-replay-synthetic")]
     for c in configs:  # a configuration's budget is the budget of the job that ran it
         if c.data.params["method"] == "as2d":
             assert c.data.params["budget"] == jobs[c.data.tags["mlflow.parentRunId"]]
     # The as2d child of the budget-3 job reports the job's own as2d TPS under the plain name.
     b3 = next(r for r in children if r.data.params["model.budget"] == "3")
-    c3 = next(c for c in configs if c.info.run_name == "as2d-b3-k70_pro-replay")
-    assert c3.data.metrics["tps"] == pytest.approx(b3.data.metrics["k70_pro.as2d.tps"])
+    c3 = next(c for c in configs if c.info.run_name == "as2d-b3-k70_pro-replay-synthetic")
+    assert b3.info.run_name == "replay-k70_pro-b3-synthetic" and not any(k.startswith("k70_pro.as2d.")
+                                                                          for k in b3.data.metrics)
+    assert c3.data.metrics["tps"] > 0 and c3.data.tags["mlflow.note.content"].startswith("as2d/")
     names = {a.path for a in mlflow.MlflowClient().list_artifacts(pid)}
     assert {"summary.md", "summary.html", "summary.parquet"} <= names
+    # The sweep answers at sweep level: its own target-only once, each as2d configuration's speedup over it,
+    # sortable metrics on the parent, and the table and the parent's URL on the console.
+    parent = mlflow.MlflowClient().get_run(pid)
+    by_name = {c.info.run_name: c for c in configs}
+    t = by_name["target_only-k70_pro-replay-synthetic"].data.metrics["tps"]
+    best = max(c.data.metrics["tps"] for c in configs if c.data.params["method"] == "as2d")
+    assert parent.data.metrics["best_speedup"] == pytest.approx(best / t)
+    assert parent.data.metrics["configurations"] == 3  # target-only once, two as2d budgets
+    assert parent.data.tags["best_config"].startswith("as2d-b") and "best speedup" in parent.data.tags[
+        "mlflow.note.content"]
+    assert f"sweep parent run {pid} (FINISHED); open it: python -m workbench.ui" in res.stdout
+    assert "best speedup" in res.stdout
 
 
 @pytest.mark.parametrize("launcher, target", [

@@ -22,7 +22,8 @@ from omegaconf import DictConfig, OmegaConf
 from .errors import MismatchError, WorkbenchError
 from .jobs.base import ConfigError, JobResult, save_result
 from .jobs.checks import check_common
-from .tracking import clean_metrics, experiment_name, log_dir_artifacts, parent_run_id, tracked_run
+from .tracking import DESCRIPTION_TAG, clean_metrics, experiment_name, log_dir_artifacts, parent_run_id, tracked_run
+from .tracking import flatten as flatten_cfg
 
 log = logging.getLogger("workbench")
 
@@ -108,14 +109,17 @@ def say(text: str) -> None:
     _to_log_file(text)
 
 
-def print_summary(result: JobResult, names: list[str] | None = None) -> None:
+def print_summary(result: JobResult, names: list[str] | None = None, sources: dict[str, str] | None = None) -> None:
+    """The job's summary on the console: speedup and oracle gap first; sources named by their producers."""
     if result.summary is None:
         return
     import polars as pl
 
-    compact = ["run", "device", "method", "clock", "selected", "dev_tps", "tps", "tps_oracle", "speedup",
-               "acceptance", "coverage", "readiness", "k_gt1_share", "slowdown_share", "oracle_gap", "matched"]
-    summary = result.summary
+    from .tracking.run_records import honest_frame
+
+    compact = ["run", "device", "method", "clock", "speedup", "oracle_gap", "selected", "dev_tps", "tps", "tps_oracle",
+               "acceptance", "coverage", "readiness", "k_gt1_share", "slowdown_share", "matched"]
+    summary = honest_frame(result.summary, sources or {})
     if names and len(names) == summary.height:  # the configuration in every row: as2d-b3-k70_pro-replay
         summary = summary.with_columns(pl.Series("run", names))
     table = summary.select([c for c in compact if c in summary.columns] or summary.columns)
@@ -151,25 +155,35 @@ def overrides() -> list[str]:
 
 def ui_command(uri: str, run_id: str, experiment_id: str) -> str:
     """The command that opens the MLflow UI on this run."""
-    port = 5000
-    return (f"mlflow ui --backend-store-uri {uri} --port {port}   "
-            # workflowType: MLflow 3.17's "Model training" view (its GenAI default hides the runs list)
-            f"# then open http://127.0.0.1:{port}/#/experiments/{experiment_id}/runs/{run_id}"
-            "?workflowType=machine_learning")
+    from .tracking.store import ui_command as command
+
+    return command(uri, experiment_id, run_id)
 
 
 def _log_summary_files(result: JobResult, cfg: DictConfig, out: Path, files: list[Path], module) -> None:
     """Log exactly the files this job wrote (never older files in a reused out dir) and its summary."""
     from .jobs.base import write_atomic
-    from .tracking.run_records import profile_files, summary_html, summary_markdown
+    from .tracking.run_records import (
+        honest_frame,
+        lead_columns,
+        profile_files,
+        source_names,
+        summary_html,
+        summary_markdown,
+    )
+    from .tracking.store import flatten
 
     for f in files:
         rel = f.relative_to(out)
         mlflow.log_artifact(str(f), str(rel.parent) if str(rel.parent) != "." else None)
     if result.summary is not None:
-        title = f"{cfg.job}: summary ({' '.join(overrides()) or 'defaults'})"
-        for name, text in (("summary.md", summary_markdown(result.summary, title)),
-                           ("summary.html", summary_html(result.summary, title))):
+        from .figures.paper_values import summary_columns
+
+        title = f"{cfg.job}: summary ({' '.join(overrides()) or 'defaults'}); paper_* columns: the paper's phones"
+        names = source_names(flatten(cfg))  # sources named by what produced the trace, never the pricing model
+        shown = lead_columns(honest_frame(result.summary, names), summary_columns())  # speedup, oracle gap first
+        for name, text in (("summary.md", summary_markdown(shown, title)),
+                           ("summary.html", summary_html(shown, title))):
             write_atomic(out / name, text.encode())
             mlflow.log_artifact(str(out / name))
     host = sys.modules.get("workbench.native.fingerprint")  # not imported: no host profile priced anything
@@ -199,7 +213,14 @@ def _log_skipped_files(cfg: DictConfig, out: Path, result: JobResult) -> None:
 def execute(cfg: DictConfig) -> JobResult:
     """Validate, run and track one job. Bad configs fail before an MLflow run exists."""
     from .tracking import log_children
-    from .tracking.run_records import child_records, used_params
+    from .tracking.run_records import (
+        child_records,
+        describe_job,
+        job_metrics,
+        job_run_name,
+        source_names,
+        used_params,
+    )
 
     module = job_module(cfg)
     check_groups(cfg, module)
@@ -218,27 +239,29 @@ def execute(cfg: DictConfig) -> JobResult:
         say("SYNTHETIC: this run replays synthetic trajectories, not traces of real models")
     sweep = parent_run_id(cfg)
     names: list[str] = []
-    with tracked_run(experiment_name(cfg), run_name=str(cfg.job), cfg=read_params(used_params(cfg), module), tags=tags,
-                     parent_run_id=sweep, uri=cfg.tracking.uri) as run:
+    sources = source_names(flatten_cfg(cfg))  # the console names each source by what produced its trace
+    with tracked_run(experiment_name(cfg), run_name=job_run_name(cfg), cfg=read_params(used_params(cfg), module),
+                     tags=tags, parent_run_id=sweep, uri=cfg.tracking.uri) as run:
         _CURRENT_RUN[:] = [run.info.run_id]
         result = module.run(cfg, out)
         _log_skipped_files(cfg, out, result)
         mlflow.set_tags(result.tags)
         if synthetic:
             mlflow.set_tag("SYNTHETIC", "true")
-        mlflow.log_metrics(clean_metrics(result.metrics))
+        mlflow.log_metrics(clean_metrics(job_metrics(result.metrics, result.summary)))  # per-config: children
+        mlflow.set_tag(DESCRIPTION_TAG, describe_job(cfg, result.summary, synthetic))
         files = save_result(result, out)
         _log_summary_files(result, cfg, out, files, module)
         if result.summary is not None and {"device", "method"} <= set(result.summary.columns):
             records = child_records(result.summary, result.metrics, result.tables, cfg)
-            names = [r["name"] for r in records]
+            names = [r["name"] for r in records if r.get("role", "config") == "config"]
             log_children(run.info.run_id, records, sweep_parent=sweep)
         bad = int(result.metrics.get("exactness_mismatches", 0))
         if bad > 0:  # one of our schemes broke exactness: the run fails, everything it measured is logged
-            print_summary(result, names)
+            print_summary(result, names, sources)
             raise MismatchError(f"{bad} run(s) of our schemes did NOT match the greedy target output",
                                 where=f"job {cfg.job}", kept=f"every table of this run is logged with it and in {out}")
-    print_summary(result, names)
+    print_summary(result, names, sources)
     print_checks(result.metrics)
     uri = mlflow.get_tracking_uri()
     say(f"MLflow run {run.info.run_id} ({len(names)} configuration child runs) in experiment "

@@ -1,10 +1,15 @@
 """The researcher's loop in a real browser: headless Chromium (Selenium) on the reduced demo's store.
 
-* a real ``mlflow server`` started here opens the demo experiment on its runs (not GenAI traces),
-  lists the configuration child runs with a ``tps`` column (added as a user would, through the Sort
-  menu), shows a child run's ``tps`` metric, and previews the job run's figure artifact;
+The demo's store is copied and, as a researcher would next, one budget sweep and one synthetic
+replay run into the copy (``loop_store``). Then:
+
+* the project's MLflow UI (``python -m workbench.ui``) opened at Home, experiment clicked, lands on the
+  runs list (not GenAI traces); the demo's configuration child runs list with a ``tps`` column (added as
+  a user would, through the Sort menu), a child run shows its ``tps``, and the job run previews its figure;
+* the sweep's parent run shows its description, its sortable metrics (``best_speedup``) and its summary;
 * JupyterLab started here opens ``fig5_tps_cdf``, runs it, and shows rendered charts (PNG images made
-  offline by vl-convert) with no "Error loading script".
+  offline by vl-convert) with no "Error loading script"; after the sweep and the synthetic run it still
+  draws the demo and says so in the printed selection and in the chart's title.
 
 Screenshots and the servers' logs go to ``$AS2D_TEST_ARTIFACTS/browser`` (default
 ``outputs/test-artifacts/browser``). Every server started here is stopped here. Waits are generous
@@ -156,13 +161,30 @@ ML_VIEW = "workflowType=machine_learning"  # the MLflow UI's "Model training" sw
 
 
 @pytest.fixture(scope="module")
-def mlflow_ui(demo_store) -> Iterator[str]:
-    _, db, _ = demo_store
+def loop_store(demo_store, tmp_path_factory) -> Path:
+    """A copy of the demo's store, then a budget sweep (with its own target-only) and a synthetic replay."""
+    d, db, _ = demo_store
+    root = tmp_path_factory.mktemp("loop")
+    shutil.copy(db, root / "mlflow.db")
+    if (d / "artifacts").is_dir():
+        shutil.copytree(d / "artifacts", root / "artifacts")
+    uri = f"sqlite:///{root / 'mlflow.db'}"
+    env = {k: v for k, v in os.environ.items() if k not in ("MLFLOW_TRACKING_URI", "AS2D_NOTEBOOK_EXPERIMENT")}
+    for args in (["-m", "experiment=replay", "dataset.n_windows=3", "device=xiaomi_14", "model.budget=3,7",
+                  "methods=[target_only,as2d]", "hydra.launcher.n_jobs=1", f"hydra.sweep.dir={root / 'sweep'}"],
+                 ["experiment=replay", "dataset.n_windows=3", "methods=[target_only,as2d]", f"out_dir={root / 'syn'}"]):
+        done = subprocess.run([sys.executable, "-m", "workbench.run", *args, f"tracking.uri={uri}"], cwd=ROOT,
+                              env=env, capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, done.stderr[-3000:]
+    return root / "mlflow.db"
+
+
+@pytest.fixture(scope="module")
+def mlflow_ui(loop_store) -> Iterator[str]:
     port = _free_port()
     log = shots_dir() / "mlflow_server.log"
-    proc = _serve([sys.executable, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{db}",
-                   "--host", "127.0.0.1", "--port", str(port), "--workers", "1"], log,
-                  env={**os.environ, **QUIET_ENV})
+    proc = _serve([sys.executable, "-m", "workbench.ui", "--backend-store-uri", f"sqlite:///{loop_store}",
+                   "--host", "127.0.0.1", "--port", str(port)], log, cwd=ROOT, env={**os.environ, **QUIET_ENV})
     base = f"http://127.0.0.1:{port}"
     try:
         _wait_http(f"{base}/health", proc, "mlflow server", log)
@@ -171,11 +193,42 @@ def mlflow_ui(demo_store) -> Iterator[str]:
         _stop(proc)
 
 
-def test_mlflow_ui_lists_runs_with_tps_and_previews_a_figure(browser, mlflow_ui, demo_store, tmp_path):
+def test_home_then_experiment_lands_on_the_runs_list(browser, mlflow_ui, loop_store):
+    """A fresh browser (no workflow chosen) at Home; a click on the demo's experiment opens its runs."""
     from mlflow import MlflowClient
 
-    _, db, _ = demo_store
-    client = MlflowClient(f"sqlite:///{db}")
+    exp = MlflowClient(f"sqlite:///{loop_store}").get_experiment_by_name("as2d-demo")
+    browser.get(f"{mlflow_ui}/")
+    link = f'a[href$="#/experiments/{exp.experiment_id}"]'
+    _click(browser, link, "the as2d-demo experiment on Home")
+    _wait_for(browser, lambda d: "/runs" in d.current_url and "matching runs" in _text(d),
+              "the experiment's runs list after a click from Home")
+    assert "/traces" not in browser.current_url and "/overview" not in browser.current_url, browser.current_url
+    browser.save_screenshot(str(shots_dir() / "mlflow_home_to_runs.png"))
+
+
+def test_sweep_parent_shows_its_summary_and_metrics(browser, mlflow_ui, loop_store):
+    from mlflow import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{loop_store}")
+    exp = client.get_experiment_by_name("as2d-replay")
+    (parent,) = client.search_runs([exp.experiment_id], "tags.`as2d.role` = 'sweep'")
+    assert parent.data.metrics["best_speedup"] > 0 and parent.data.tags["best_config"].startswith("as2d-b")
+    ui = f"{mlflow_ui}/#/experiments/{exp.experiment_id}/runs/{parent.info.run_id}"
+    browser.get(f"{ui}?{ML_VIEW}")
+    _wait_for(browser, lambda d: "best_speedup" in _text(d) and "best speedup" in _text(d),
+              "the sweep parent's metrics and description")
+    browser.save_screenshot(str(shots_dir() / "mlflow_sweep_parent.png"))
+    browser.get(f"{ui}/artifacts/summary.md?{ML_VIEW}")
+    _wait_for(browser, lambda d: "sweep summary" in _text(d) and parent.data.tags["best_config"] in _text(d),
+              "the sweep summary previewed on the parent")
+    browser.save_screenshot(str(shots_dir() / "mlflow_sweep_summary.png"))
+
+
+def test_mlflow_ui_lists_runs_with_tps_and_previews_a_figure(browser, mlflow_ui, loop_store, tmp_path):
+    from mlflow import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{loop_store}")
     exp = client.get_experiment_by_name("as2d-demo")
     (job,) = client.search_runs([exp.experiment_id], "tags.`as2d.role` = 'job'")
     kids = client.search_runs([exp.experiment_id], "tags.`as2d.role` = 'config'", max_results=500)
@@ -224,10 +277,18 @@ def test_mlflow_ui_lists_runs_with_tps_and_previews_a_figure(browser, mlflow_ui,
     browser.save_screenshot(str(shots_dir() / "mlflow_artifact_preview.png"))
 
 
+_LAB: dict[str, Path] = {}  # where JupyterLab runs the notebook (its figures/ land there)
+
+
+def jupyter_lab_dir() -> Path:
+    return _LAB["root"]
+
+
 @pytest.fixture(scope="module")
-def jupyter_lab(demo_store, tmp_path_factory) -> Iterator[str]:
-    _, db, _ = demo_store
+def jupyter_lab(loop_store, tmp_path_factory) -> Iterator[str]:
+    db = loop_store
     root = tmp_path_factory.mktemp("lab")
+    _LAB["root"] = root
     state = tmp_path_factory.mktemp("lab-state")  # workspaces and settings: none from earlier sessions
     shutil.copy(ROOT / "notebooks" / "fig5_tps_cdf.ipynb", root)  # the repo's copy stays output-free
     port = _free_port()
@@ -282,6 +343,11 @@ def test_jupyterlab_runs_fig5_and_renders_the_chart_offline(browser, jupyter_lab
     assert not out["errors"] and "Traceback" not in out["text"], out["text"][-2000:]
     assert "no runs" not in out["text"] and "IProgress" not in out["text"], out["text"][-2000:]
     assert out["png"] >= 2, f"expected the two fig5 charts as PNG outputs, got {out['png']}"
+    # After a sweep and a synthetic run, the notebook still draws the demo, and says so: printed, and in the
+    # title of the chart it wrote.
+    assert "selection: latest `make demo` run" in out["text"] and "SYNTHETIC" not in out["text"], out["text"][-2000:]
+    svg = next(Path(jupyter_lab_dir()).glob("figures/fig5_tps_cdf.svg")).read_text()
+    assert "latest `make demo` run" in svg and "as2d-demo" in svg and "speech" in svg
     # And the browser shows them: images that actually decoded, with no Vega-from-CDN failure.
     _wait_for(browser, lambda d: d.execute_script(
         "return [...document.querySelectorAll('.jp-OutputArea-output img')]"

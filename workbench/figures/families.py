@@ -275,7 +275,7 @@ def table9_10_sd(sel: Pick = None) -> Result:
 
 
 def honest_sources(df: pl.DataFrame, runs: list) -> pl.DataFrame:
-    """Name each source by what produced it: ``whisper-tiny.en (priced as qwen)``, not ``qwen``."""
+    """Name each source by what produced it (``whisper-tiny.en``), never by the profile costs that priced it."""
     from workbench.tracking.run_records import source_names
 
     names: dict[str, str] = {}

@@ -6,6 +6,8 @@ present, keeps "paper (phones)" and "this run" apart instead of blending them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import altair as alt
 import polars as pl
 
@@ -140,9 +142,15 @@ def timeline(stages: pl.DataFrame, rounds: pl.DataFrame | None = None,
 
 
 def budget_tradeoff(df: pl.DataFrame, title: str = "Source and budget trade-off (Tables 13/14)",
-                    subtitle: str | None = None) -> alt.Chart:
-    """Pooled TPS vs budget per source (columns source, budget, tps[, device])."""
+                    subtitle: str | None = None, names: Mapping[str, str] | None = None) -> alt.Chart:
+    """Pooled TPS vs budget per source (columns source, budget, tps[, device]).
+
+    ``names`` maps a profile's source name (what priced a trace, e.g. the paper's drafter) to what made
+    the trace (``tracking.run_records.source_names``): the legend names the producer, never the costs.
+    """
     _need(df, ["source", "budget", "tps"], "budget_tradeoff")
+    if names:
+        df = df.with_columns(pl.col("source").replace(dict(names)))
     chart = alt.Chart(df).mark_line(point=True).encode(
         x=alt.X("budget:O", title="Proposal budget b (tokens after the root)"),
         y=alt.Y("tps:Q", title="Pooled throughput (tokens/s)"),

@@ -186,3 +186,15 @@ def table7() -> pl.DataFrame:
             ("Earlier block calibration", 12, 8.43, -9.39)]
     return _frame([{"check": c, "windows": n, "mean_abs_error_pct": a, "pooled_error_pct": p} for c, n, a, p in rows],
                   "Table 7 (D.3); block-calibration row from D.3 text")
+
+
+def summary_columns() -> pl.DataFrame:
+    """What a job summary shows beside this run's numbers, per (device, method): Table 8's 'all' pooled TPS
+    and its ratio to target-only (``paper_speedup``), and Table 2's 'all' oracle gap for As²d."""
+    t8 = table8().filter(pl.col("dataset") == "all")
+    base = t8.filter(pl.col("method") == "target_only").select("device", pl.col("tps").alias("t"))
+    out = t8.join(base, on="device").select("device", "method", pl.col("tps").alias("paper_tps"),
+                                            (pl.col("tps") / pl.col("t")).alias("paper_speedup"))
+    gap = table2().filter(pl.col("dataset") == "all").select("device", pl.lit("as2d").alias("method"),
+                                                             pl.col("gap_pct").alias("paper_oracle_gap"))
+    return out.join(gap, on=["device", "method"], how="left")

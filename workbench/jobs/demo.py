@@ -25,6 +25,8 @@ from workbench.figures.paper import (
     timeline,
     tps_cdf,
 )
+from workbench.tracking.run_records import source_names
+from workbench.tracking.store import flatten
 
 from .base import ConfigError, JobResult
 from .budgets import budget_table, check_device_budgets, device_budget
@@ -97,7 +99,8 @@ def run(cfg: DictConfig, out: Path) -> JobResult:
     figures = {
         "tps_cdf": tps_cdf(tables["per_window"]),
         "batching_saving": batching_saving(saving_frame(profiles)),
-        "budget_tradeoff": budget_tradeoff(pl.concat([t for k, t in tables.items() if k.startswith("dev_budgets_")])),
+        "budget_tradeoff": budget_tradeoff(pl.concat([t for k, t in tables.items() if k.startswith("dev_budgets_")]),
+                                          names=source_names(flatten(cfg))),
     }
     if cfg.native.enabled:
         from .native_demo import native_runs

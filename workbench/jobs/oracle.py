@@ -31,6 +31,8 @@ from workbench.replay.selection import (
 )
 from workbench.replay.sources import priced_as, profile_source
 from workbench.replay.trajectory import Window
+from workbench.tracking.run_records import source_names
+from workbench.tracking.store import flatten
 
 from .base import ConfigError, JobResult
 from .budgets import budget_origin, check_device_budgets, device_budget
@@ -165,6 +167,6 @@ def run(cfg: DictConfig, out: Path) -> JobResult:
     metrics.update(corpus_metrics)
     budgets_all = pl.concat([t for k, t in tables.items() if k.startswith("dev_budgets_")])
     summary = pl.DataFrame(rows)
-    figures = {"budget_tradeoff": budget_tradeoff(budgets_all)}
+    figures = {"budget_tradeoff": budget_tradeoff(budgets_all, names=source_names(flatten(cfg)))}
     return JobResult(metrics, {**tables, "summary": summary, **cohort_tables(cfg)}, figures, summary,
                      {"synthetic": str(bool(cfg.dataset.synthetic))})

@@ -6,6 +6,7 @@ Modules, lowest first; each imports only the ones above it in this list:
   ``tracking.uri`` says otherwise), experiments, what a run logs (params, metrics, child runs);
 * ``runs`` -- owner tags and the reaper (``python -m workbench.tracking reap``, ``tracking.cli``);
 * ``run_records`` -- what one job writes so runs compare: the summary and one child run per configuration;
+* ``sweep_summary`` -- the sweep parent's answer: one row per child configuration, speedup, oracle gap;
 * ``lifecycle`` -- ``tracked_run``: FINISHED or FAILED whatever the job raises, Ctrl-C and SIGTERM included;
 * ``sweep`` -- ``SweepCallback`` (named by ``conf/config.yaml``'s ``hydra.callbacks``): the sweep's parent run.
 
@@ -16,6 +17,7 @@ This package's namespace re-exports the public names, so ``workbench.tracking.tr
 from workbench.tracking.lifecycle import Terminated, reap_on_start, tracked_run
 from workbench.tracking.store import (
     DEFAULT_STORE,
+    DESCRIPTION_TAG,
     EXPERIMENT_TAGS,
     artifact_location,
     artifact_root,
@@ -34,8 +36,9 @@ from workbench.tracking.store import (
 from workbench.tracking.sweep import SWEEP_FILE, SweepCallback, end_sweep, parent_run_id
 
 __all__ = [
-    "DEFAULT_STORE", "EXPERIMENT_TAGS", "SWEEP_FILE", "SweepCallback", "Terminated", "artifact_location",
-    "artifact_root", "clean_metrics", "end_sweep", "ensure_experiment", "experiment_name", "flatten",
+    "DEFAULT_STORE", "DESCRIPTION_TAG", "EXPERIMENT_TAGS", "SWEEP_FILE", "SweepCallback", "Terminated",
+    "artifact_location", "artifact_root", "clean_metrics", "end_sweep", "ensure_experiment", "experiment_name",
+    "flatten",
     "log_children", "log_dir_artifacts", "log_param_if_tracking", "parent_run_id", "prepare_store",
     "reap_on_start", "relocate_store", "store_lock", "tracked_run", "tracking_uri",
 ]

@@ -22,7 +22,7 @@ from omegaconf import DictConfig
 
 from workbench.tracking.store import flatten
 
-ROLE_TAG = "as2d.role"  # "job" on a job run, "config" on a configuration's child run
+ROLE_TAG = "as2d.role"  # "job" on a job run, "config" on a configuration's child run, "selection", "sweep"
 CHILD_METRICS = ("tps", "speedup", "acceptance", "coverage", "readiness", "k_gt1_share", "slowdown_share",
                  "mean_accepted_length", "D", "V", "O", "H", "T", "bound", "matched")
 # per device, from the selection/oracle step
@@ -62,6 +62,19 @@ def _cell(v: Any) -> str:
     if isinstance(v, float):
         return "" if math.isnan(v) else f"{v:.4g}"
     return "" if v is None else str(v)
+
+
+LEAD = ("run", "device", "method", "config", "speedup", "paper_speedup", "oracle_gap", "paper_oracle_gap", "tps",
+        "paper_tps")
+
+
+def lead_columns(summary: pl.DataFrame, paper: pl.DataFrame | None = None) -> pl.DataFrame:
+    """The summary with speedup and oracle gap first, each beside the paper's value (``paper``: device, method,
+    ``paper_*`` columns) where the paper reports one; every other column after them, in its order."""
+    if paper is not None and {"device", "method"} <= set(summary.columns):
+        summary = summary.join(paper, on=["device", "method"], how="left")
+    first = [c for c in LEAD if c in summary.columns]
+    return summary.select(first + [c for c in summary.columns if c not in first])
 
 
 def summary_markdown(summary: pl.DataFrame, title: str) -> str:
@@ -106,42 +119,101 @@ def _configs(tables: Mapping[str, pl.DataFrame], device: str, method: str) -> li
 
 
 def source_names(params: Mapping[str, str]) -> dict[str, str]:
-    """Profile source name -> what produced it, from a run's flat params (``source_roles.*``, ``model.*``).
+    """Profile source name (what priced a trace) -> what produced it, from a run's flat params.
 
-    ``{"qwen": "whisper-tiny.en (priced as qwen)", "parakeet": "pocketsphinx_en (priced as parakeet)"}``:
-    a phone profile prices this run's producer with the paper's model costs; the legend must say so.
+    ``{"qwen": "whisper-tiny.en", "parakeet": "pocketsphinx_en"}``: a phone profile prices this run's
+    producer with the paper's model costs, but the trace is the producer's; only the ``priced_as``
+    param names the costs. Synthetic windows were made by no model: ``synthetic producer`` / ``synthetic chunk``.
     """
     if params.get("dataset.synthetic") == "True":
-        made = {"producer": "synthetic trajectories", "chunk": "synthetic trajectories"}
+        made = {"producer": "synthetic producer", "chunk": "synthetic chunk"}
     else:
         external = params.get("model.external_sources", "").strip("[]").replace("'", "").split(",")[0].strip()
         made = {"producer": params.get("model.drafter.name", ""), "chunk": external}
     out = {}
     for role, who in made.items():
+        if not who:
+            continue
+        out[role] = who  # a profile that names the trace role itself (the host's)
         priced = params.get(f"source_roles.{role}")
-        if priced and who and who != priced:
-            out[priced] = f"{who} (priced as {priced})"
+        if priced:
+            out[priced] = who
     return out
 
 
-def source_label(source: str, producer: str | None, synthetic: bool) -> str:
-    """A candidate source named by what produced it: ``whisper-tiny.en (priced as qwen)``."""
-    made_by = "synthetic trajectories" if synthetic else producer
-    if not made_by or made_by == source:
-        return source
-    return f"{made_by} (priced as {source})"
+def source_label(source: str, names: Mapping[str, str]) -> str:
+    """A candidate source named by what produced it: ``whisper-tiny.en``, never the profile's ``qwen``."""
+    return names.get(source, source)
 
 
-def child_name(method: str, fields: Mapping[str, str], device: str, clock: str) -> str:
+def honest_label(label: str, names: Mapping[str, str]) -> str:
+    """A label with its source named by the producer: ``as2d/qwen/b7`` -> ``as2d/whisper-tiny.en/b7``."""
+    return "/".join(names.get(part, part) if i < 2 else part for i, part in enumerate(label.split("/")))
+
+
+def child_name(method: str, fields: Mapping[str, str], device: str, clock: str, synthetic: bool = False) -> str:
+    """``as2d-b3-k70_pro-replay``; ``...-synthetic`` when the windows were synthetic trajectories."""
     tag = next((f"{p}{fields[k]}" for k, p in (("budget", "b"), ("width", "K"), ("cap", "cap")) if k in fields), None)
-    return "-".join(x for x in (method, tag, device, clock) if x)
+    return "-".join(x for x in (method, tag, device, clock, "synthetic" if synthetic else None) if x)
+
+
+def _fmt(v: Any) -> str:
+    return f"{v:.3g}" if isinstance(v, float) else str(v)
+
+
+def describe_child(params: Mapping[str, str], m: Mapping[str, Any]) -> str:
+    """A configuration run's one-line description (MLflow's run description)."""
+    data = "synthetic trajectories" if params.get("synthetic") == "True" else "speech"
+    what = params.get("config") or params["method"]
+    source = f", candidates from {params['source']} (costs: param priced_as)" if params.get("source") else ""
+    score = ", ".join(f"{k} {_fmt(m[k])}" for k in ("tps", "speedup") if m.get(k) is not None)
+    return f"{what} on {params['device']} ({params['clock']} clock, {data}{source}): {score}"
+
+
+LABEL_COLUMNS = ("config", "source", "selected", "screened", "deployed")
+
+
+def honest_frame(df: pl.DataFrame, names: Mapping[str, str]) -> pl.DataFrame:
+    """A summary or table with every source and configuration label named by what produced the trace."""
+    cols = [c for c in LABEL_COLUMNS if c in df.columns and df.schema[c] == pl.String]
+    return df.with_columns(pl.col(c).map_elements(lambda v: honest_label(v, names), return_dtype=pl.String)
+                           for c in cols) if cols and names else df
+
+
+SELECTION_METRICS = ("selected_budget", "dev_tps", "validation_tps", "dev_pick_retained", *DEVICE_METRICS)
+
+
+def selection_records(metrics: Mapping[str, float], tables: Mapping[str, pl.DataFrame], names: Mapping[str, str],
+                      job: str, synthetic: bool) -> list[dict[str, Any]]:
+    """One record per device whose job chose a (source, budget) on dev: the selection's verdict, on its own run.
+
+    Configuration runs carry only their own configuration's numbers; the frozen pick, its test TPS and the
+    oracle gap belong to the selection (D.2.6, D.4.3).
+    """
+    sel = tables.get("selection")
+    rows = {str(r["device"]): r for r in sel.iter_rows(named=True)} if sel is not None and "device" in sel.columns \
+        else {}
+    devices = sorted({k.split(".")[0] for k in metrics if k.count(".") == 1 and k.split(".")[1] in SELECTION_METRICS})
+    out = []
+    for d in devices:
+        m = {k: metrics[f"{d}.{k}"] for k in SELECTION_METRICS if f"{d}.{k}" in metrics}
+        params = {"device": d, "job": job, "synthetic": str(synthetic), "clock": "replay"}
+        for k in ("selected", "deployed"):
+            if rows.get(d, {}).get(k) is not None:
+                params[k] = honest_label(str(rows[d][k]), names)
+        gap = f", oracle gap {m['oracle_gap']:.3g}%" if "oracle_gap" in m else ""
+        picked = params.get("selected", f"b{int(m['selected_budget'])}" if "selected_budget" in m else "?")
+        out.append({"name": "-".join(["selection", d] + (["synthetic"] if synthetic else [])), "role": "selection",
+                    "params": params, "metrics": m,
+                    "description": f"dev-split selection on {d}: {picked} (frozen before test){gap}"})
+    return out
 
 
 def child_records(summary: pl.DataFrame, metrics: Mapping[str, float], tables: Mapping[str, pl.DataFrame],
                   cfg: DictConfig) -> list[dict[str, Any]]:
-    """One record per summary row: ``name``, ``params`` (= tags) and plain-named ``metrics``."""
+    """One record per summary row (``name``, ``params`` = tags, plain-named ``metrics``, ``description``),
+    then one selection record per device that selected a pair on dev (``selection_records``)."""
     synthetic = bool(cfg.get("dataset", {}).get("synthetic", False))
-    producer = str(cfg.model.drafter.name) if cfg.get("model") is not None and cfg.model.get("drafter") else None
     names = source_names(flatten(cfg))
     out = []
     for row in summary.iter_rows(named=True):
@@ -154,40 +226,53 @@ def child_records(summary: pl.DataFrame, metrics: Mapping[str, float], tables: M
         for k in ROW_PARAMS:  # a selection/oracle row names its device's frozen and deployed pairs itself
             if k not in fields and row.get(k) is not None:
                 fields[k] = str(row[k])
-        params = {"device": device, "method": method, "clock": clock, "job": str(cfg.get("job")), **fields}
-        if "source" in fields:
-            params["source_label"] = names.get(fields["source"]) or source_label(fields["source"], producer, synthetic)
-        params["synthetic"] = str(synthetic)
+        if "source" in fields:  # named by what produced the trace; the profile's name for its costs apart
+            fields["priced_as"] = fields["source"]
+            fields["source"] = source_label(fields["source"], names)
+        for k in ("config", "selected", "deployed"):
+            if k in fields:
+                fields[k] = honest_label(fields[k], names)
+        params = {"device": device, "method": method, "clock": clock, "job": str(cfg.get("job")), **fields,
+                  "synthetic": str(synthetic)}
         m = {k: row[k] for k in CHILD_METRICS if k in row}
-        if method.startswith("as2d") and clock == "replay":
-            m.update({k: metrics[f"{device}.{k}"] for k in DEVICE_METRICS if f"{device}.{k}" in metrics})
         if "exactness_mismatches" in metrics:
             m["exactness_mismatches"] = metrics["exactness_mismatches"]
-        out.append({"name": child_name(method, fields, device, clock), "params": params, "metrics": m})
-    return out
+        out.append({"name": child_name(method, fields, device, clock, synthetic), "params": params, "metrics": m,
+                    "description": describe_child(params, m)})
+    return out + selection_records(metrics, tables, names, str(cfg.get("job")), synthetic)
 
 
-__all__ = ["ROLE_TAG", "child_records", "device_names", "parse_label", "profile_files", "source_label", "source_names",
-           "summary_html", "summary_markdown", "used_params"]
+def job_metrics(metrics: Mapping[str, float], summary: pl.DataFrame | None) -> dict[str, float]:
+    """The job run's own metrics: without the ``<device>.<method>.*`` copies its configuration runs carry."""
+    if summary is None or not {"device", "method"} <= set(summary.columns):
+        return dict(metrics)
+    pairs = {f"{d}.{m}." for d, m in summary.select("device", "method").iter_rows()}
+    return {k: v for k, v in metrics.items() if not any(k.startswith(p) for p in pairs)}
 
 
-def log_sweep_summary(client: Any, parent: str, children: list) -> None:
-    """The sweep parent's summary: one row per configuration child run, as markdown, HTML and parquet."""
-    import tempfile
+def describe_job(cfg: DictConfig, summary: pl.DataFrame | None, synthetic: bool) -> str:
+    """A job run's one-line description: what ran on what data, and its best speedup."""
+    devices = ", ".join(device_names(cfg)) or "no device profile"
+    data = "SYNTHETIC trajectories" if synthetic else f"{cfg.get('dataset', {}).get('name', '?')} speech"
+    line = f"{cfg.get('job')} on {devices} ({data})"
+    if summary is not None and "speedup" in summary.columns and summary["speedup"].drop_nulls().len():
+        best = summary.filter(pl.col("speedup") == pl.col("speedup").max()).row(0, named=True)
+        line += f": best speedup {best['speedup']:.3g}x ({best.get('method')} on {best.get('device')})"
+    return line + "; one child run per configuration"
 
-    rows = []
-    for c in children:
-        if c.data.tags.get(ROLE_TAG) != "config":
-            continue
-        keys = ("device", "method", "config", "source", "budget", "clock")
-        rows.append({**{k: c.data.params.get(k) for k in keys}, "run": c.info.run_name, **c.data.metrics})
-    if not rows:
-        return
-    frame = pl.DataFrame(rows, infer_schema_length=None)
-    with tempfile.TemporaryDirectory() as tmp:
-        for name, text in (("summary.md", summary_markdown(frame, "sweep summary")),
-                           ("summary.html", summary_html(frame, "sweep summary"))):
-            (Path(tmp) / name).write_text(text)
-            client.log_artifact(parent, str(Path(tmp) / name))
-        frame.write_parquet(Path(tmp) / "summary.parquet")
-        client.log_artifact(parent, str(Path(tmp) / "summary.parquet"))
+
+def job_run_name(cfg: DictConfig) -> str:
+    """What a job run is: ``replay-k70_pro-b3``, ``demo-5devices-b3``, ``...-synthetic``."""
+    names = device_names(cfg)
+    devices = names[0] if len(names) == 1 else f"{len(names)}devices" if names else None
+    model = cfg.get("model")
+    budget = model.get("budget") if model is not None else None
+    synthetic = bool(cfg.get("dataset", {}).get("synthetic", False))
+    parts = [str(cfg.get("job")), devices, f"b{budget}" if budget is not None else None,
+             "synthetic" if synthetic else None]
+    return "-".join(p for p in parts if p)
+
+
+__all__ = ["LEAD", "ROLE_TAG", "child_records", "describe_job", "device_names", "honest_frame", "honest_label",
+           "job_metrics", "job_run_name", "lead_columns", "parse_label", "profile_files", "selection_records",
+           "source_label", "source_names", "summary_html", "summary_markdown", "used_params"]

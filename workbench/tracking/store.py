@@ -29,6 +29,7 @@ from omegaconf import DictConfig, OmegaConf
 DEFAULT_STORE = "mlruns"
 # MLflow 3 opens an experiment without a kind in GenAI mode (a traces dashboard saying "No data");
 # this kind opens it on the runs list.
+DESCRIPTION_TAG = "mlflow.note.content"  # what the MLflow UI shows as a run's description
 EXPERIMENT_TAGS = {"mlflow.experimentKind": "custom_model_development"}
 
 
@@ -85,7 +86,8 @@ def ensure_experiment(name: str, root: str | Path = ".") -> str:
 
 
 def log_children(parent_run_id: str, records: list[dict[str, Any]], sweep_parent: str | None = None) -> list[str]:
-    """One FINISHED child run of ``parent_run_id`` per record (``name``, ``params``, ``metrics``).
+    """One FINISHED child run of ``parent_run_id`` per record (``name``, ``params``, ``metrics``; optional
+    ``role``, default ``config``, and ``description``, the run's one-line description in the UI).
 
     Params are also set as tags so the runs list can group and filter by device/method/source.
     """
@@ -93,7 +95,9 @@ def log_children(parent_run_id: str, records: list[dict[str, Any]], sweep_parent
     exp_id = client.get_run(parent_run_id).info.experiment_id
     ids = []
     for rec in records:
-        tags = {"mlflow.parentRunId": parent_run_id, "as2d.role": "config", **rec["params"]}
+        tags = {"mlflow.parentRunId": parent_run_id, "as2d.role": rec.get("role", "config"), **rec["params"]}
+        if rec.get("description"):
+            tags[DESCRIPTION_TAG] = rec["description"]
         if sweep_parent:
             tags["sweep_parent"] = sweep_parent
         run = client.create_run(exp_id, run_name=rec["name"], tags=tags)
@@ -225,3 +229,11 @@ def log_dir_artifacts(path: str | Path, artifact_path: str | None = None) -> Non
 def experiment_name(cfg: DictConfig) -> str:
     name = cfg.get("tracking", {}).get("experiment")
     return str(name) if name else f"as2d-{cfg.get('job', 'run')}"
+
+
+def ui_command(uri: str, experiment_id: str, run_id: str, port: int = 5000) -> str:
+    """The command that opens the MLflow UI on one run (``workbench.ui``: experiments open on their runs)."""
+    # workflowType: MLflow 3.17's "Model training" view for this link in any MLflow server (GenAI by default)
+    return (f"python -m workbench.ui --backend-store-uri {uri} --port {port}   "
+            f"# then open http://127.0.0.1:{port}/#/experiments/{experiment_id}/runs/{run_id}"
+            "?workflowType=machine_learning")

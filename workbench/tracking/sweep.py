@@ -20,6 +20,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
+import mlflow
 from hydra.experimental.callback import Callback
 from mlflow.entities import Param
 from mlflow.tracking import MlflowClient
@@ -27,9 +28,9 @@ from omegaconf import DictConfig
 
 from workbench.io import atomic_write_text
 from workbench.tracking.lifecycle import Terminated, reap_on_start
-from workbench.tracking.run_records import log_sweep_summary
 from workbench.tracking.runs import owner_tags
-from workbench.tracking.store import ensure_experiment, experiment_name, prepare_store, tracking_uri
+from workbench.tracking.store import ensure_experiment, experiment_name, prepare_store, tracking_uri, ui_command
+from workbench.tracking.sweep_summary import log_sweep_summary
 
 log = logging.getLogger(__name__)
 SWEEP_FILE = "mlflow_parent_run.txt"
@@ -153,9 +154,13 @@ class SweepCallback(Callback):
         exp_id = client.get_run(parent).info.experiment_id
         children = client.search_runs([exp_id], f"tags.sweep_parent = '{parent}'")
         failed = any(c.info.status != "FINISHED" for c in children)
-        with contextlib.suppress(Exception):  # the summary is a convenience; the statuses must be set
+        try:  # the summary is a convenience; the statuses must be set
             log_sweep_summary(client, parent, children)
+        except Exception as err:
+            log.warning("sweep summary skipped: %s: %s", type(err).__name__, err)
         client.set_terminated(parent, "FAILED" if failed or not children else "FINISHED")
+        print(f"sweep parent run {parent} ({'FAILED' if failed or not children else 'FINISHED'}); open it: "
+              f"{ui_command(mlflow.get_tracking_uri(), exp_id, parent)}")
 
 
 def parent_run_id(cfg: DictConfig) -> str | None:
