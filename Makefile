@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test lint clean-venv
+.PHONY: setup demo test lint typecheck clean-venv
 
 $(STAMP): pyproject.toml scripts/setup.sh
 	PY=$(PY) VENV=$(VENV) bash scripts/setup.sh
@@ -21,6 +21,9 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy  # files and settings: [tool.mypy] in pyproject.toml
 
 clean-venv:
 	rm -rf $(VENV)

@@ -45,14 +45,14 @@ unmatched -- the cursor does not move past it (``As2d(guard=True)``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Final, Literal
 
 from .buffer import Snapshot
 
 DEFAULT_ALIGN_SPAN = 8  # alignment search span (C.3): slots searched ahead of the expected one
-ANCHOR_NEXT_TOKEN = "next_token"  # the paper's order after a rejection (C.3, Fig. 4c); the default
-ANCHOR_CORRECTION_FIRST = "correction_first"  # ours: search the correction token before processing it
 AnchorOrder = Literal["next_token", "correction_first"]
+ANCHOR_NEXT_TOKEN: Final = "next_token"  # the paper's order after a rejection (C.3, Fig. 4c); the default
+ANCHOR_CORRECTION_FIRST: Final = "correction_first"  # ours: search the correction token before processing it
 ANCHOR_ORDERS: tuple[str, ...] = (ANCHOR_NEXT_TOKEN, ANCHOR_CORRECTION_FIRST)
 
 

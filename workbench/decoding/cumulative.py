@@ -20,7 +20,7 @@ Pure Python, no torch, like the rest of ``workbench.decoding``.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from .buffer import PublicationBuffer
 
@@ -85,7 +85,8 @@ class CumulativePrefixPublisher:
                 raise ValueError(f"arrivals: token {i} arrived at {t}, before token {i - 1} at {self.last_time}; "
                                  "arrival times must not decrease")
             conf = None if confidences is None else list(confidences[i:j])
-            self._publish([int(x) for x in prefix[i:j]], t, None if conf is None or None in conf else conf)
+            whole = None if conf is None or None in conf else cast("list[float]", conf)  # all given, or none
+            self._publish([int(x) for x in prefix[i:j]], t, whole)
             self.published.extend(int(x) for x in prefix[i:j])
             self.last_time = t
             i = j

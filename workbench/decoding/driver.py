@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from .protocols import Target
+from .protocols import Target, Verifier
 from .records import Call, DraftWork, RoundRecord
 from .schemes.base import Scheme
 from .verification import ExactnessError
@@ -45,7 +45,7 @@ class RoundTimes:
         return tuple(r.timed(a, b, c) for r, a, b, c in zip(records, self.decide, self.start, self.end, strict=True))
 
 
-def run_rounds(scheme: Scheme, target: Target, clock: RoundClock, max_rounds: int | None = None) -> RoundTimes:
+def run_rounds(scheme: Scheme, target: Verifier, clock: RoundClock, max_rounds: int | None = None) -> RoundTimes:
     """Drive a started scheme to EOS or the cap: plan, verify, commit, keep -- timed by ``clock``.
 
     The target never waits for a producer: ``plan`` uses whatever is published at the decision

@@ -20,6 +20,14 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 
+class Verifier(Protocol):
+    """What the round loop asks of a target (``driver.run_rounds``): ``verify`` and ``keep`` as ``Target``'s."""
+
+    def verify(self, root: int, chain: Sequence[int]) -> list[int]: ...
+
+    def keep(self, n_accepted: int) -> None: ...
+
+
 @runtime_checkable
 class Target(Protocol):
     """A greedy target model with retained state (KV cache) on the committed prefix.

@@ -13,12 +13,13 @@ from __future__ import annotations
 import math
 import multiprocessing as mp
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from workbench.decoding import (
     Drafter,
+    RoundCosts,
     RoundRecord,
     Scheme,
     Target,
@@ -204,7 +205,7 @@ class NativeHost:
         params: dict[str, Any] | None = None,
         drain_timeout: float = 30.0,
         producer_cap: int | None = None,
-        costs: Mapping[int, float] | None = None,
+        costs: RoundCosts | None = None,
         instruction: str | None = None,
         widen: Placement | None = None,
     ) -> NativeResult:

@@ -20,6 +20,8 @@ from typing import Any
 
 import polars as pl
 
+from workbench.decoding.costs import RoundCosts
+
 from .methods import Method, online_methods
 
 MNN_REF = "target_only@1t"  # the bench's reference name; here it is MNN's target-only (renamed on print)
@@ -45,7 +47,7 @@ def mnn_target_only(model_cfg: dict[str, Any], suffix: str = "/mnn") -> list[Any
     return methods
 
 
-def mnn_methods(model_cfg: dict[str, Any], costs: dict[int, float] | None = None) -> tuple[list[Any], Any, Any]:
+def mnn_methods(model_cfg: dict[str, Any], costs: RoundCosts | None = None) -> tuple[list[Any], Any, Any]:
     """(methods, MNN setup, torch setup) for ``run_bench``.
 
     MNN fixes a module's threads when it loads, so 2-thread target-only is a second MNN target loaded

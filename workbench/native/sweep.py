@@ -47,7 +47,8 @@ def _producer_load_main(conn: Any, spec: ProducerSpec, audio: Any, cap: int, sto
                 return
             if not isinstance(msg, RunPasses):
                 raise TypeError(f"calibration producer: unexpected message {msg!r}")
-            passes, has_conf = [], True
+            passes: list[Any] = []
+            has_conf = True
             while (msg.n is None and not stop.is_set()) or (msg.n is not None and len(passes) < msg.n):
                 stream = model.stream(audio, cap, encoded)
                 first = next(stream, None)  # the producer's prompt prefill, outside its clock (A.3)

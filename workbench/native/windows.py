@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -103,7 +103,7 @@ def bench_windows(split: str = "test", dataset: Mapping[str, Any] | None = None,
         by_speaker: dict[str, list[Any]] = {}
         for w in chosen:
             by_speaker.setdefault(w.speaker, []).append(w)
-        queues, keep = list(by_speaker.values()), []
+        queues, keep = list(by_speaker.values()), cast("list[Any]", [])
         while len(keep) < max_windows:
             for q in queues:
                 if q and len(keep) < max_windows:

@@ -125,12 +125,34 @@ def resident_sets(selected: str, sources: Sequence[str]) -> list[str]:
     return sets
 
 
+@dataclass(frozen=True)
+class _Deployment:
+    """What dev fixed for one profile: the selection, the online bound, where online estimates start."""
+
+    setup: AdaptiveSetup
+    profile: DeviceProfile
+    source: str
+    budget: int
+    bound: int
+    prior: Mapping[str, float]
+
+    def config(self, name: str, source: str, **extra: object) -> ReplayConfig:
+        online = scheme_spec(name).needs_costs
+        settings = {**self.setup.methods[name], "budget": self.bound if online else self.budget}
+        if online:
+            settings.update({k: v for k, v in self.prior.items() if k in settings})
+        return ReplayConfig(name, source=source, **{**settings, **extra})
+
+    def frame(self, windows: Sequence[Window], rc: ReplayConfig) -> pl.DataFrame:
+        return _frame(windows, rc, self.profile, self.setup.fallback_source)
+
+
 def device_table(windows: list[Window], profile: DeviceProfile, setup: AdaptiveSetup) -> tuple[pl.DataFrame, dict]:
     """Rows (one per method, ``ORDER``) and the dev choices for one device profile."""
     roles, workers, fallback = {k: list(v) for k, v in setup.roles.items()}, setup.workers, setup.fallback_source
     ws = priced_as(windows, profile, roles)
     names = sorted({s for w in windows for s in w.sources})
-    sources = [s for s in (profile_source(profile, s, roles) for s in names) if s in profile.sources]
+    sources = [s for s in (profile_source(profile, s, roles) for s in names) if s is not None and s in profile.sources]
     dev, test = split_windows(ws, max(1, round(len(ws) * setup.dev_fraction)), seed=setup.seed)
     top = min(MAX_BUDGET, max(profile.verifier.widths()) - 1)  # never beyond a priced width (D.2.1)
     budgets = [b for b in setup.budgets if b <= top]
@@ -145,35 +167,9 @@ def device_table(windows: list[Window], profile: DeviceProfile, setup: AdaptiveS
                                                                             budget=sel.budget), profile, fallback))
         if all(w.drafts is not None for w in dev.windows):  # the drafter's own: what serial SD saw on dev
             prior["draft_prior"] = slot_acceptance(_results(dev.windows, ReplayConfig("sd"), profile, fallback))
+    dep = _Deployment(setup, profile, sel.source, sel.budget, bound, prior)
+    chosen, weights = _dev_choices(dep, dev.windows, sources)
 
-    def config(name: str, source: str, **extra: object) -> ReplayConfig:
-        online = scheme_spec(name).needs_costs
-        settings = {**setup.methods[name], "budget": bound if online else sel.budget}
-        if online:
-            settings.update({k: v for k, v in prior.items() if k in settings})
-        return ReplayConfig(name, source=source, **{**settings, **extra})
-
-    chosen, weights = {}, {}
-    for name in VARIANTS:
-        spec = scheme_spec(name)
-        chosen[name] = sel.source
-        if spec.multi_source:  # the resident set is a deployment choice: made on dev, like the source and budget
-            dev_tps = {s: _tps(_frame(dev.windows, config(name, s), profile, fallback))
-                       for s in resident_sets(sel.source, sources)}
-            chosen[name] = max(dev_tps, key=lambda s: (dev_tps[s], -s.count(SEPARATOR)))
-        # The prior's weight, and whether the combination drafts at all (hybrid candidates pay only where
-        # the drafter is cheap next to the producer it slows): deployment choices, made on dev.
-        grid: list[dict[str, object]] = [{}]
-        if spec.needs_costs and prior:
-            grid = [{"prior_rounds": float(k)} for k in setup.prior_rounds]
-        if name == COMBINATION:  # each part that can cost as well as pay is a dev choice
-            own = setup.methods[name]
-            for key in DEV_CHOSEN_PARTS:
-                if own.get(key):
-                    grid = [{**g, key: v} for g in grid for v in (True, False)]
-        if len(grid) > 1:
-            dev_g = [_tps(_frame(dev.windows, config(name, chosen[name], **g), profile, fallback)) for g in grid]
-            weights[name] = grid[max(range(len(grid)), key=lambda i: (dev_g[i], -i))]
     catalog = run_catalog(test.windows, as2d_catalog(sources, budgets), profile, workers=workers)
     oracle = hindsight_oracle(catalog, (sel.source, sel.budget))
     # The same oracle over a stronger fixed catalog -- the guarded anchor, and the EOS candidate left to the
@@ -181,31 +177,65 @@ def device_table(windows: list[Window], profile: DeviceProfile, setup: AdaptiveS
     strong = as2d_catalog(sources, budgets, "as2d_guarded", leave_eos=True)
     strong_oracle = hindsight_oracle(run_catalog(test.windows, strong, profile, workers=workers),
                                      (sel.source, sel.budget))
-    base = _frame(test.windows, ReplayConfig("target_only"), profile, fallback)
+    base = dep.frame(test.windows, ReplayConfig("target_only"))
     frames = {"target_only": (base, "target_only"),
               "as2d_fixed": (oracle.per_window.select("window_id", "tokens", pl.col("selected_time").alias("time")),
                              f"as2d/{sel.source}/b{sel.budget}")}
     for name in VARIANTS:
-        rc = config(name, chosen[name], **weights.get(name, {}))
-        frames[name] = (_frame(test.windows, rc, profile, fallback), rc.label)
-
-    def online(source: str) -> pl.DataFrame:
-        if source == chosen["as2d_online"]:  # that run is in the table already
-            return frames["as2d_online"][0]
-        return _frame(test.windows, config("as2d_online", source, **weights.get("as2d_online", {})), profile,
-                      fallback)
-
-    resident = chosen[COMBINATION].split(SEPARATOR)
-    for row, runs in ((SOURCE_HINDSIGHT, sources),  # the online budget reads the first-named source only
-                      (RESIDENT_HINDSIGHT, [SEPARATOR.join([s, *(r for r in resident if r != s)]) for s in resident])):
-        best = pl.concat([online(s) for s in runs]).group_by("window_id", maintain_order=True).agg(
-            pl.col("tokens").first(), pl.col("time").min())
-        frames[row] = (best, f"min({', '.join(f'as2d_online/{s}' for s in runs)})")
+        rc = dep.config(name, chosen[name], **weights.get(name, {}))
+        frames[name] = (dep.frame(test.windows, rc), rc.label)
+    frames.update(_hindsight_rows(dep, test.windows, sources, chosen, weights, frames["as2d_online"][0]))
     rows = _rows(frames, base, profile, len(test.windows), len(dev.windows), oracle.tps_oracle,
                  strong_oracle.tps_oracle)
     return pl.DataFrame(rows), {"source": sel.source, "budget": sel.budget, "bound": bound, "resident": chosen,
                                 "prior": prior.get("prior"), "draft_prior": prior.get("draft_prior"),
                                 "dev_choice": weights}
+
+
+def _dev_choices(dep: _Deployment, dev: Sequence[Window], sources: Sequence[str]
+                 ) -> tuple[dict[str, str], dict[str, dict[str, object]]]:
+    """Per variant, the resident source set and the grid point (prior weight, combination parts) best on dev."""
+    chosen, weights = {}, {}
+    for name in VARIANTS:
+        spec = scheme_spec(name)
+        chosen[name] = dep.source
+        if spec.multi_source:  # the resident set is a deployment choice: made on dev, like the source and budget
+            dev_tps = {s: _tps(dep.frame(dev, dep.config(name, s))) for s in resident_sets(dep.source, sources)}
+            chosen[name] = max(dev_tps, key=lambda s: (dev_tps[s], -s.count(SEPARATOR)))
+        # The prior's weight, and whether the combination drafts at all (hybrid candidates pay only where
+        # the drafter is cheap next to the producer it slows): deployment choices, made on dev.
+        grid: list[dict[str, object]] = [{}]
+        if spec.needs_costs and dep.prior:
+            grid = [{"prior_rounds": float(k)} for k in dep.setup.prior_rounds]
+        if name == COMBINATION:  # each part that can cost as well as pay is a dev choice
+            own = dep.setup.methods[name]
+            for key in DEV_CHOSEN_PARTS:
+                if own.get(key):
+                    grid = [{**g, key: v} for g in grid for v in (True, False)]
+        if len(grid) > 1:
+            dev_g = [_tps(dep.frame(dev, dep.config(name, chosen[name], **g))) for g in grid]
+            weights[name] = grid[max(range(len(grid)), key=lambda i: (dev_g[i], -i))]
+    return chosen, weights
+
+
+def _hindsight_rows(dep: _Deployment, test: Sequence[Window], sources: Sequence[str], chosen: Mapping[str, str],
+                    weights: Mapping[str, Mapping[str, object]], online_frame: pl.DataFrame
+                    ) -> dict[str, tuple[pl.DataFrame, str]]:
+    """``SOURCE_HINDSIGHT`` and ``RESIDENT_HINDSIGHT``: per window, the faster online budget over sources."""
+
+    def online(source: str) -> pl.DataFrame:
+        if source == chosen["as2d_online"]:  # that run is in the table already
+            return online_frame
+        return dep.frame(test, dep.config("as2d_online", source, **weights.get("as2d_online", {})))
+
+    resident = chosen[COMBINATION].split(SEPARATOR)
+    out = {}
+    for row, runs in ((SOURCE_HINDSIGHT, list(sources)),  # the online budget reads the first-named source only
+                      (RESIDENT_HINDSIGHT, [SEPARATOR.join([s, *(r for r in resident if r != s)]) for s in resident])):
+        best = pl.concat([online(s) for s in runs]).group_by("window_id", maintain_order=True).agg(
+            pl.col("tokens").first(), pl.col("time").min())
+        out[row] = (best, f"min({', '.join(f'as2d_online/{s}' for s in runs)})")
+    return out
 
 
 def _rows(frames: Mapping[str, tuple[pl.DataFrame, str]], base: pl.DataFrame, profile: DeviceProfile, n_test: int,

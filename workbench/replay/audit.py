@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 from workbench.decoding import PublicationBuffer, audit_exact
+from workbench.decoding.schemes.source_choice import MultiSource
 
 from .pricing import Pricing
 from .result import ReplayResult
@@ -20,7 +21,8 @@ class ReplayAuditError(AssertionError):
     """A replay broke the reference-based replay contract."""
 
 
-def audit_run(window: Window, result: ReplayResult, price: Pricing, buffer: PublicationBuffer | None) -> None:
+def audit_run(window: Window, result: ReplayResult, price: Pricing,
+              buffer: PublicationBuffer | MultiSource | None) -> None:
     where = f"window {window.window_id!r}, {result.config.label} on {price.name}"
     audit_exact(result.output, window.reference, label=f"{where}: committed output")
     if result.tokens != len(result.output):

@@ -11,12 +11,15 @@ import multiprocessing as mp
 import os
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
+from typing import cast
 
 import polars as pl
 
 from workbench.decoding import DECOUPLED
 
 from .engine import producer_plan, replay
+from .multi_source import MultiPlan
+from .producer import ProducerPlan
 from .profile import DeviceProfile
 from .result import ReplayConfig
 from .trajectory import Window
@@ -39,16 +42,17 @@ def _replay_windows(windows: Sequence[Window], configs: Sequence[ReplayConfig], 
                     audit: bool) -> list[tuple]:
     rows: list[tuple] = []
     for w in windows:
-        plans = {}
+        plans: dict[str, ProducerPlan | MultiPlan] = {}
         for cfg in configs:
             plan = None
             if cfg.scheme in DECOUPLED:
-                track = w.sources.get(cfg.source)
+                source = cast(str, cfg.source)  # a decoupled configuration names its source
+                track = w.sources.get(source)
                 if track is None or not track.eligible:
                     continue  # language-ineligible sources stay masked (D.4.3)
-                plan = plans.get(cfg.source)
+                plan = plans.get(source)
                 if plan is None:
-                    plan = plans[cfg.source] = producer_plan(w, cfg.source, profile)
+                    plan = plans[source] = producer_plan(w, source, profile)
             r = replay(w, cfg, profile, plan=plan, audit=audit)
             s = r.summary()
             rows.append(tuple(s[k] for k in CATALOG_SCHEMA))

@@ -17,7 +17,7 @@ only supplies the two clocks (``_SerialClock``, ``_ProducerClock``) that own tim
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Literal
 
 import polars as pl
@@ -37,12 +37,13 @@ from workbench.decoding import (
     round_costs,
     run_rounds,
 )
+from workbench.decoding.schemes import CandidateSource
 
 from .audit import audit_run
-from .multi_source import SEPARATOR, MultiPlan
+from .multi_source import SEPARATOR, MultiPlan, MultiProducer
 from .pricing import Pricing, pricing_for
 from .producer import Producer, ProducerPlan
-from .profile import DeviceProfile
+from .profile import ContextFit, DeviceProfile
 from .result import STAGE_SCHEMA, ReplayConfig, ReplayResult
 from .trajectory import Window
 
@@ -65,7 +66,7 @@ class _Greedy:
         self.eos = window.eos_id
         self.pos = 0  # output position of the current known root
 
-    def verify(self, root: int, chain: tuple[int, ...]) -> list[int]:
+    def verify(self, root: int, chain: Sequence[int]) -> list[int]:
         ref, p = self.ref, self.pos + 1
         out = list(ref[p : p + len(chain) + 1])
         if len(out) < len(chain) + 1:
@@ -82,7 +83,7 @@ class _Greedy:
         self.pos += 1 + accepted
 
 
-def _scheme(window: Window, cfg: ReplayConfig, buffer: object | None, price: Pricing) -> Scheme:
+def _scheme(window: Window, cfg: ReplayConfig, buffer: CandidateSource | None, price: Pricing) -> Scheme:
     drafter = None
     if cfg.spec.needs_drafter:
         if window.drafts is None:
@@ -106,13 +107,12 @@ def replay(
     config: ReplayConfig,
     profile: DeviceProfile,
     *,
-    plan: ProducerPlan | None = None,
+    plan: ProducerPlan | MultiPlan | None = None,
     drain: Drain = "boundary",
     audit: bool = True,
 ) -> ReplayResult:
     """Replay one window under one configuration and device profile; audited unless told not."""
     price = pricing_for(profile)
-    target = ReferenceTarget(window.reference, window.eos_id, window.vocab_size) if config.scheme in SERIAL else None
     buffer = None
     if config.scheme in DECOUPLED:
         if plan is None:
@@ -123,6 +123,7 @@ def replay(
         buffer = producer.buffer
         result = _run_decoupled(window, config, price, producer, drain)
     elif config.scheme in SERIAL:
+        target = ReferenceTarget(window.reference, window.eos_id, window.vocab_size)
         result = _run_serial(window, config, price, target)
     else:
         raise ValueError(f"replay: unknown scheme {config.scheme!r}")
@@ -136,7 +137,11 @@ def producer_plan(window: Window, source: str | None, profile: DeviceProfile) ->
         # A source ineligible for the window's language (D.4.3) does not run; the first always does.
         names = source.split(SEPARATOR)
         names = names[:1] + [s for s in names[1:] if s not in window.sources or window.sources[s].eligible]
-        return MultiPlan(tuple(producer_plan(window, s, profile) for s in names))
+        return MultiPlan(tuple(_one_plan(window, s, profile) for s in names))
+    return _one_plan(window, source, profile)
+
+
+def _one_plan(window: Window, source: str | None, profile: DeviceProfile) -> ProducerPlan:
     if source is None or source not in window.sources:
         raise ValueError(f"window {window.window_id!r} has no source {source!r} (has {sorted(window.sources)})")
     return ProducerPlan.build(window.sources[source], profile.source(source), window.vocab_size)
@@ -170,7 +175,7 @@ class _ProducerClock:
 
     __slots__ = ("t", "price", "producer", "static_end", "after_s")
 
-    def __init__(self, price: Pricing, producer: Producer) -> None:
+    def __init__(self, price: Pricing, producer: Producer | MultiProducer) -> None:
         self.t = 0.0
         self.price = price
         self.producer = producer
@@ -225,7 +230,7 @@ class _ContextClock:
 
     __slots__ = ("inner", "scheme", "fit", "pos", "calls")
 
-    def __init__(self, inner: _SerialClock | _ProducerClock, scheme: Scheme, fit: object) -> None:
+    def __init__(self, inner: _SerialClock | _ProducerClock, scheme: Scheme, fit: ContextFit) -> None:
         self.inner, self.scheme, self.fit, self.pos, self.calls = inner, scheme, fit, 0, 0
 
     def decide(self) -> float:
@@ -267,7 +272,7 @@ def _run_serial(window: Window, cfg: ReplayConfig, price: Pricing, target: Refer
     return _result(window, cfg, price, scheme, times, clock.t, clock.after_s, "loop")
 
 
-def _run_decoupled(window: Window, cfg: ReplayConfig, price: Pricing, producer: Producer,
+def _run_decoupled(window: Window, cfg: ReplayConfig, price: Pricing, producer: Producer | MultiProducer,
                    drain: Drain) -> ReplayResult:
     scheme = _scheme(window, cfg, producer.buffer, price)
     scheme.start(window.reference[0])
@@ -286,9 +291,10 @@ def _run_decoupled(window: Window, cfg: ReplayConfig, price: Pricing, producer: 
 
 
 def replay_many(windows: list[Window], config: ReplayConfig, profile: DeviceProfile,
-                plans: Mapping[str, ProducerPlan] | None = None, **kw: object) -> list[ReplayResult]:
-    return [replay(w, config, profile, plan=None if plans is None else plans.get(w.window_id), **kw)
-            for w in windows]
+                plans: Mapping[str, ProducerPlan] | None = None, *, drain: Drain = "boundary",
+                audit: bool = True) -> list[ReplayResult]:
+    return [replay(w, config, profile, plan=None if plans is None else plans.get(w.window_id), drain=drain,
+                   audit=audit) for w in windows]
 
 
 def results_frame(results: list[ReplayResult]) -> pl.DataFrame:

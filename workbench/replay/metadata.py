@@ -149,6 +149,8 @@ def device_table(profiles: Sequence[HasMetadata]) -> pl.DataFrame:
         raise ValueError(f"profile(s) {bare} carry no metadata: block (Table 6); only phone profiles do")
     cols = {"attribute": [label for label, _ in ROWS]}
     for p in profiles:
-        cols[p.device] = [show(p.metadata) for _, show in ROWS]
+        meta = p.metadata
+        assert meta is not None  # every bare profile was refused above
+        cols[p.device] = [show(meta) for _, show in ROWS]
     return pl.DataFrame(cols)
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
+from typing import cast
 
 from workbench.decoding import PublicationBuffer
 from workbench.decoding.cumulative import CUMULATIVE_PREFIX
@@ -48,7 +49,8 @@ class ProducerPlan:
         batch_end: list[int] = []
         w = cost.startup_ms / 1000.0
         ends.append(w)
-        measured = track.op_ms is not None
+        op_ms = track.op_ms
+        measured = op_ms is not None
         pub = 0.0 if measured else cost.publication_ms / 1000.0
         batch = cost.batch_tokens if cost.kind == "autoregressive" else None
         if track.publication == CUMULATIVE_PREFIX:
@@ -58,7 +60,7 @@ class ProducerPlan:
             batch, pub = None, 0.0
         produced = pending = 0
         for i, n in enumerate(track.op_tokens):
-            w += (track.op_ms[i] if measured else cost.op_at(produced)) / 1000.0  # growth with context (D.3)
+            w += (op_ms[i] if op_ms is not None else cost.op_at(produced)) / 1000.0  # growth with context (D.3)
             ends.append(w)
             produced += n
             pending += n
@@ -150,7 +152,7 @@ class Producer:
         self.advance(t_eos, slowed=False)
         if not self.busy():
             self.stopped_at = self.finished_at
-            return self.stopped_at
+            return cast(float, self.stopped_at)  # an idle producer has finished
         if full:
             target_work = self.plan.total_work
         else:

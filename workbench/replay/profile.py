@@ -263,7 +263,8 @@ class _Reader:
     def fail(self, path: str, problem: str) -> ProfileError:
         return ProfileError(self.file, path, problem)
 
-    def mapping(self, node: Any, path: str, required: set[str], optional: set[str] = frozenset()) -> dict:
+    def mapping(self, node: Any, path: str, required: set[str], optional: set[str] | frozenset[str] = frozenset()
+                ) -> dict:
         if not isinstance(node, dict):
             raise self.fail(path, f"expected a mapping, got {type(node).__name__}")
         for key in node:
@@ -312,7 +313,7 @@ class _Reader:
                 raise self.fail(f"{path}.{key}", "width keys must be integers >= 1")
             spread: dict[str, float] | None = None if sd is None else {}
             out[key] = self.number(val, f"{path}.{key}", spread=spread)
-            if spread:
+            if spread and sd is not None:  # spread is a dict only when sd is
                 sd[key] = spread[f"{path}.{key}"]
         if need_k1 and 1 not in out:
             raise self.fail(f"{path}.1", "missing K1: every verifier profile must price the K=1 step")

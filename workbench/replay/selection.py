@@ -21,6 +21,7 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Self
 
 import polars as pl
 
@@ -42,7 +43,7 @@ class _Split:
         raise TypeError("splits are made by split_windows(), never by hand")
 
     @classmethod
-    def _issue(cls, windows: Sequence[Window], seed: int) -> _Split:
+    def _issue(cls, windows: Sequence[Window], seed: int) -> Self:
         obj = object.__new__(cls)
         object.__setattr__(obj, "windows", tuple(windows))
         object.__setattr__(obj, "seed", seed)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import cast
 
 from .multi_source import SEPARATOR
 from .profile import DeviceProfile
@@ -43,7 +44,7 @@ def priced_as(windows: Sequence[Window], profile: DeviceProfile, roles: Mapping[
             continue
         renamed = {}
         for s, track in w.sources.items():
-            name = profile_source(profile, s, roles)
+            name = cast(str, profile_source(profile, s, roles))  # a named source has a name
             renamed[name] = replace(track, source=name)
         out.append(replace(w, sources=renamed))
     return out

@@ -156,7 +156,7 @@ def save_windows(windows: Sequence[Window], directory: str | Path) -> Path:
             "reference": list(w.reference), "eos_id": w.eos_id, "vocab_size": w.vocab_size,
             "max_output": w.max_output, "synthetic": w.synthetic,
             "draft_tokens": None if d is None else [d[c][0] for c in d],
-            "draft_confidences": None if d is None or d.confidences is None else [list(d[c][1]) for c in d],
+            "draft_confidences": None if d is None or d.confidences is None else [list(d[c][1] or ()) for c in d],
         })
         for s in w.sources.values():
             srows.append({
@@ -185,7 +185,7 @@ def _draft_table(tokens: list[list[int]] | None, confs: list[list[float]] | None
     carr = None if confs is None else np.zeros((len(tokens), width))
     for i, t in enumerate(tokens):
         arr[i, : len(t)] = t
-        if carr is not None:
+        if carr is not None and confs is not None:  # carr exists exactly when confs do
             carr[i, : len(t)] = confs[i]
     return DraftTable(arr, carr, np.array([len(t) for t in tokens], dtype=np.int64))
 

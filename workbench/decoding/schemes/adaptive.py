@@ -46,7 +46,7 @@ DRAFT_KEY: EstimateKey = (DRAFTER, EstimateKind.DRAFT)
 
 class As2dAdaptive(As2dSourceChoice):
     name = "as2d_adaptive"
-    reader_class = As2dSubstitution
+    reader_class: type[As2d] = As2dSubstitution
 
     def __init__(self, source: CandidateSource, budget: int, max_output: int, eos_id: int | None,
                  costs: RoundCosts | Mapping[int, float], decay: float = 0.9, drafter: Drafter | None = None,

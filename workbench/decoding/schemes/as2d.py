@@ -15,7 +15,7 @@ candidate: nothing follows EOS, so the bonus commits it at one width less (``wid
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, cast
 
 from ..alignment import ANCHOR_NEXT_TOKEN, ANCHOR_ORDERS, DEFAULT_ALIGN_SPAN, AnchorOrder, ReadCursor
 from ..buffer import Snapshot
@@ -42,6 +42,10 @@ class CandidateSource(Protocol):
 class As2d(Scheme):
     name = "as2d"
     uses_buffer = True
+    cursor: ReadCursor
+    _correction: tuple[int, int] | None  # (mismatch slot, correction token)
+    _processing: bool
+    _tentative: bool
 
     def __init__(
         self,
@@ -99,7 +103,7 @@ class As2d(Scheme):
         self.cursor = ReadCursor()
         # Paper order (C.3): after a rejection the correction is processed in a plain step, and the
         # correction token stays on record for the next round's fallback search.
-        self._correction: tuple[int, int] | None = None  # (mismatch slot, correction token)
+        self._correction = None  # (mismatch slot, correction token)
         self._processing = False  # this round's root is a correction still to be processed
         self._tentative = False  # this round's anchor is an unconfirmed far match (guard)
 
@@ -172,7 +176,7 @@ class As2d(Scheme):
         rejected = verdict.outcome == "correction" and verdict.accepted < len(call.chain)
         self._processing = rejected and self.anchor_order == ANCHOR_NEXT_TOKEN
         if self._processing:
-            self._correction = (self.cursor.cursor, verdict.next_root)
+            self._correction = (self.cursor.cursor, cast(int, verdict.next_root))  # a correction is a next root
         elif call.k1_reason != "correction":
             self._correction = None  # the fallback serves only the round after the correction step
         return self.cursor.cursor

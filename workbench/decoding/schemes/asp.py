@@ -55,7 +55,8 @@ class SpecASR(Scheme):
     ) -> None:
         super().__init__(max_output, eos_id)
         self.drafter = drafter
-        self.threshold = check_threshold("threshold", threshold)
+        check_threshold("threshold", threshold)
+        self.threshold = threshold
         self.cap = check_budget("cap", cap, high=MAX_BUDGET)
         self.recycle = recycle
 
@@ -69,7 +70,7 @@ class SpecASR(Scheme):
         first, catchup = 0, 0
         if self._old is not None and self.recycle:
             head = self.drafter.propose(self.output, 1)
-            call = self._recycled(n, head)
+            call = self._recycled(n, head, self._old)
             if call is not None:
                 return call
             # The paired-branch forward already produced the first fresh token and caught up
@@ -94,8 +95,8 @@ class SpecASR(Scheme):
             confidences=confs[: len(chain)],
         )
 
-    def _recycled(self, n: int, head: Proposal) -> Call | None:
-        old_tokens, old_confs = self._old
+    def _recycled(self, n: int, head: Proposal, old: tuple[tuple[int, ...], tuple[float, ...]]) -> Call | None:
+        old_tokens, old_confs = old
         if not head.tokens:
             return None
         t, t_conf = head.tokens[0], _confidences(head, self.name)[0]
@@ -123,7 +124,7 @@ class SpecASR(Scheme):
     def _after(self, call: Call, verdict: Verdict) -> int | None:
         a = verdict.accepted
         if verdict.outcome == "correction" and a < len(call.chain):
-            self._old = (call.chain[a:], call.confidences[a:])
+            self._old = (call.chain[a:], (call.confidences or ())[a:])  # an ASP call carries its confidences
         else:
             self._old = None
         return None

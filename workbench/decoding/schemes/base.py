@@ -43,9 +43,9 @@ def check_threshold(name: str, value: float | None) -> float | None:
 class Scheme(ABC):
     """Base state machine. ``output`` is the committed prefix, known root included."""
 
-    name: ClassVar[str]
+    name: str  # the catalog name; a configuration of another class renames its instance (catalog.py)
     uses_buffer: ClassVar[bool] = False
-    uses_drafter: ClassVar[bool] = False
+    uses_drafter: bool = False  # a scheme that drafts only when given a drafter says so per instance
 
     def __init__(self, max_output: int, eos_id: int | None) -> None:
         if isinstance(max_output, bool) or not isinstance(max_output, int) or max_output < 1:

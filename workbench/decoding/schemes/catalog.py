@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from ..alignment import ANCHOR_NEXT_TOKEN, DEFAULT_ALIGN_SPAN
+from ..alignment import ANCHOR_NEXT_TOKEN, DEFAULT_ALIGN_SPAN, AnchorOrder
 from ..costs import RoundCosts
 from ..protocols import Drafter
 from ..width import PRIOR, PRIOR_ROUNDS
@@ -108,7 +108,7 @@ class SchemeSpec:
 
     def proposal_budget(self, **settings: Any) -> int | None:
         """The budget a catalog row reports: As²d's b, or the cap of the ablations built on it."""
-        if not self.as2d_family:
+        if not self.as2d_family or self.chain_setting is None:
             return None
         return int(self.settings(**settings)[self.chain_setting])
 
@@ -140,7 +140,7 @@ def _asp(*, max_output: int, eos_id: int | None, drafter: Drafter, threshold: fl
 
 
 def _as2d(*, max_output: int, eos_id: int | None, source: CandidateSource, budget: int, threshold: float | None,
-          span: int, lookback: int | None, anchor_order: str, **_: Any) -> Scheme:
+          span: int, lookback: int | None, anchor_order: AnchorOrder, **_: Any) -> Scheme:
     return As2d(source, budget, max_output, eos_id, span, threshold, lookback, confidence_required=False,
                 anchor_order=anchor_order)
 
@@ -153,14 +153,14 @@ def _as2d_wo_td(*, max_output: int, eos_id: int | None, drafter: Drafter, thresh
 
 
 def _as2d_wo_bc(*, max_output: int, eos_id: int | None, source: CandidateSource, threshold: float, cap: int,
-                span: int, lookback: int | None, anchor_order: str, **_: Any) -> Scheme:
+                span: int, lookback: int | None, anchor_order: AnchorOrder, **_: Any) -> Scheme:
     s = As2d(source, cap, max_output, eos_id, span, threshold, lookback, anchor_order=anchor_order)
     s.name = "as2d_wo_bc"
     return s
 
 
 def _as2d_guarded(*, max_output: int, eos_id: int | None, source: CandidateSource, budget: int,
-                  threshold: float | None, span: int, lookback: int | None, anchor_order: str, leave_eos: bool,
+                  threshold: float | None, span: int, lookback: int | None, anchor_order: AnchorOrder, leave_eos: bool,
                   **_: Any) -> Scheme:
     s = As2d(source, budget, max_output, eos_id, span, threshold, lookback, confidence_required=False,
              anchor_order=anchor_order, guard=True, leave_eos=leave_eos)
@@ -169,7 +169,7 @@ def _as2d_guarded(*, max_output: int, eos_id: int | None, source: CandidateSourc
 
 
 def _as2d_online(*, max_output: int, eos_id: int | None, source: CandidateSource, budget: int,
-                 threshold: float | None, span: int, lookback: int | None, anchor_order: str, guard: bool,
+                 threshold: float | None, span: int, lookback: int | None, anchor_order: AnchorOrder, guard: bool,
                  costs: RoundCosts, decay: float, prior: float, prior_rounds: float, **_: Any) -> Scheme:
     return As2dOnline(source, budget, max_output, eos_id, costs, decay, prior, prior_rounds, span=span,
                       threshold=threshold, lookback=lookback, confidence_required=False, anchor_order=anchor_order,
@@ -177,21 +177,21 @@ def _as2d_online(*, max_output: int, eos_id: int | None, source: CandidateSource
 
 
 def _as2d_subst(*, max_output: int, eos_id: int | None, source: CandidateSource, budget: int,
-                threshold: float | None, span: int, lookback: int | None, anchor_order: str, guard: bool,
+                threshold: float | None, span: int, lookback: int | None, anchor_order: AnchorOrder, guard: bool,
                 **_: Any) -> Scheme:
     return As2dSubstitution(source, budget, max_output, eos_id, span, threshold, lookback,
                             confidence_required=False, anchor_order=anchor_order, guard=guard)
 
 
 def _as2d_hybrid(*, max_output: int, eos_id: int | None, source: CandidateSource, drafter: Drafter, budget: int,
-                 threshold: float | None, span: int, lookback: int | None, anchor_order: str, guard: bool,
+                 threshold: float | None, span: int, lookback: int | None, anchor_order: AnchorOrder, guard: bool,
                  **_: Any) -> Scheme:
     return As2dHybrid(source, drafter, budget, max_output, eos_id, span=span, threshold=threshold,
                       lookback=lookback, confidence_required=False, anchor_order=anchor_order, guard=guard)
 
 
 def _as2d_adaptive(*, max_output: int, eos_id: int | None, source: CandidateSource, drafter: Drafter | None,
-                   budget: int, threshold: float | None, span: int, lookback: int | None, anchor_order: str,
+                   budget: int, threshold: float | None, span: int, lookback: int | None, anchor_order: AnchorOrder,
                    guard: bool, costs: RoundCosts, decay: float, hybrid: bool, prior: float,
                    prior_rounds: float, draft_prior: float, guess: bool, **_: Any) -> Scheme:
     return As2dAdaptive(source, budget, max_output, eos_id, costs, decay, drafter if hybrid else None, prior,
@@ -200,7 +200,7 @@ def _as2d_adaptive(*, max_output: int, eos_id: int | None, source: CandidateSour
 
 
 def _as2d_sources(*, max_output: int, eos_id: int | None, source: CandidateSource, budget: int,
-                  threshold: float | None, span: int, lookback: int | None, anchor_order: str, guard: bool,
+                  threshold: float | None, span: int, lookback: int | None, anchor_order: AnchorOrder, guard: bool,
                   costs: RoundCosts, decay: float, prior: float, prior_rounds: float, **_: Any) -> Scheme:
     return As2dSourceChoice(source, budget, max_output, eos_id, costs, decay, prior, prior_rounds, span=span,
                             threshold=threshold, lookback=lookback, confidence_required=False,
@@ -217,14 +217,14 @@ def _spec(name: str, label: str, factory: Callable[..., Scheme], *, decoupled: b
 
 # Alignment (C.3): search span, how long unmatched positions stay eligible (None: the span), and the
 # anchor order after a rejection (the paper's "next_token", or "correction_first", beyond the paper).
-_ALIGN = {"span": DEFAULT_ALIGN_SPAN, "lookback": None, "anchor_order": ANCHOR_NEXT_TOKEN}
+_ALIGN: dict[str, Any] = {"span": DEFAULT_ALIGN_SPAN, "lookback": None, "anchor_order": ANCHOR_NEXT_TOKEN}
 
 # Where an online scheme's acceptance estimate starts: an acceptance, weighted as that many observed
 # rounds (decoding/width.py); a deployment fits both on dev (jobs/adaptive.py).
-_PRIOR = {"prior": PRIOR, "prior_rounds": PRIOR_ROUNDS}
+_PRIOR: dict[str, Any] = {"prior": PRIOR, "prior_rounds": PRIOR_ROUNDS}
 
 # The adaptive schemes also take the guarded anchor (alignment.py; off by default, as in the paper).
-_ALIGN_GUARDED = {**_ALIGN, "guard": False}
+_ALIGN_GUARDED: dict[str, Any] = {**_ALIGN, "guard": False}
 
 CATALOG: Mapping[str, SchemeSpec] = MappingProxyType({s.name: s for s in (
     _spec("target_only", "Target only", _target_only, on_phone=True),

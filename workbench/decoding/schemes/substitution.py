@@ -17,6 +17,8 @@ the correction remembered for the fallback search), so insertions and deletions 
 
 from __future__ import annotations
 
+from typing import cast
+
 from ..alignment import ReadCursor
 from ..records import Call
 from ..verification import Verdict
@@ -58,7 +60,7 @@ class As2dSubstitution(As2d):
         # A guess round: a first-slot rejection means no substitution -- leave the cursor as the
         # paper's correction step would and keep the correction for the fallback search.
         if verdict.accepted == 0 and verdict.outcome == "correction":
-            m = call.cursor_before  # the mismatch slot, whichever slot the guess anchored at
+            m = cast(int, call.cursor_before)  # the mismatch slot, whichever slot the guess anchored at
             self.cursor = ReadCursor(m, m).after_call(None, 0, self.lookback)
             self._processing = False
             # _correction stays (m, x): the fallback serves the next round, as after a plain step.
