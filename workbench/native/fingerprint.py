@@ -153,8 +153,8 @@ def host_profile(
     fp = machine_fingerprint(engine or engine_label(model_cfg))
     ref = Path(reference)
     if ref.exists():
-        prof = load_profile(ref)
-        if not differences(prof.machine, fp):
+        prof: DeviceProfile | None = load_profile(ref)
+        if prof is not None and not differences(prof.machine, fp):
             return _priced(prof)
     cached = cached_profile_path(fp, model_cfg)
     prof, stale = _usable(cached, fp)
