@@ -106,7 +106,11 @@ def device_profile(name_or_cfg: str | DictConfig, cfg: DictConfig | None = None)
         try:
             return load_profile(name_or_cfg)
         except FileNotFoundError as err:
-            raise ConfigError("device", str(err)) from err
+            from workbench.replay.profile import DEVICE_DIR
+
+            known = sorted(p.stem for p in DEVICE_DIR.glob("*.yaml"))
+            raise ConfigError("devices", f"no device profile {name_or_cfg!r} (conf/device/{name_or_cfg}.yaml)",
+                              fix=f"choose from {', '.join(known)}") from err
     raw = OmegaConf.to_container(name_or_cfg, resolve=True)
     return parse_profile(raw, file=f"conf/device/{raw['name']}.yaml")
 
