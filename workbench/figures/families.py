@@ -116,13 +116,15 @@ def _measured_on(path: Path) -> str:
 def _host_curves(max_k: int) -> tuple[list[tuple[str, dict[int, float]]], list[str]]:
     """The host's R(K) curves, each named by where its numbers come from: the committed reference file and
     every calibration cached on this machine (``$AS2D_CACHE/host_profiles``), with machine and date."""
-    from workbench.native.fingerprint import profile_cache_dir
+    from workbench.native.fingerprint import cpu_model, profile_cache_dir
     from workbench.replay.profile import DEVICE_DIR, load_profile
 
     curves, notes = [], []
     files = [("committed reference conf/device/host.yaml", DEVICE_DIR / "host.yaml")]
     cached = sorted(profile_cache_dir().glob("host-*.yaml")) if profile_cache_dir().is_dir() else []
-    files += [(f"this machine's calibration {f.name}", f) for f in cached]
+    for f in cached:
+        cpu = (load_profile(f).machine or {}).get("cpu")
+        files.append((f"{'this' if cpu == cpu_model() else 'another'} machine's calibration {f.stem}", f))
     if not cached:
         notes.append("no host calibration cached on this machine ($AS2D_CACHE/host_profiles): `make demo` "
                      "or `python -m workbench.run experiment=calibrate_host` measures one")
@@ -131,7 +133,7 @@ def _host_curves(max_k: int) -> tuple[list[tuple[str, dict[int, float]]], list[s
             continue
         prof = load_profile(path)
         machine = prof.machine or {}
-        where = f"{machine.get('cpu', '?')}, {machine.get('cores', '?')} cores"
+        where = f"{machine.get('cpu', '?')}, {machine.get('cores', '?')} cores, engine {machine.get('engine', '?')}"
         curves.append((f"host: {what} ({where}; {_measured_on(path)})",
                        {k: prof.verify_ms(k) for k in prof.verifier.widths() if k <= max_k}))
     return curves, notes
