@@ -38,7 +38,7 @@ import statistics
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 
@@ -144,7 +144,7 @@ def window_agreement(setup: HostSetup, profile: DeviceProfile, window_id: str, t
             width_err = errors(scaled(profile, ratio, shape))[1]
         judged = scaled(profile, ratio)
         res, err, to_err = errors(judged)
-    terms = decompose(window, med, judged, source, setup.params("as2d"))
+    terms = decompose(cast(Window, window), med, judged, source, setup.params("as2d"))  # errors() set it
     return {
         "window_id": window_id, "tokens": len(ref), "tps_native": nat, "tps_replay": res.tps,
         "signed_error_pct": err, "abs_error_pct": abs(err),

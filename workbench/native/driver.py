@@ -15,6 +15,7 @@ import multiprocessing as mp
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from multiprocessing.process import BaseProcess
 from typing import Any, TypeVar
 
 from workbench.decoding import (
@@ -120,7 +121,7 @@ class NativeHost:
         self.verifier = verifier or Placement()
         self.ready_timeout = ready_timeout
         self.placement: dict[str, Any] = {}
-        self._proc: mp.Process | None = None
+        self._proc: BaseProcess | None = None
         self._caller: Placement | None = None
 
     def __enter__(self) -> NativeHost:
@@ -263,6 +264,7 @@ class NativeHost:
             fault = str(err)
         finish = self.shared.finish_time.value - t0
         result.producer_finish = finish
+        assert source is not None  # a decoupled run made its source above
         source.snapshot()  # mirror everything published, for the trajectory
         buf = source.buffer
         result.producer_tokens = tuple(buf.snapshot().tokens())

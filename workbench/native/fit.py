@@ -11,7 +11,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import polars as pl
@@ -258,14 +258,14 @@ def producer_part(f: Fit, setup: HostSetup, has_conf: bool) -> dict[str, Any]:
               "publication_ms": {"v": 0.0, "derived": "R_SERIAL"}, "startup_ms": {"v": 0.0, "derived": "R_SERIAL"},
               "concurrent_factor": {"v": 1.0, "derived": "R_SERIAL"}, "batch_tokens": {"v": 1, "derived": "R_SERIAL"},
               "confidence": True}
-    return {setup.source: producer, setup.serial_source: serial}
+    return {setup.source: producer, cast(str, setup.serial_source): serial}  # a serial drafter is named
 
 
 # ------------------------------------------------------------------------------- ASP, anchor
 def asp_part(f: Fit, sources: dict[str, Any], setup: HostSetup) -> dict[str, Any]:
     """ASP's paired-branch and probability-row costs (non-negative least squares on draft time) and the
     batched KV refresh (R_REFRESH)."""
-    f_ms = sources[setup.serial_source]["forward_ms"]["v"]
+    f_ms = sources[cast(str, setup.serial_source)]["forward_ms"]["v"]
     idle, _ = sweep_tables(f)
     v1 = med(idle[1])
     refresh = {k: round(f_ms * med(v) / v1, 4) for k, v in idle.items()}
