@@ -38,3 +38,22 @@ def test_provenance_is_a_typed_pair_stored_as_one_integer():
     assert SourcePosition(0, 7).encode() == 7  # one source: the plain buffer position
     assert SourcePosition(2, 5).encode() == 2 * SOURCE_STRIDE + 5
     assert SourcePosition(2, FRESH).encode() == FRESH and SourcePosition.decode(RECYCLED).position == RECYCLED
+
+
+def test_round_costs_are_built_in_one_place():
+    """Replay, the native bench and the jobs build their tables with ``round_costs``, never by hand."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "workbench"
+    by_hand = []
+    for path in sorted(root.rglob("*.py")):
+        if path.name == "costs.py" and path.parent.name == "decoding":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            name = getattr(node.func, "id", getattr(node.func, "attr", None)) if isinstance(node, ast.Call) else None
+            if name == "RoundCosts":
+                by_hand.append(f"{path.relative_to(root)}:{node.lineno}")
+    assert not by_hand, by_hand
+    users = [p for p in ("replay/engine.py", "native/bench.py") if "round_costs(" in (root / p).read_text()]
+    assert users == ["replay/engine.py", "native/bench.py"]
