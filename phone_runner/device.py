@@ -155,11 +155,11 @@ def run_reference(req: Request, out: Out) -> dict[str, float]:
             # real clock: the window's time is what the clock showed when its priced end was reached
             # (sleep overshoot and line writing included), not the priced value itself
             elapsed = pace(result.time)
-            output = [result.untimed[0].root] if result.untimed else []
-            for r in result.untimed:
-                output.extend(r.committed)
+            output = [int(t) for t in result.output]  # root first, even a window prefill already ended
+            # cleanup: producer time after target EOS beyond the charged boundary, as the C++ runner
+            p_stop = max((end for res, _, _, end, _ in result.stages if res == "producer"), default=0.0)
             out("window", **common, config=cfg.label, scheme=cfg.scheme, tokens=result.tokens, time=elapsed,
-                t_eos=result.t_eos, cleanup=0.0, rounds=len(result.untimed),
+                t_eos=result.t_eos, cleanup=max(0.0, p_stop - result.t_eos), rounds=len(result.untimed),
                 output=output)
             totals["rounds"] += len(result.untimed)
             totals["tokens"] += result.tokens
@@ -230,6 +230,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             req = parse_request(raw)
         except ProtocolError as err:
             raise RunnerFailure("bad_request", str(err), status=2) from None
+        except (TypeError, AttributeError, KeyError, ValueError) as err:  # a shape parse_request did not foresee
+            raise RunnerFailure("bad_request", f"request {req_path}: malformed ({type(err).__name__}: {err})",
+                                status=2) from None
         try:
             out = Out(resolve(req_path.parent, args.output or req.output), proto)
         except OSError as err:

@@ -211,59 +211,128 @@ def _need(cond: bool, where: str, problem: str) -> None:
         raise ProtocolError(f"request field {where!r}", problem)
 
 
-def parse_request(obj: Any) -> Request:
-    """Validate a decoded request object and return it typed."""
-    _need(isinstance(obj, dict), "", "the request must be a JSON object")
-    _need(obj.get("v") == VERSION, "v", f"protocol version {obj.get('v')!r}; this runner speaks v{VERSION}")
-    for key in ("run_id", "mode", "scheme", "engine", "windows", "output"):
-        _need(key in obj, key, "missing")
-    _need(obj["mode"] in MODES, "mode", f"{obj['mode']!r}; expected one of {MODES}")
-    scheme = obj["scheme"]
-    _need(isinstance(scheme, dict) and scheme.get("name") in SCHEME_NAMES, "scheme.name",
-          f"{scheme.get('name') if isinstance(scheme, dict) else scheme!r}; expected one of {SCHEME_NAMES}")
-    _need(isinstance(scheme.get("settings", {}), dict), "scheme.settings", "expected an object")
-    engine = obj["engine"]
-    _need(isinstance(engine, dict) and engine.get("kind") in ENGINES, "engine.kind",
-          f"{engine.get('kind') if isinstance(engine, dict) else engine!r}; expected one of {ENGINES}")
-    _need(engine.get("clock", "real") in ("virtual", "real"), "engine.clock", "expected virtual or real")
-    _need(engine.get("kind") == "reference" or engine.get("clock", "real") == "real", "engine.clock",
-          "only the reference engine has a virtual clock")
-    _need(obj["mode"] != "ondemand" or engine["kind"] != "reference", "engine.kind",
-          "mode ondemand times real prefill and decoding: use the torch or mnn engine")
+def _is_int(v: Any) -> bool:
+    """A JSON integer: ``true``/``false`` are not integers (Python's bool is an int; JSON's is not)."""
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _int(obj: dict[str, Any], key: str, where: str, low: int, default: Any = None) -> Any:
+    val = obj.get(key, default)
+    _need(_is_int(val) and val >= low, where, f"{val!r}; expected an integer >= {low}")
+    return val
+
+
+def _obj(val: Any, where: str) -> dict[str, Any]:
+    _need(isinstance(val, dict), where, f"{type(val).__name__} {val!r:.40}; expected an object")
+    return val
+
+
+def _check_models(obj: dict[str, Any], engine: dict[str, Any]) -> dict[str, ModelSpec]:
     models: dict[str, ModelSpec] = {}
-    for role, spec in (obj.get("models") or {}).items():
+    raw = obj.get("models")
+    for role, spec in _obj({} if raw is None else raw, "models").items():
         _need(isinstance(spec, dict) and set(spec) <= _MODEL_FIELDS, f"models.{role}",
               f"expected an object with fields among {sorted(_MODEL_FIELDS)}")
-        threads = spec.get("threads", 1)
-        _need(isinstance(threads, int) and threads >= 1, f"models.{role}.threads", "expected an integer >= 1")
-        models[role] = ModelSpec(**{**spec, "cpus": tuple(spec.get("cpus") or ())})
+        _int(spec, "threads", f"models.{role}.threads", 1, 1)
+        cpus = spec.get("cpus") or []
+        _need(isinstance(cpus, list) and all(_is_int(c) and c >= 0 for c in cpus), f"models.{role}.cpus",
+              f"{cpus!r}; expected a list of core ids")
+        for key in ("dir", "format", "name", "backend", "precision"):
+            _need(spec.get(key) is None or isinstance(spec[key], str), f"models.{role}.{key}", "expected a string")
+        models[role] = ModelSpec(**{**spec, "cpus": tuple(cpus)})
     if engine["kind"] != "reference":
         _need("target" in models, "models.target", f"engine {engine['kind']!r} needs a target model")
-    for key in ("repetitions", "max_output"):
-        val = obj.get(key, 1)
-        _need(isinstance(val, int) and val >= 1, key, f"{val!r}; expected an integer >= 1")
-    _need(isinstance(obj.get("warmups", 0), int) and obj.get("warmups", 0) >= 0, "warmups", "expected >= 0")
+    return models
+
+
+def _check_reference(ref: Any, where: str) -> None:
+    """A reference-engine window's trajectory: int64 token ids inside the vocabulary, EOS among them."""
+    _need(isinstance(ref, dict) and _kind_ok(ref.get("tokens"), "ints") and bool(ref["tokens"]), f"{where}.tokens",
+          "the reference engine needs the greedy reference tokens")
+    vocab = ref.get("vocab_size")
+    _need(_is_int(vocab) and 1 <= vocab <= 2**63 - 1, f"{where}.vocab_size", f"{vocab!r}; expected an integer >= 1")
+
+    def ids(toks: Any, at: str) -> None:
+        _need(_kind_ok(toks, "ints") and all(0 <= t < vocab for t in toks), at,
+              f"expected token ids in 0..{vocab - 1} (int64)")
+
+    ids(ref["tokens"], f"{where}.tokens")
+    eos = ref.get("eos_id")
+    _need(eos is None or (_is_int(eos) and 0 <= eos < vocab), f"{where}.eos_id", f"{eos!r}; expected an id or null")
+    for name, src in _obj(ref.get("sources") or {}, f"{where}.sources").items():
+        at = f"{where}.sources.{name}"
+        _obj(src, at)
+        ids(src.get("tokens"), f"{at}.tokens")
+        _need(_kind_ok(src.get("op_tokens"), "ints") and all(t >= 0 for t in src["op_tokens"]), f"{at}.op_tokens",
+              "expected counts >= 0")
+    drafts = ref.get("drafts")
+    if drafts is not None:
+        rows = _obj(drafts, f"{where}.drafts").get("tokens")
+        _need(isinstance(rows, list), f"{where}.drafts.tokens", "expected a list of rows")
+        for r, row in enumerate(rows):
+            ids(row, f"{where}.drafts.tokens[{r}]")
+
+
+def _check_windows(obj: dict[str, Any], engine: dict[str, Any]) -> list[Any]:
     wins = obj["windows"]
-    _need(isinstance(wins, list) and (wins or obj["mode"] == "calibrate"), "windows", "expected a non-empty list")
+    _need(isinstance(wins, list) and (bool(wins) or obj["mode"] == "calibrate"), "windows",
+          "expected a non-empty list")
     seen: set[str] = set()
     for i, w in enumerate(wins):
         _need(isinstance(w, dict) and isinstance(w.get("window_id"), str), f"windows[{i}].window_id", "missing")
         _need(w["window_id"] not in seen, f"windows[{i}].window_id", f"duplicate {w['window_id']!r}")
         seen.add(w["window_id"])
+        if w.get("max_output") is not None:
+            _int(w, "max_output", f"windows[{i}].max_output", 1)
+        prompt = w.get("prompt")
+        _need(prompt is None or _kind_ok(prompt, "ints"), f"windows[{i}].prompt", "expected token ids or null")
         if engine["kind"] == "reference":
-            ref = w.get("reference")
-            _need(isinstance(ref, dict) and _kind_ok(ref.get("tokens"), "ints") and ref["tokens"],
-                  f"windows[{i}].reference.tokens", "the reference engine needs the greedy reference tokens")
+            _check_reference(w.get("reference"), f"windows[{i}].reference")
         else:
             _need(bool(w.get("audio") or w.get("features")), f"windows[{i}]", "needs audio or features")
-    producer = obj.get("producer") or {}
-    bt = producer.get("batch_tokens", 8)
-    _need(isinstance(bt, int) and bt >= 1, "producer.batch_tokens", f"{bt!r}; expected an integer >= 1")
+    return wins
+
+
+def _check_head(obj: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    _need(isinstance(obj, dict), "", "the request must be a JSON object")
+    _need(obj.get("v") == VERSION and _is_int(obj.get("v")), "v",
+          f"protocol version {obj.get('v')!r}; this runner speaks v{VERSION}")
+    for key in ("run_id", "mode", "scheme", "engine", "windows", "output"):
+        _need(key in obj, key, "missing")
+    _need(isinstance(obj["run_id"], str) and isinstance(obj["output"], str), "run_id", "run_id and output are strings")
+    _need(obj["mode"] in MODES, "mode", f"{obj['mode']!r}; expected one of {MODES}")
+    scheme = _obj(obj["scheme"], "scheme")
+    if scheme.get("name") in HOST_ONLY_SCHEMES:
+        _need(False, "scheme.name", f"{scheme['name']!r} runs in replay and on the host only; protocol v1 carries "
+              f"{SCHEME_NAMES}")
+    _need(scheme.get("name") in SCHEME_NAMES, "scheme.name", f"{scheme.get('name')!r}; expected one of {SCHEME_NAMES}")
+    _obj(scheme.get("settings", {}), "scheme.settings")
+    _need(scheme.get("source") is None or isinstance(scheme["source"], str), "scheme.source", "expected a name or null")
+    engine = _obj(obj["engine"], "engine")
+    _need(engine.get("kind") in ENGINES, "engine.kind", f"{engine.get('kind')!r}; expected one of {ENGINES}")
+    _need(engine.get("clock", "real") in ("virtual", "real"), "engine.clock", "expected virtual or real")
+    _need(engine.get("drain", "boundary") in ("boundary", "full"), "engine.drain", "expected boundary or full")
+    _need(engine.get("kind") == "reference" or engine.get("clock", "real") == "real", "engine.clock",
+          "only the reference engine has a virtual clock")
+    _need(obj["mode"] != "ondemand" or engine["kind"] != "reference", "engine.kind",
+          "mode ondemand times real prefill and decoding: use the torch or mnn engine")
+    return scheme, engine
+
+
+def parse_request(obj: Any) -> Request:
+    """Validate a decoded request object and return it typed (PROTOCOL.md is the rule)."""
+    _, engine = _check_head(obj)
+    models = _check_models(obj, engine)
+    for key in ("repetitions", "max_output"):
+        _int(obj, key, key, 1, 1)
+    _int(obj, "warmups", "warmups", 0, 0)
+    wins = _check_windows(obj, engine)
+    producer = _obj({} if obj.get("producer") is None else obj["producer"], "producer")
+    _int(producer, "batch_tokens", "producer.batch_tokens", 1, 8)
     if engine["kind"] == "reference":
-        _need(isinstance(obj.get("pricing"), dict), "pricing", "the reference engine needs resolved pricing")
-        check_pricing(obj["pricing"])
+        check_pricing(_obj(obj.get("pricing"), "pricing"))
     if obj["mode"] == "calibrate":
-        _need(isinstance(obj.get("calibrate"), dict), "calibrate", "calibrate mode needs a calibrate plan")
+        _obj(obj.get("calibrate"), "calibrate")
     if obj["mode"] == "ondemand":
         check_ondemand(obj)
     known = set(Request.__dataclass_fields__) - {"extra"}
@@ -276,17 +345,40 @@ def parse_request(obj: Any) -> Request:
 # pricing: a profile resolved to seconds, so a runner needs no profile rules
 
 
+def _cost(v: Any) -> bool:
+    """A price: a finite number of seconds >= 0 (never negative, never NaN, never a bool)."""
+    return _kind_ok(v, "num") and v >= 0
+
+
 def check_pricing(p: Mapping[str, Any]) -> None:
     for key in ("name", "step_s", "loop_s", "queue_s", "align_s", "verify_idle_s", "verify_concurrent_s",
                 "serial_drafter", "sources"):
         _need(key in p, f"pricing.{key}", "missing")
-    _need(isinstance(p["verify_idle_s"], dict) and "1" in p["verify_idle_s"], "pricing.verify_idle_s",
-          "needs at least width '1'")
-    _need(isinstance(p["verify_concurrent_s"], dict) and bool(p["verify_concurrent_s"]),
-          "pricing.verify_concurrent_s", "needs at least one width (missing widths are never zero)")
-    for name, s in p["sources"].items():
+    for key in ("step_s", "loop_s", "queue_s", "align_s"):
+        _need(_cost(p[key]), f"pricing.{key}", f"{p[key]!r}; expected seconds >= 0")
+    for key in ("verify_idle_s", "verify_concurrent_s"):
+        table = _obj(p[key], f"pricing.{key}")
+        _need(all(k.isdigit() and int(k) >= 1 and _cost(v) for k, v in table.items()), f"pricing.{key}",
+              "expected {\"<K>\": seconds >= 0} with widths K >= 1")
+    _need("1" in p["verify_idle_s"], "pricing.verify_idle_s", "needs at least width '1'")
+    _need(bool(p["verify_concurrent_s"]), "pricing.verify_concurrent_s",
+          "needs at least one width (missing widths are never zero)")
+    for name, s in _obj(p["sources"], "pricing.sources").items():
+        _obj(s, f"pricing.sources.{name}")
         for key in ("kind", "op_s", "publication_s", "startup_s", "concurrent_factor", "batch_tokens"):
             _need(key in s, f"pricing.sources.{name}.{key}", "missing")
+        _need(s["kind"] in ("autoregressive", "chunk"), f"pricing.sources.{name}.kind", "autoregressive or chunk")
+        for key in ("op_s", "publication_s", "startup_s", "concurrent_factor"):
+            _need(_cost(s[key]), f"pricing.sources.{name}.{key}", f"{s[key]!r}; expected a number >= 0")
+        _need(s["batch_tokens"] is None or (_is_int(s["batch_tokens"]) and s["batch_tokens"] >= 1),
+              f"pricing.sources.{name}.batch_tokens", "expected an integer >= 1 or null")
+    asp = p.get("asp")
+    if asp is not None:
+        _obj(asp, "pricing.asp")
+        for key in ("paired_branch_s", "prob_row_s"):
+            _need(_cost(asp.get(key)), f"pricing.asp.{key}", "expected seconds >= 0")
+        _need(all(_cost(v) for v in _obj(asp.get("kv_refresh_s"), "pricing.asp.kv_refresh_s").values()),
+              "pricing.asp.kv_refresh_s", "expected seconds >= 0")
 
 
 def pricing_from_profile(profile: Any) -> dict[str, Any]:

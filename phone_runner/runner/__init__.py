@@ -27,7 +27,7 @@ class RunnerBuildError(RunnerError):
 
 
 def _source_files() -> list[Path]:
-    files = [HERE / "CMakeLists.txt"]
+    files = [HERE / "CMakeLists.txt", *sorted((HERE / "cmake").glob("*.cmake"))]
     files += sorted(p for p in (HERE / "src").rglob("*") if p.suffix in (".cpp", ".hpp"))
     return files
 
@@ -48,14 +48,21 @@ def cache_root() -> Path:
     return Path(os.environ.get("AS2D_CACHE", Path.home() / ".cache" / "as2d")) / "as2d_runner"
 
 
-def build(build_dir: Path, jobs: int = 2) -> Path:
-    """Configure and build the host reference runner (no MNN) into ``build_dir``."""
-    for tool in ("cmake", "c++"):
+TOOLCHAINS = {"host": None, "aarch64": HERE / "cmake" / "aarch64-linux-gnu.cmake"}
+CROSS_TOOLS = {"aarch64": ("aarch64-linux-gnu-g++", "g++-aarch64-linux-gnu")}
+
+
+def build(build_dir: Path, jobs: int = 2, arch: str = "host") -> Path:
+    """Configure and build the reference runner (no MNN) into ``build_dir``: for this host, or
+    cross-compiled (``arch="aarch64"``: static, runs under ``qemu-aarch64``)."""
+    tools = [("cmake", "cmake"), ("c++", "g++")] + ([CROSS_TOOLS[arch]] if arch in CROSS_TOOLS else [])
+    for tool, package in tools:
         if shutil.which(tool) is None:
-            raise RunnerBuildError(f"{tool} is not installed: run scripts/setup.sh as root (apt-get install cmake g++)")
+            raise RunnerBuildError(f"{tool} is not installed: run scripts/setup.sh as root (apt-get install {package})")
     build_dir.mkdir(parents=True, exist_ok=True)
     gen = ["-G", "Ninja"] if shutil.which("ninja") else []
-    for cmd in (["cmake", "-S", str(HERE), "-B", str(build_dir), *gen, "-DCMAKE_BUILD_TYPE=Release",
+    chain = [f"-DCMAKE_TOOLCHAIN_FILE={TOOLCHAINS[arch]}"] if TOOLCHAINS[arch] else []
+    for cmd in (["cmake", "-S", str(HERE), "-B", str(build_dir), *gen, *chain, "-DCMAKE_BUILD_TYPE=Release",
                  "-DAS2D_WITH_MNN=OFF"],
                 ["cmake", "--build", str(build_dir), "-j", str(jobs)]):
         done = subprocess.run(cmd, capture_output=True, text=True)
@@ -67,19 +74,29 @@ def build(build_dir: Path, jobs: int = 2) -> Path:
     return binary
 
 
-def runner_binary() -> Path:
-    """A host ``as2d_runner`` built from the current sources (setup's build, else a cached one)."""
-    if _fresh(SETUP_BUILD):
+def runner_binary(arch: str = "host") -> Path:
+    """An ``as2d_runner`` built from the current sources: for this host (setup's build, else a cached
+    one) or for ``arch`` (``aarch64``: cached like the host build, keyed on the sources' hash)."""
+    if arch == "host" and _fresh(SETUP_BUILD):
         return SETUP_BUILD
-    target = cache_root() / source_hash()
+    target = cache_root() / (source_hash() + ("" if arch == "host" else f"-{arch}"))
     binary = target / "as2d_runner"
     if binary.exists():
         return binary
     tmp = target.with_name(f"{target.name}.tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
-    build(tmp)
+    build(tmp, arch=arch)
     try:
         tmp.rename(target)  # atomic: a concurrent builder either wins or finds ours
     except OSError:
         shutil.rmtree(tmp, ignore_errors=True)
     return binary
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m phone_runner.runner [--arch aarch64]``: build (or find) the runner, print its path."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m phone_runner.runner", description=main.__doc__)
+    ap.add_argument("--arch", choices=sorted(TOOLCHAINS), default="host")
+    print(runner_binary(ap.parse_args(argv).arch))

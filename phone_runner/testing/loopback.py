@@ -140,3 +140,41 @@ class LoopbackDevice:
 
 def _repo_root() -> Path:
     return Path(__file__).resolve().parents[2]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m phone_runner.testing.loopback``: a loopback phone by hand, connected to the adb server
+    (``ANDROID_ADB_SERVER_PORT``, default 5037) until Ctrl-C; then the phone jobs run against it."""
+    import argparse
+    import signal
+    import tempfile
+    import threading
+
+    from phone_runner.adb import client, server_port
+
+    ap = argparse.ArgumentParser(prog="python -m phone_runner.testing.loopback", description=main.__doc__)
+    ap.add_argument("--root", default=None, help="sandbox folder (the phone's filesystem); default: a new temp dir")
+    ap.add_argument("--description", default=str(DEFAULT_DESCRIPTION), help="device description YAML")
+    ap.add_argument("--port", type=int, default=0, help="fake adbd TCP port (0: any free port)")
+    args = ap.parse_args(argv)
+    root = Path(args.root or tempfile.mkdtemp(prefix="as2d-loopback-"))
+    client()  # starts the adb server if it is not running
+    dev = LoopbackDevice(root, args.description, port=args.port).start()
+    print(dev.connect(server_port()), flush=True)
+    print(f"loopback phone {dev.serial} (sandbox {root}) on adb server port {server_port()}; run e.g.\n"
+          f"  python -m workbench.run experiment=phone_info phone.serial={dev.serial}\n"
+          "Ctrl-C unplugs it.", flush=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        stop.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        dev.stop()
+        dev.disconnect(server_port())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

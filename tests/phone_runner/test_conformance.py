@@ -213,10 +213,12 @@ def generated_cases(n: int) -> list[Case]:
 # running both sides
 
 
-def run_batch(tmp: Path, cases: list[Case]) -> dict[str, list[dict[str, Any]]]:
+def run_batch(tmp: Path, cases: list[Case], runner: list[str] | None = None) -> dict[str, list[dict[str, Any]]]:
+    """All ``cases`` through one runner process (``runner``: its argv, default the host build)."""
     path = tmp / "cases.jsonl"
     path.write_text("".join(json.dumps(request(c)) + "\n" for c in cases))
-    done = subprocess.run([str(runner_binary()), "--batch", str(path)], capture_output=True, text=True, timeout=300)
+    done = subprocess.run([*(runner or [str(runner_binary())]), "--batch", str(path)], capture_output=True, text=True,
+                          timeout=600)
     by_case: dict[str, list[dict[str, Any]]] = {}
     current = None
     for i, text in enumerate(done.stdout.splitlines(), 1):

@@ -25,7 +25,7 @@ struct ReadCursor {
     // Eligible published position holding ``root``, nearest the expected one, or none. Order: the
     // slot just before the expected one (a target insertion keeps the mismatch slot), the
     // expected slot, forward up to ``span`` slots, then back to the read cursor.
-    std::optional<int> find_anchor(const Snapshot& snap, int root, int span) const {
+    std::optional<int> find_anchor(const Snapshot& snap, Token root, int span) const {
         if (auto j = snap.find(root, std::max(cursor, expected - 1), expected + span)) return j;
         return snap.rfind(root, cursor, expected - 1);
     }

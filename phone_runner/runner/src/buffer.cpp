@@ -13,7 +13,7 @@ std::string num(double x) {
 }
 }  // namespace
 
-int Snapshot::at(int i) const {
+Token Snapshot::at(int i) const {
     if (i < 0 || i >= n_)
         throw std::out_of_range("buffer position " + std::to_string(i) + " is not published in this snapshot (length " +
                                 std::to_string(n_) + ")");
@@ -28,14 +28,14 @@ Tokens Snapshot::tokens(int start, int stop) const {
     return Tokens(buf_->tokens_.begin() + start, buf_->tokens_.begin() + stop);
 }
 
-std::optional<int> Snapshot::find(int token, int start, int stop) const {
+std::optional<int> Snapshot::find(Token token, int start, int stop) const {
     std::lock_guard<std::mutex> lock(buf_->mu_);
     for (int j = std::max(0, start); j < std::min(stop, n_); ++j)
         if (buf_->tokens_[j] == token) return j;
     return std::nullopt;
 }
 
-std::optional<int> Snapshot::rfind(int token, int start, int stop) const {
+std::optional<int> Snapshot::rfind(Token token, int start, int stop) const {
     std::lock_guard<std::mutex> lock(buf_->mu_);
     for (int j = std::min(stop, n_) - 1; j >= std::max(0, start); --j)
         if (buf_->tokens_[j] == token) return j;
@@ -57,7 +57,7 @@ Batch PublicationBuffer::publish(const Tokens& tokens, double publish_time, cons
     if (!times_.empty() && publish_time < times_.back())
         throw std::runtime_error("publish_time " + num(publish_time) + " is earlier than the previous batch's " +
                                  num(times_.back()) + "; batches must be published in time order");
-    for (int t : tokens)
+    for (Token t : tokens)
         if (t < 0 || (vocab_size_ && t >= *vocab_size_))
             throw std::runtime_error("tokens: candidate token " + std::to_string(t) +
                                      " is outside the target vocabulary; convert drafter output with Tok_T first");

@@ -37,11 +37,11 @@ public:
     int size() const { return n_; }
     double time() const { return time_; }
     bool complete() const { return complete_; }
-    int at(int i) const;                               // token at a published position
+    Token at(int i) const;                             // token at a published position
     Tokens tokens(int start, int stop) const;          // [start, min(stop, size))
     // First / last position in [start, stop) (clipped to this snapshot) holding ``token``.
-    std::optional<int> find(int token, int start, int stop) const;
-    std::optional<int> rfind(int token, int start, int stop) const;
+    std::optional<int> find(Token token, int start, int stop) const;
+    std::optional<int> rfind(Token token, int start, int stop) const;
     std::optional<double> confidence(int i) const;     // none when the source has no confidences
     const std::string& source_id() const;
 
@@ -54,7 +54,7 @@ private:
 
 class PublicationBuffer {
 public:
-    PublicationBuffer(std::string source_id, std::string producer_id, std::optional<int> vocab_size)
+    PublicationBuffer(std::string source_id, std::string producer_id, std::optional<int64_t> vocab_size)
         : source_id_(std::move(source_id)), producer_id_(std::move(producer_id)), vocab_size_(vocab_size) {}
 
     // Validates what a later audit relies on: ids inside the vocabulary, non-decreasing publish
@@ -72,7 +72,7 @@ private:
     friend class Snapshot;
     mutable std::mutex mu_;
     std::string source_id_, producer_id_;
-    std::optional<int> vocab_size_;
+    std::optional<int64_t> vocab_size_;
     std::vector<Batch> batches_;
     Tokens tokens_;
     std::vector<std::optional<double>> conf_;

@@ -132,7 +132,7 @@ RunResult run_window(const Request& r, const WindowSpec& w) {
 #ifdef AS2D_WITH_MNN
     Tokens prompt;
     if (const Json* p = r.raw.get("windows")->as_array("windows")[&w - &r.windows[0]].get("prompt"); p && !p->is_null())
-        for (const Json& x : p->as_array("prompt")) prompt.push_back(static_cast<int>(x.as_int("prompt[]")));
+        for (const Json& x : p->as_array("prompt")) prompt.push_back(x.as_int("prompt[]"));
     MnnLlmModel target(r.models.at("target"), r.base_dir, prompt, w.traj.eos_id);
     std::unique_ptr<MnnLlmModel> helper;  // drafter (serial schemes) or producer (decoupled)
     const char* role = is_decoupled(r.scheme) ? "producer" : "drafter";
@@ -155,7 +155,7 @@ void run_calibration(const Request& r, LineWriter& out) {
         const Json* prompt_json = r.raw.get("calibrate")->get("prompt");
         if (!prompt_json) throw ProtocolFailure("bad_request", "request field 'calibrate.prompt': the MNN engine needs prompt ids");
         Tokens prompt;
-        for (const Json& x : prompt_json->as_array("calibrate.prompt")) prompt.push_back(static_cast<int>(x.as_int("prompt[]")));
+        for (const Json& x : prompt_json->as_array("calibrate.prompt")) prompt.push_back(x.as_int("prompt[]"));
         MnnLlmModel target(r.models.at("target"), r.base_dir, prompt, std::nullopt);
         target.prefill();
         std::unique_ptr<MnnLlmModel> drafter;

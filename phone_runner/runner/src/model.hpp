@@ -38,8 +38,8 @@ public:
     virtual std::string describe() const = 0;
 
     // target role
-    virtual int prefill() = 0;
-    virtual Tokens verify(int root, const Tokens& chain) = 0;
+    virtual Token prefill() = 0;
+    virtual Tokens verify(Token root, const Tokens& chain) = 0;
     virtual void keep(int accepted) = 0;
 
     // serial drafter role; with ``stop_below`` drafting stops after the first token whose

@@ -1,8 +1,17 @@
 #include "pricing.hpp"
 
+#include <cmath>
+
 namespace as2d {
 
 namespace {
+// A price: a finite number >= 0 (seconds, or a factor). Negative or NaN costs are a bad request.
+double cost(const Json& j, const std::string& what) {
+    double v = j.as_double(what);
+    if (!std::isfinite(v) || v < 0) throw JsonError(what + ": " + j.dump() + "; expected a number >= 0");
+    return v;
+}
+
 std::map<int, double> widths(const Json& j, const std::string& what) {
     std::map<int, double> out;
     for (const auto& kv : j.as_object(what)) {
@@ -10,7 +19,7 @@ std::map<int, double> widths(const Json& j, const std::string& what) {
         long k = std::strtol(kv.first.c_str(), &end, 10);
         if (end == kv.first.c_str() || *end != '\0' || k < 1)
             throw JsonError(what + ": width key '" + kv.first + "' is not an integer >= 1");
-        out[static_cast<int>(k)] = kv.second.as_double(what + "." + kv.first);
+        out[static_cast<int>(k)] = cost(kv.second, what + "." + kv.first);
     }
     return out;
 }
@@ -27,10 +36,10 @@ Pricing Pricing::from_json(const Json& j) {
     j.as_object(w);
     Pricing p;
     p.name = need(j, "name", w).as_string(w + ".name");
-    p.step_s = need(j, "step_s", w).as_double(w + ".step_s");
-    p.loop_s = need(j, "loop_s", w).as_double(w + ".loop_s");
-    p.queue_s = need(j, "queue_s", w).as_double(w + ".queue_s");
-    p.align_s = need(j, "align_s", w).as_double(w + ".align_s");
+    p.step_s = cost(need(j, "step_s", w), w + ".step_s");
+    p.loop_s = cost(need(j, "loop_s", w), w + ".loop_s");
+    p.queue_s = cost(need(j, "queue_s", w), w + ".queue_s");
+    p.align_s = cost(need(j, "align_s", w), w + ".align_s");
     p.idle_s = widths(need(j, "verify_idle_s", w), w + ".verify_idle_s");
     p.conc_s = widths(need(j, "verify_concurrent_s", w), w + ".verify_concurrent_s");
     if (!p.idle_s.count(1)) throw JsonError(w + ".verify_idle_s: needs width '1'");
@@ -42,10 +51,10 @@ Pricing Pricing::from_json(const Json& j) {
         sp.kind = need(s, "kind", sw).as_string(sw + ".kind");
         if (sp.kind != "autoregressive" && sp.kind != "chunk")
             throw JsonError(sw + ".kind: expected autoregressive or chunk, got '" + sp.kind + "'");
-        sp.op_s = need(s, "op_s", sw).as_double(sw + ".op_s");
-        sp.publication_s = need(s, "publication_s", sw).as_double(sw + ".publication_s");
-        sp.startup_s = need(s, "startup_s", sw).as_double(sw + ".startup_s");
-        sp.concurrent_factor = need(s, "concurrent_factor", sw).as_double(sw + ".concurrent_factor");
+        sp.op_s = cost(need(s, "op_s", sw), sw + ".op_s");
+        sp.publication_s = cost(need(s, "publication_s", sw), sw + ".publication_s");
+        sp.startup_s = cost(need(s, "startup_s", sw), sw + ".startup_s");
+        sp.concurrent_factor = cost(need(s, "concurrent_factor", sw), sw + ".concurrent_factor");
         const Json& bt = need(s, "batch_tokens", sw);
         if (!bt.is_null()) sp.batch_tokens = static_cast<int>(bt.as_int(sw + ".batch_tokens"));
         if (sp.kind == "autoregressive" && (!sp.batch_tokens || *sp.batch_tokens < 1))
@@ -56,8 +65,8 @@ Pricing Pricing::from_json(const Json& j) {
     const Json* asp = j.get("asp");
     if (asp && !asp->is_null()) {
         p.has_asp = true;
-        p.paired_s = need(*asp, "paired_branch_s", w + ".asp").as_double(w + ".asp.paired_branch_s");
-        p.prob_row_s = need(*asp, "prob_row_s", w + ".asp").as_double(w + ".asp.prob_row_s");
+        p.paired_s = cost(need(*asp, "paired_branch_s", w + ".asp"), w + ".asp.paired_branch_s");
+        p.prob_row_s = cost(need(*asp, "prob_row_s", w + ".asp"), w + ".asp.prob_row_s");
         p.refresh_s = widths(need(*asp, "kv_refresh_s", w + ".asp"), w + ".asp.kv_refresh_s");
     }
     return p;

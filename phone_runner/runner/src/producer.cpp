@@ -4,7 +4,7 @@
 
 namespace as2d {
 
-ProducerPlan ProducerPlan::build(const SourceTrack& track, const SourcePrice& cost, int vocab_size) {
+ProducerPlan ProducerPlan::build(const SourceTrack& track, const SourcePrice& cost, int64_t vocab_size) {
     ProducerPlan p;
     p.source = track.source;
     p.tokens = track.tokens;

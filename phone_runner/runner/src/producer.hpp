@@ -29,12 +29,12 @@ struct ProducerPlan {
     std::vector<int> batch_end;      // tokens published after each batch
     double startup_s = 0.0;
     double factor = 1.0;
-    int vocab_size = 0;
+    int64_t vocab_size = 0;
     double total_work = 0.0;  // idle seconds of the whole stream
     // Prebuilt when publication times do not depend on the verifier (factor 1).
     std::shared_ptr<PublicationBuffer> static_buffer;
 
-    static ProducerPlan build(const SourceTrack& track, const SourcePrice& cost, int vocab_size);
+    static ProducerPlan build(const SourceTrack& track, const SourcePrice& cost, int64_t vocab_size);
     void publish_range(PublicationBuffer& buf, int first, int stop, const std::vector<double>& when) const;
 };
 

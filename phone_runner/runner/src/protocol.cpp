@@ -27,10 +27,25 @@ int as_int(const Json& j, const std::string& what, int low) {
     return static_cast<int>(v);
 }
 
+// Token ids: int64 on the wire, kept int64 (a draft token t + 2^32 is not t).
 Tokens ints(const Json& j, const std::string& what) {
     Tokens out;
-    for (const Json& x : j.as_array(what)) out.push_back(static_cast<int>(x.as_int(what + "[]")));
+    for (const Json& x : j.as_array(what)) out.push_back(x.as_int(what + "[]"));
     return out;
+}
+
+// Counts and core ids: small non-negative integers.
+std::vector<int> counts(const Json& j, const std::string& what) {
+    std::vector<int> out;
+    for (const Json& x : j.as_array(what)) out.push_back(as_int(x, what + "[]", 0));
+    return out;
+}
+
+// Token ids inside [0, vocab): the reference, drafts and every source (PROTOCOL.md windows[i].reference).
+void in_vocab(const Tokens& toks, int64_t vocab, const std::string& what) {
+    for (Token tok : toks)
+        if (tok < 0 || tok >= vocab)
+            bad(what, "token " + std::to_string(tok) + " outside the vocabulary [0, " + std::to_string(vocab) + ")");
 }
 
 Confs nums(const Json& j, const std::string& what) {
@@ -44,17 +59,20 @@ Trajectory parse_reference(const Json& ref, const std::string& w) {
     t.reference = ints(need(ref, "tokens", w), w + ".tokens");
     if (t.reference.empty()) bad(w + ".tokens", "empty; the reference engine needs the greedy reference tokens");
     const Json* eos = ref.get("eos_id");
-    if (eos && !eos->is_null()) t.eos_id = as_int(*eos, w + ".eos_id", 0);
-    t.vocab_size = as_int(need(ref, "vocab_size", w), w + ".vocab_size", 1);
-    for (int tok : t.reference)
-        if (tok < 0 || tok >= t.vocab_size)
-            bad(w + ".tokens", "token " + std::to_string(tok) + " outside the vocabulary [0, " +
-                                   std::to_string(t.vocab_size) + ")");
+    const Json& vocab = need(ref, "vocab_size", w);
+    t.vocab_size = vocab.as_int(w + ".vocab_size");
+    if (t.vocab_size < 1) bad(w + ".vocab_size", vocab.dump() + "; expected an integer >= 1");
+    in_vocab(t.reference, t.vocab_size, w + ".tokens");
+    if (eos && !eos->is_null()) {
+        t.eos_id = eos->as_int(w + ".eos_id");
+        if (*t.eos_id < 0 || *t.eos_id >= t.vocab_size) bad(w + ".eos_id", eos->dump() + "; outside the vocabulary");
+    }
     const Json* d = ref.get("drafts");
     if (d && !d->is_null()) {
         t.has_drafts = true;
         for (const Json& row : need(*d, "tokens", w + ".drafts").as_array(w + ".drafts.tokens"))
             t.draft_tokens.push_back(ints(row, w + ".drafts.tokens[]"));
+        for (const Tokens& row : t.draft_tokens) in_vocab(row, t.vocab_size, w + ".drafts.tokens[]");
         const Json* c = d->get("confidences");
         if (c && !c->is_null()) {
             t.draft_confidences.emplace();
@@ -76,7 +94,8 @@ Trajectory parse_reference(const Json& ref, const std::string& w) {
             s.tokens = ints(need(kv.second, "tokens", sw), sw + ".tokens");
             const Json* c = kv.second.get("confidences");
             if (c && !c->is_null()) s.confidences = nums(*c, sw + ".confidences");
-            s.op_tokens = ints(need(kv.second, "op_tokens", sw), sw + ".op_tokens");
+            in_vocab(s.tokens, t.vocab_size, sw + ".tokens");
+            s.op_tokens = counts(need(kv.second, "op_tokens", sw), sw + ".op_tokens");
             const Json* ms = kv.second.get("op_ms");
             if (ms && !ms->is_null()) s.op_ms = nums(*ms, sw + ".op_ms");
             const Json* el = kv.second.get("eligible");
@@ -139,6 +158,9 @@ Request parse_request(const Json& j, const std::string& base_dir) {
         if (!is_known_scheme(r.scheme))
             bad("scheme.name", "'" + r.scheme + "'; expected one of target_only, sd, asp, as2d, as2d_wo_td, as2d_wo_bc, "
                                "as2d_online");
+        if (r.scheme == "as2d_online")  // PROTOCOL.md: v1 does not carry it (its Python rules moved on)
+            bad("scheme.name", "'as2d_online' runs in replay and on the host only; protocol v1 carries target_only, "
+                               "sd, asp, as2d, as2d_wo_td, as2d_wo_bc");
         const Json* cfg = sch.get("config");
         r.config = cfg && cfg->is_string() ? cfg->as_string("scheme.config") : r.scheme;
         r.settings = parse_settings(sch.get("settings"), r);
@@ -161,7 +183,7 @@ Request parse_request(const Json& j, const std::string& base_dir) {
                 if (const Json* x = o.get("backend")) m.backend = x->as_string(mw + ".backend");
                 if (const Json* x = o.get("precision")) m.precision = x->as_string(mw + ".precision");
                 if (const Json* x = o.get("threads")) m.threads = as_int(*x, mw + ".threads", 1);
-                if (const Json* x = o.get("cpus"); x && !x->is_null()) m.cpus = ints(*x, mw + ".cpus");
+                if (const Json* x = o.get("cpus"); x && !x->is_null()) m.cpus = counts(*x, mw + ".cpus");
                 r.models[kv.first] = m;
             }
         }

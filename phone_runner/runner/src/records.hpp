@@ -4,13 +4,15 @@
 // commits is a ``RoundRecord``. Drivers add the three times and never change token fields.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace as2d {
 
-using Tokens = std::vector<int>;
+using Token = int64_t;  // token ids are int64 on the wire (PROTOCOL.md); never narrowed
+using Tokens = std::vector<Token>;
 using Confs = std::vector<double>;
 
 constexpr int FRESH = -1;     // provenance of a token a prefix-conditioned drafter proposed this round
@@ -28,7 +30,7 @@ struct DraftWork {  // serial drafting a round needed before its target call (pr
 };
 
 struct Call {  // a scheme's decision for the next target call: known root plus a chain
-    int root = 0;
+    Token root = 0;
     Tokens chain;
     std::vector<int> provenance;  // buffer position per chain token, or FRESH / RECYCLED
     K1Reason k1_reason;
@@ -45,7 +47,7 @@ struct RoundRecord {  // what one target call did; ``committed`` lists the token
     int round = 0;
     std::string scheme;
     int width = 1;
-    int root = 0;
+    Token root = 0;
     Tokens chain;
     std::vector<int> provenance;
     K1Reason k1_reason;

@@ -4,7 +4,7 @@
 
 namespace as2d {
 
-Verdict verify_chain(const Tokens& chain, const Tokens& greedy, std::optional<int> eos_id, int room) {
+Verdict verify_chain(const Tokens& chain, const Tokens& greedy, std::optional<Token> eos_id, int room) {
     if (greedy.size() != chain.size() + 1)
         throw std::runtime_error("greedy: target returned " + std::to_string(greedy.size()) +
                                  " tokens for physical width " + std::to_string(chain.size() + 1));
@@ -18,7 +18,7 @@ Verdict verify_chain(const Tokens& chain, const Tokens& greedy, std::optional<in
         if (eos_id && chain[i] == *eos_id)  // an accepted EOS ends the output; later entries are moot
             return {accepted, Tokens(chain.begin(), chain.begin() + accepted), std::nullopt, "eos"};
     }
-    int nxt = greedy[accepted];
+    Token nxt = greedy[accepted];
     Tokens committed(chain.begin(), chain.begin() + accepted);
     committed.push_back(nxt);
     if (eos_id && nxt == *eos_id) return {accepted, committed, std::nullopt, "eos"};

@@ -26,6 +26,6 @@ struct Verdict {
 };
 
 // ``room``: how many more tokens the output may hold after the root (output cap).
-Verdict verify_chain(const Tokens& chain, const Tokens& greedy, std::optional<int> eos_id, int room);
+Verdict verify_chain(const Tokens& chain, const Tokens& greedy, std::optional<Token> eos_id, int room);
 
 }  // namespace as2d

@@ -14,7 +14,7 @@ using MNN::Transformer::Llm;
 
 constexpr int PRODUCER_CAP = 2048;  // source generation stops at EOS or 2,048 tokens (D.5.1)
 
-MnnLlmModel::MnnLlmModel(const ModelSpec& spec, const std::string& base_dir, Tokens prompt, std::optional<int> eos_id)
+MnnLlmModel::MnnLlmModel(const ModelSpec& spec, const std::string& base_dir, Tokens prompt, std::optional<Token> eos_id)
     : spec_(spec), prompt_(std::move(prompt)), eos_id_(eos_id) {
     std::string dir = !spec.dir.empty() && spec.dir[0] == '/' ? spec.dir : base_dir + "/" + spec.dir;
     std::string config = dir + "/config.json";
@@ -76,7 +76,7 @@ void MnnLlmModel::rollback(size_t keep) {
     history_ = keep;
 }
 
-int MnnLlmModel::prefill() {
+Token MnnLlmModel::prefill() {
     llm_->reset();
     history_ = 0;
     kv_.clear();
@@ -84,7 +84,7 @@ int MnnLlmModel::prefill() {
     return first_.token;
 }
 
-Tokens MnnLlmModel::verify(int root, const Tokens& chain) {
+Tokens MnnLlmModel::verify(Token root, const Tokens& chain) {
     Tokens ids{root};
     ids.insert(ids.end(), chain.begin(), chain.end());
     verify_base_ = history_;

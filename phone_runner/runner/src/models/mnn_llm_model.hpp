@@ -18,12 +18,12 @@ namespace as2d {
 class MnnLlmModel : public Model {
 public:
     // ``prompt``: the decoder prompt ids prefilled before the decode clock starts.
-    MnnLlmModel(const ModelSpec& spec, const std::string& base_dir, Tokens prompt, std::optional<int> eos_id);
+    MnnLlmModel(const ModelSpec& spec, const std::string& base_dir, Tokens prompt, std::optional<Token> eos_id);
     ~MnnLlmModel() override;
     std::string describe() const override;
 
-    int prefill() override;
-    Tokens verify(int root, const Tokens& chain) override;
+    Token prefill() override;
+    Tokens verify(Token root, const Tokens& chain) override;
     void keep(int accepted) override;
     Proposal propose(const Tokens& prefix, int n, std::optional<double> stop_below) override;
     void producer_start() override;
@@ -32,13 +32,13 @@ public:
     void pin_current_thread() override;
 
 private:
-    struct Row { int token; double prob; };
+    struct Row { Token token; double prob; };
     std::vector<Row> forward(const Tokens& ids);  // greedy token and its softmax prob per position
     void rollback(size_t keep);                   // keep the first ``keep`` KV entries (prompt included)
 
     ModelSpec spec_;
     Tokens prompt_;
-    std::optional<int> eos_id_;
+    std::optional<Token> eos_id_;
     MNN::Transformer::Llm* llm_ = nullptr;
     size_t history_ = 0;         // KV entries held, prompt included
     size_t verify_base_ = 0;     // history before the last verify

@@ -18,23 +18,23 @@ ReferenceModel::ReferenceModel(const Trajectory& traj, std::string producer_sour
     if (!producer_source.empty()) track_ = traj.source(producer_source);
 }
 
-int ReferenceModel::ref(int i) const {
+Token ReferenceModel::ref(int i) const {
     if (i < static_cast<int>(traj_.reference.size())) return traj_.reference[i];
     if (!traj_.eos_id)
         throw ExactnessError("target asked for position " + std::to_string(i) + " beyond the capped reference");
     return *traj_.eos_id;
 }
 
-int ReferenceModel::prefill() {
+Token ReferenceModel::prefill() {
     processed_ = 0;
     pending_ = -1;
     draft_kv_.clear();
     return traj_.reference[0];
 }
 
-Tokens ReferenceModel::verify(int root, const Tokens& chain) {
+Tokens ReferenceModel::verify(Token root, const Tokens& chain) {
     if (pending_ >= 0) throw ExactnessError("verify called twice without keep(): rejected entries were not removed");
-    int expected = ref(processed_);
+    Token expected = ref(processed_);
     if (root != expected)
         throw ExactnessError("root " + std::to_string(root) + " at output position " + std::to_string(processed_) +
                              " != reference " + std::to_string(expected));

@@ -28,8 +28,8 @@ struct SourceTrack {
 
 struct Trajectory {  // the JSON form of workbench.replay.trajectory.Window, reference part
     Tokens reference;
-    std::optional<int> eos_id;
-    int vocab_size = 0;
+    std::optional<Token> eos_id;
+    int64_t vocab_size = 0;
     std::vector<Tokens> draft_tokens;  // row c-1 continues reference[:c]
     std::optional<std::vector<Confs>> draft_confidences;
     bool has_drafts = false;
@@ -42,8 +42,8 @@ public:
     ReferenceModel(const Trajectory& traj, std::string producer_source);
     std::string describe() const override { return "reference"; }
 
-    int prefill() override;
-    Tokens verify(int root, const Tokens& chain) override;
+    Token prefill() override;
+    Tokens verify(Token root, const Tokens& chain) override;
     void keep(int accepted) override;
 
     Proposal propose(const Tokens& prefix, int n, std::optional<double> stop_below) override;
@@ -52,7 +52,7 @@ public:
     bool produce(ProducerOp& op) override;
 
 private:
-    int ref(int i) const;
+    Token ref(int i) const;
     const Trajectory& traj_;
     const SourceTrack* track_ = nullptr;
     int processed_ = 0;   // reference tokens held in the (virtual) KV state

@@ -4,7 +4,7 @@
 
 namespace as2d {
 
-As2d::As2d(std::string name, const PublicationBuffer& source, int budget, int max_output, std::optional<int> eos_id,
+As2d::As2d(std::string name, const PublicationBuffer& source, int budget, int max_output, std::optional<Token> eos_id,
            int span, std::optional<double> threshold, std::optional<int> lookback, bool confidence_required,
            std::string anchor_order)
     : Scheme(std::move(name), max_output, eos_id),

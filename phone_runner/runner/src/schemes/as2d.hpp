@@ -12,7 +12,7 @@ namespace as2d {
 
 class As2d : public Scheme {
 public:
-    As2d(std::string name, const PublicationBuffer& source, int budget, int max_output, std::optional<int> eos_id,
+    As2d(std::string name, const PublicationBuffer& source, int budget, int max_output, std::optional<Token> eos_id,
          int span, std::optional<double> threshold, std::optional<int> lookback, bool confidence_required,
          std::string anchor_order = ANCHOR_NEXT_TOKEN);
     Call plan(double now) override;

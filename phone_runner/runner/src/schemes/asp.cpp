@@ -23,7 +23,7 @@ int confident_prefix(const Confs& confs, double threshold) {
     return static_cast<int>(confs.size());
 }
 
-SpecASR::SpecASR(std::string name, Model& drafter, int max_output, std::optional<int> eos_id, double threshold,
+SpecASR::SpecASR(std::string name, Model& drafter, int max_output, std::optional<Token> eos_id, double threshold,
                  int cap, bool recycle)
     : Scheme(std::move(name), max_output, eos_id),
       drafter_(drafter),
@@ -64,7 +64,7 @@ Call SpecASR::plan(double) {
 
 std::optional<Call> SpecASR::recycled(int n, const Proposal& head) {
     if (head.tokens.empty()) return std::nullopt;
-    int t = head.tokens[0];
+    Token t = head.tokens[0];
     double t_conf = confidences_of(head, name_)[0];
     const Tokens& old = old_->tokens;
     int off = -1;

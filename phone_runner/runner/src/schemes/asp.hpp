@@ -17,7 +17,7 @@ int confident_prefix(const Confs& confs, double threshold);
 
 class SpecASR : public Scheme {
 public:
-    SpecASR(std::string name, Model& drafter, int max_output, std::optional<int> eos_id, double threshold, int cap,
+    SpecASR(std::string name, Model& drafter, int max_output, std::optional<Token> eos_id, double threshold, int cap,
             bool recycle = true);
     Call plan(double now) override;
 

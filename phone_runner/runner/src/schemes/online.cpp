@@ -65,7 +65,7 @@ void AcceptanceEstimate::observe(int proposed, int accepted) {
     }
 }
 
-As2dOnline::As2dOnline(const PublicationBuffer& source, int budget, int max_output, std::optional<int> eos_id,
+As2dOnline::As2dOnline(const PublicationBuffer& source, int budget, int max_output, std::optional<Token> eos_id,
                        std::map<int, double> costs, double decay, int span, std::optional<double> threshold,
                        std::optional<int> lookback, std::string anchor_order)
     : As2d("as2d_online", source, budget, max_output, eos_id, span, threshold, lookback, false, std::move(anchor_order)),

@@ -31,7 +31,7 @@ struct AcceptanceEstimate {
 
 class As2dOnline : public As2d {
 public:
-    As2dOnline(const PublicationBuffer& source, int budget, int max_output, std::optional<int> eos_id,
+    As2dOnline(const PublicationBuffer& source, int budget, int max_output, std::optional<Token> eos_id,
                std::map<int, double> costs, double decay, int span, std::optional<double> threshold,
                std::optional<int> lookback, std::string anchor_order);
     Call plan(double now) override;

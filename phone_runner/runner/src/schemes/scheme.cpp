@@ -26,12 +26,12 @@ std::optional<double> check_threshold(const std::string& name, std::optional<dou
     return value;
 }
 
-Scheme::Scheme(std::string name, int max_output, std::optional<int> eos_id)
+Scheme::Scheme(std::string name, int max_output, std::optional<Token> eos_id)
     : name_(std::move(name)), max_output_(max_output), eos_id_(eos_id) {
     if (max_output < 1) throw std::invalid_argument("max_output must be a positive integer, got " + std::to_string(max_output));
 }
 
-void Scheme::start(int root) {
+void Scheme::start(Token root) {
     output_.assign(1, root);
     records_.clear();
     done_ = (eos_id_ && root == *eos_id_) || max_output_ == 1;
@@ -82,7 +82,7 @@ bool is_known_scheme(const std::string& s) {
 }
 
 std::unique_ptr<Scheme> make_scheme(const std::string& name, const SchemeSettings& s, int max_output,
-                                    std::optional<int> eos_id, Model* drafter, const PublicationBuffer* source) {
+                                    std::optional<Token> eos_id, Model* drafter, const PublicationBuffer* source) {
     auto need_drafter = [&]() -> Model& {
         if (!drafter) throw std::invalid_argument("scheme '" + name + "' needs a drafter");
         return *drafter;

@@ -30,12 +30,12 @@ std::optional<double> check_threshold(const std::string& name, std::optional<dou
 
 class Scheme {
 public:
-    Scheme(std::string name, int max_output, std::optional<int> eos_id);
+    Scheme(std::string name, int max_output, std::optional<Token> eos_id);
     virtual ~Scheme() = default;
 
-    void start(int root);  // begin a window with the first known root (from prefill)
+    void start(Token root);  // begin a window with the first known root (from prefill)
     bool done() const { return done_; }
-    int root() const { return output_.back(); }
+    Token root() const { return output_.back(); }
     const Tokens& output() const { return output_; }
     const std::string& name() const { return name_; }
     const std::vector<RoundRecord>& records() const { return records_; }
@@ -53,7 +53,7 @@ protected:
 
     std::string name_;
     int max_output_;
-    std::optional<int> eos_id_;
+    std::optional<Token> eos_id_;
     Tokens output_;
     std::vector<RoundRecord> records_;
     bool done_ = true;
@@ -74,7 +74,7 @@ struct SchemeSettings {  // a request's ``scheme.settings``, defaults as make_sc
 
 // Build a scheme by its paper name: target_only, sd, asp, as2d, as2d_wo_td, as2d_wo_bc.
 std::unique_ptr<Scheme> make_scheme(const std::string& name, const SchemeSettings& s, int max_output,
-                                    std::optional<int> eos_id, Model* drafter, const PublicationBuffer* source);
+                                    std::optional<Token> eos_id, Model* drafter, const PublicationBuffer* source);
 
 bool is_decoupled(const std::string& scheme);  // reads the publication buffer (as2d, as2d_wo_bc)
 bool is_known_scheme(const std::string& scheme);

@@ -9,7 +9,7 @@ namespace as2d {
 
 class StandardSD : public Scheme {
 public:
-    StandardSD(Model& drafter, int width, int max_output, std::optional<int> eos_id)
+    StandardSD(Model& drafter, int width, int max_output, std::optional<Token> eos_id)
         : Scheme("sd", max_output, eos_id), drafter_(drafter), width_(check_budget("width", width, 2, 25)) {}
 
     Call plan(double) override {

@@ -7,7 +7,7 @@ namespace as2d {
 
 class TargetOnly : public Scheme {
 public:
-    TargetOnly(int max_output, std::optional<int> eos_id) : Scheme("target_only", max_output, eos_id) {}
+    TargetOnly(int max_output, std::optional<Token> eos_id) : Scheme("target_only", max_output, eos_id) {}
     Call plan(double) override {
         Call c;
         c.root = root();

@@ -1,0 +1,155 @@
+"""Both runners validate requests alike (PROTOCOL.md is the rule): every malformed-request class is
+``bad_request`` from the C++ runner and a ``ProtocolError`` (-> ``bad_request``) from the Python one,
+never ``internal``; token ids are int64 end to end; a one-token window outputs its token in both."""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from phone_runner.device import Out, run_reference
+from phone_runner.protocol import ProtocolError, parse_request, validate_line
+from phone_runner.runner import runner_binary
+from workbench.replay.engine import ReplayConfig
+from workbench.replay.trajectory import SourceTrack, Window
+
+from .test_conformance import Case, _tiny_profile, _window, pinned_cases, request
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _base() -> dict[str, Any]:
+    (case,) = [c for c in pinned_cases() if c.case_id == "pin-drain-boundary"]
+    return request(case)
+
+
+def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    def apply(req: dict[str, Any]) -> None:
+        node: Any = req
+        keys = path.split(".")
+        for k in keys[:-1]:
+            node = node[int(k)] if isinstance(node, list) else node[k]
+        last = keys[-1]
+        if isinstance(node, list):
+            node[int(last)] = value
+        else:
+            node[last] = value
+    return apply
+
+
+# name -> mutation of a valid as2d request; each breaks one rule of PROTOCOL.md
+MALFORMED: dict[str, Callable[[dict[str, Any]], None]] = {
+    "true_as_repetitions": _set("repetitions", True),
+    "true_as_max_output": _set("max_output", True),
+    "true_as_batch_tokens": _set("producer.batch_tokens", True),
+    "true_as_window_max_output": _set("windows.0.max_output", True),
+    "true_as_vocab_size": _set("windows.0.reference.vocab_size", True),
+    "true_as_token": _set("windows.0.reference.tokens.0", True),
+    "string_as_repetitions": _set("repetitions", "1"),
+    "zero_repetitions": _set("repetitions", 0),
+    "negative_warmups": _set("warmups", -1),
+    "negative_step_cost": _set("pricing.step_s", -0.001),
+    "negative_verify_cost": _set("pricing.verify_idle_s.2", -0.01),
+    "negative_source_cost": _set("pricing.sources.qwen.op_s", -0.005),
+    "nan_cost": _set("pricing.loop_s", "NaN"),
+    "token_above_vocab": _set("windows.0.reference.tokens.0", 1000),
+    "negative_token": _set("windows.0.reference.tokens.1", -3),
+    "source_token_above_vocab": _set("windows.0.reference.sources.qwen.tokens.0", 5000),
+    "draft_token_above_vocab": _set("windows.0.reference.drafts.tokens.0.0", 1 << 33),
+    "eos_above_vocab": _set("windows.0.reference.eos_id", 1000),
+    "host_only_scheme": _set("scheme.name", "as2d_online"),
+    "unknown_scheme": _set("scheme.name", "medusa"),
+    "windows_not_a_list": _set("windows", {"w": 1}),
+    "window_not_an_object": _set("windows.0", 7),
+    "models_not_an_object": _set("models", []),
+    "engine_not_an_object": _set("engine", "reference"),
+    "scheme_not_an_object": _set("scheme", "as2d"),
+    "settings_not_an_object": _set("scheme.settings", [3]),
+    "pricing_not_an_object": _set("pricing", [1]),
+    "unknown_engine": _set("engine.kind", "onnx"),
+    "unknown_drain": _set("engine.drain", "sometimes"),
+    "version_true": _set("v", True),
+}
+
+
+def _cpp(tmp: Path, reqs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The last line the C++ runner answers for each request (one process, --batch)."""
+    path = tmp / "reqs.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in reqs))
+    done = subprocess.run([str(runner_binary()), "--batch", str(path)], capture_output=True, text=True, timeout=120)
+    answers: list[list[dict[str, Any]]] = []
+    for i, text in enumerate(done.stdout.splitlines(), 1):
+        obj = validate_line(text, i, "as2d_runner --batch")
+        if obj["type"] == "header" or not answers or answers[-1][-1]["type"] in ("summary", "error"):
+            answers.append([])
+        answers[-1].append(obj)
+    assert len(answers) == len(reqs), done.stdout[-2000:]
+    return [a[-1] for a in answers]
+
+
+def test_every_malformed_request_class_is_bad_request_in_both_runners(tmp_path: Path) -> None:
+    reqs = []
+    for name, mutate in MALFORMED.items():
+        req = copy.deepcopy(_base())
+        req["run_id"] = name
+        mutate(req)
+        reqs.append(req)
+        with pytest.raises(ProtocolError):  # the Python runner answers a ProtocolError with bad_request
+            parse_request(json.loads(json.dumps(req).replace('"NaN"', "NaN")))
+    parse_request(_base())  # the unbroken request is valid
+    cpp = _cpp(tmp_path, [json.loads(json.dumps(r).replace('"NaN"', "NaN")) for r in reqs])
+    wrong = {n: (a["code"], a["message"]) for n, a in zip(MALFORMED, cpp, strict=True)
+             if a["type"] != "error" or a["code"] != "bad_request"}
+    assert not wrong, wrong
+
+
+def test_the_python_runner_answers_a_malformed_request_with_bad_request_not_internal(tmp_path: Path) -> None:
+    for name in ("window_not_an_object", "true_as_repetitions"):
+        req = copy.deepcopy(_base())
+        MALFORMED[name](req)
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(req))
+        done = subprocess.run([sys.executable, "-m", "phone_runner.device", "--request", str(path), "--output",
+                               str(tmp_path / "out.jsonl")], cwd=REPO, capture_output=True, text=True, timeout=120)
+        last = json.loads(done.stdout.splitlines()[-1])
+        assert (done.returncode, last["type"], last["code"]) == (2, "error", "bad_request"), (name, last)
+
+
+def _python(req: dict[str, Any]) -> list[dict[str, Any]]:
+    buf = io.StringIO()
+    run_reference(parse_request(req), Out(None, buf))
+    return [json.loads(x) for x in buf.getvalue().splitlines()]
+
+
+def test_int64_token_ids_and_one_token_windows_agree_in_both_runners(tmp_path: Path) -> None:
+    big = 1 << 33  # a token t + 2^32 must never be taken for t
+    ref = [big + 5, big + 6, 5, 6, big]
+    qwen = (big + 6, 5, 6, big)
+    wide = Window("int64", "pinned", tuple(ref), big, 1 << 34, len(ref), None,
+                  {"qwen": SourceTrack("qwen", qwen, (0.9,) * 4, (1,) * 4)}, synthetic=True).validate("<int64>")
+    one = _window("one", [7], [7], [], [], eos=7)
+    prof = _tiny_profile()
+    cases = [Case("int64-as2d", wide, ReplayConfig("as2d", source="qwen", budget=3), prof, "boundary"),
+             Case("int64-target", wide, ReplayConfig("target_only"), prof, "boundary"),
+             Case("one-as2d", one, ReplayConfig("as2d", source="qwen", budget=3), prof, "full"),
+             Case("one-target", one, ReplayConfig("target_only"), prof, "boundary")]
+    reqs = [request(c) for c in cases]
+    cpp_last = _cpp(tmp_path, reqs)
+    assert all(a["type"] == "summary" for a in cpp_last), cpp_last
+    path = tmp_path / "ok.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in reqs))
+    done = subprocess.run([str(runner_binary()), "--batch", str(path)], capture_output=True, text=True, timeout=120)
+    cpp_windows = [json.loads(x) for x in done.stdout.splitlines() if '"type":"window"' in x]
+    for req, c_win in zip(reqs, cpp_windows, strict=True):
+        (p_win,) = [x for x in _python(req) if x["type"] == "window"]
+        assert p_win["output"] == c_win["output"] == req["windows"][0]["reference"]["tokens"], req["run_id"]
+        for key in ("tokens", "rounds", "time", "t_eos", "cleanup"):
+            assert p_win[key] == pytest.approx(c_win[key], abs=1e-9), (req["run_id"], key)
