@@ -46,6 +46,7 @@ class PhoneConfig:
     timeout_s: float = 3600.0
     idle_timeout_s: float = 300.0
     state_dir: str = "outputs/phone_state"
+    models: Mapping[str, str] = field(default_factory=dict)  # role -> local model folder, pushed to the phone
     conditions: ConditionPolicy = field(default_factory=ConditionPolicy)
 
     @classmethod
@@ -71,6 +72,23 @@ class PhoneConfig:
             raise FileNotFoundError(f"phone.runner_binary: {self.runner_binary!r} is not a file; build "
                                     "phone_runner/runner first (see its README)")
         return deploy(dev, {RUNNER_BINARY: Path(self.runner_binary)}, progress=progress)
+
+    def deploy_models(self, dev: adbutils.AdbDevice, progress: bool = True) -> dict[str, str]:
+        """Push each role's model folder to ``models/<folder name>/`` (every file sha256-checked; files
+        already there with the same sha256 stay, so a model is pushed once per phone); returns role ->
+        the request's ``models.<role>.dir``, relative to the request's folder (``runs/<id>/``) like the
+        audio inputs, so it holds on a phone and on the loopback phone alike."""
+        out: dict[str, str] = {}
+        for role, local in self.models.items():
+            if local is None:
+                continue
+            folder = Path(local)
+            if not folder.is_dir():
+                raise FileNotFoundError(f"phone.models.{role}: {local!r} is not a model folder")
+            rel = f"models/{folder.resolve().name}"
+            deploy(dev, {rel: folder}, progress=progress)
+            out[role] = f"../../{rel}"
+        return out
 
 
 def build_request(run_id: str, cfg: Any, windows: Sequence[Any], profile: Any, pc: PhoneConfig, *,

@@ -2,7 +2,9 @@
 
 * ``phone_info`` -- every attached phone (or ``phone.serial``): getprop + sysfs -> Table 6 rows.
 * ``calibrate_phone`` -- the runner's calibrate mode (D.2) -> ``<phone.profile_dir>/<phone.name>.yaml``
-  in the profile schema with measured provenance.
+  in the profile schema: measured with a real engine (torch, mnn); with the reference engine a
+  protocol check, refused unless ``phone.write_protocol_check=true``. Profile and raw lines are
+  MLflow artifacts.
 * ``native_phone`` -- the methods on test windows on the phone under the device-condition protocol,
   audited like replay, plus replay-vs-phone agreement under ``device`` (D.3).
 
@@ -47,6 +49,10 @@ def validate(cfg: DictConfig) -> None:
         raise ConfigError("phone.engine.kind", "the reference engine echoes the base profile's prices, so its "
                           "calibration is a protocol check, not a measurement", fix="calibrate with "
                           "phone.engine.kind=torch (or mnn), or set phone.write_protocol_check=true to write it anyway")
+    for role, folder in pc.models.items():
+        if folder is not None and not Path(str(folder)).is_dir():
+            raise ConfigError(f"phone.models.{role}", f"{folder!r} is not a folder: give the local model folder "
+                              "to push (an exported MNN model holds config.json)")
     if cfg.job == "native_phone":
         from .config import budget, device_profile, methods
 
@@ -81,10 +87,12 @@ def replays_dataset(cfg: DictConfig) -> bool:
     return cfg.job == "native_phone" and (cfg.phone.get("engine") or {}).get("kind", "reference") == "reference"
 
 
-def _real_models(cfg: DictConfig, kind: str) -> dict[str, dict[str, Any]]:
-    """The request's ``models`` for a real engine: the conf/model pair by name, on the phone's engine."""
+def _real_models(cfg: DictConfig, kind: str, dirs: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """The request's ``models`` for a real engine: the conf/model pair by name, on the phone's engine;
+    ``dirs``: role -> device folder of a pushed model (``phone.models``)."""
     name = str(cfg.model.name)
-    return {"target": {"name": name, "format": kind}, "producer": {"name": name, "format": kind}}
+    return {role: {"name": name, "format": kind, **({"dir": dirs[role]} if role in dirs else {})}
+            for role in ("target", "producer")}
 
 
 def run(cfg: DictConfig, out: Path) -> JobResult:
@@ -145,7 +153,7 @@ def calibrate_phone(cfg: DictConfig, out: Path) -> JobResult:
 
         calib = demo_windows(float(cfg.phone.get("max_seconds") or 25.0),
                              model=OmegaConf.to_container(cfg.model, resolve=True))[0][:1]
-        windows, models = audio_entries(dev, calib, out), _real_models(cfg, kind)
+        windows, models = audio_entries(dev, calib, out), _real_models(cfg, kind, pc.deploy_models(dev))
     req = build_request(run_id, ReplayConfig("target_only"), windows, base, pc, mode="calibrate", calibrate=plan,
                         models=models)
     local = out / "phone" / "calibrate.jsonl"
@@ -200,8 +208,7 @@ def native_phone(cfg: DictConfig, out: Path) -> JobResult:
         names = ["target_only", *[n for n in names if n != "target_only"]]
         source = profile_source(profile, "producer", roles)
         kind = str(pc.engine.get("kind"))
-        models = {"target": {"name": str(cfg.model.name), "format": kind},
-                  "producer": {"name": str(cfg.model.name), "format": kind}}
+        models = _real_models(cfg, kind, pc.deploy_models(dev))
         max_output = int(cfg.model.get("max_new_tokens", 224))
         refs: dict[str, Any] = {}
     else:
