@@ -84,12 +84,15 @@ def _cell(v: object, digits: int) -> str:
 
 
 def run_section(out_dir: str | Path, title: str, command: str, split: str,
-                columns: Sequence[str] = RUN_COLUMNS) -> str:
-    """A section from a job's output directory: title, machine, command, split, date, then its summary."""
-    summary = Path(out_dir) / "tables" / "summary.parquet"
-    if not summary.is_file():
-        raise DataError("no tables/summary.parquet", where=str(out_dir),
+                columns: Sequence[str] = RUN_COLUMNS, table: str = "summary") -> str:
+    """A section from a job's output directory: title, machine, command, split, date, then one of its
+    tables (``tables/<table>.parquet``, or the job's own ``summary.parquet``)."""
+    found = [p for p in (Path(out_dir) / "tables" / f"{table}.parquet", Path(out_dir) / f"{table}.parquet")
+             if p.is_file()]
+    if not found:
+        raise DataError(f"no tables/{table}.parquet", where=str(out_dir),
                         fix="pass the job's out_dir (its run directory), after the job finished")
+    summary = found[0]
     frame = pl.read_parquet(summary)
     date = datetime.date.fromtimestamp(summary.stat().st_mtime).isoformat()
     head = [f"**{title}**", "", f"- machine: {machine_line()}", f"- command: `{command}`", f"- split: {split}",
@@ -106,7 +109,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--title", default=None, help="--run: the table's title (default: the section name)")
     ap.add_argument("--command", default=None, help="--run: the exact command that produced the run")
     ap.add_argument("--split", default=None, help="--run: the split the run used (test, dev, demo, SYNTHETIC)")
-    ap.add_argument("--columns", nargs="*", default=list(RUN_COLUMNS), help="--run: summary columns to show")
+    ap.add_argument("--table", default="summary", help="--run: which of the job's tables (tables/<table>.parquet)")
+    ap.add_argument("--columns", nargs="*", default=list(RUN_COLUMNS), help="--run: the table's columns to show")
     ap.add_argument("--doc", default=str(RESULTS), help="the results document (default docs/results.md)")
     args = ap.parse_args(argv)
     if args.markdown:
@@ -114,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     else:
         if not args.command or not args.split:
             ap.error("--run needs --command and --split: every table names both")
-        body = run_section(args.run, args.title or args.name, args.command, args.split, args.columns)
+        body = run_section(args.run, args.title or args.name, args.command, args.split, args.columns, args.table)
     print(f"results section {args.name} -> {write_section(args.name, body, args.doc)}")
 
 
