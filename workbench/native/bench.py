@@ -119,8 +119,9 @@ def default_methods(model_cfg: dict[str, Any], same_vocab_cfg: dict[str, Any] | 
             other_cfg = {**model_cfg, "target": {**model_cfg["target"], "kernels": k}}
             other = host_setup(other_cfg, verifier=main.verifier, producer=main.producer.placement)
             # best target-only is the best over threads x kernels (x engines: mnn_target_only)
-            ms[2:2] = [Method(f"target_only@1t/{k}", "native", other, 1, "target_only"),
-                       Method(f"target_only@2t/{k}", "native", other, 2, "target_only")]
+            alone = dataclasses.replace(other, producer=None)  # target-only starts no producer process
+            ms[2:2] = [Method(f"target_only@1t/{k}", "native", alone, 1, "target_only"),
+                       Method(f"target_only@2t/{k}", "native", alone, 2, "target_only")]
             if k in as2d_kernels:
                 ms.append(Method(f"as2d/{other.source}@{k}", "native", other, 1, "as2d"))
     if same_vocab_cfg is not None:
@@ -169,7 +170,7 @@ REFERENCE = "target_only@1t"  # every run's output is audited against this metho
 
 
 def _host_key(m: Method) -> tuple[int, Any]:
-    return id(m.setup.producer), m.setup.verifier
+    return id(m.setup.producer) if m.setup.producer is not None else id(m.setup), m.setup.verifier
 
 
 def run_bench(windows: Sequence[AudioWindow], methods: Sequence[Method], repeats: int = 3, *, warmup: int = 1,
