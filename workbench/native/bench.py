@@ -291,6 +291,7 @@ def _methods(args: Any, cfg: dict[str, Any], profile: DeviceProfile | None) -> t
         from .mnn_bench import mnn_methods
 
         methods, mnn, torch_setup = mnn_methods(cfg, profile_costs(profile) if profile else None)
+        print("engine mnn: target_only@Nt is MNN target-only (the exactness reference), target_only@Nt/torch torch's")
         return methods, "mnn/as2d", (mnn, torch_setup)
     alt = load_model_config(args.same_vocab_model) if args.same_vocab_model else None
     batches = [*args.batches, *([1] if args.single_token_batches else [])]
