@@ -95,3 +95,14 @@ def test_the_results_table_names_machine_command_split_and_replaces_its_own_sect
     out = doc.read_text()
     assert out.startswith("# Results\n\nkept\n") and out.count("<!-- native-bench-test -->") == 1
     assert "71.000" in out and "70.000" not in out
+
+
+@needs_corpus
+def test_the_per_window_report_names_each_windows_speaker_and_perturbation(tmp_path, monkeypatch):
+    from workbench.native.bench import with_window_facts
+
+    monkeypatch.setenv("AS2D_CACHE", str(tmp_path))
+    ids = [w.window_id for w in bench_eval_windows("test", "bench_ci")]
+    report = with_window_facts(pl.DataFrame({"method": ["as2d/x"] * len(ids), "window_id": ids}), "bench_ci")
+    assert report["speaker"].is_not_null().all() and set(report["perturbation"]) <= {"clean", "noise20db"}
+    assert set(report["speaker"]) == {p.speaker for p in bc.plan() if p.window_id in ids}

@@ -267,6 +267,15 @@ def bench_eval_windows(split: str, dataset: str = "bench", n_windows: int | None
     return bench_windows(split, dataset_config(dataset), n_windows)
 
 
+def with_window_facts(report: pl.DataFrame, dataset: str = "bench") -> pl.DataFrame:
+    """The per-window report with each bench window's speaker, perturbation and content (manifest)."""
+    from workbench.data.bench_corpus import bench_from_config
+
+    facts = bench_from_config(dataset_config(dataset)).manifest_frame().select(
+        "window_id", "speaker", "perturbation", "content")
+    return report.join(facts, on="window_id", how="left")
+
+
 def dataset_config(name: str) -> dict[str, Any]:
     """``conf/dataset/<name>.yaml`` as a plain mapping (the bench corpus's build settings)."""
     from omegaconf import OmegaConf
@@ -405,6 +414,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         frames["costs"], frames["f6"] = engine_costs(*engines, windows[0].audio), f6_agreement(*engines, windows)
         for name in ("costs", "f6"):
             atomic_write_parquet(out_dir / f"bench_{name}.parquet", frames[name])
+    if args.split != "demo":  # where a window's loss lives: its speaker, perturbation and content
+        frames["windows"] = with_window_facts(frames["windows"], args.dataset)
+        atomic_write_parquet(out_dir / "bench_windows.parquet", frames["windows"])
     machine = fingerprint_id(machine_fingerprint())
     if args.split == "dev":
         choice = choose_on_dev(frames, prefix, machine)
