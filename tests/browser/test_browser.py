@@ -171,7 +171,8 @@ def loop_store(demo_store, tmp_path_factory) -> Path:
     uri = f"sqlite:///{root / 'mlflow.db'}"
     env = {k: v for k, v in os.environ.items() if k not in ("MLFLOW_TRACKING_URI", "AS2D_NOTEBOOK_EXPERIMENT")}
     for args in (["-m", "experiment=replay", "dataset.n_windows=3", "device=xiaomi_14", "model.budget=3,7",
-                  "methods=[target_only,as2d]", "hydra.launcher.n_jobs=1", f"hydra.sweep.dir={root / 'sweep'}"],
+                  "budget_from=model", "methods=[target_only,as2d]", "hydra.launcher.n_jobs=1",
+                  f"hydra.sweep.dir={root / 'sweep'}"],
                  ["experiment=replay", "dataset.n_windows=3", "methods=[target_only,as2d]", f"out_dir={root / 'syn'}"]):
         done = subprocess.run([sys.executable, "-m", "workbench.run", *args, f"tracking.uri={uri}"], cwd=ROOT,
                               env=env, capture_output=True, text=True, timeout=900)
