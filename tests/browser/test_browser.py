@@ -198,12 +198,14 @@ def test_home_then_experiment_lands_on_the_runs_list(browser, mlflow_ui, loop_st
     """A fresh browser (no workflow chosen) at Home; a click on the demo's experiment opens its runs."""
     from mlflow import MlflowClient
 
-    exp = MlflowClient(f"sqlite:///{loop_store}").get_experiment_by_name("as2d-demo")
+    client = MlflowClient(f"sqlite:///{loop_store}")
+    exp = client.get_experiment_by_name("as2d-demo")
+    (job,) = client.search_runs([exp.experiment_id], "tags.`as2d.role` = 'job'")
     browser.get(f"{mlflow_ui}/")
     link = f'a[href$="#/experiments/{exp.experiment_id}"]'
     _click(browser, link, "the as2d-demo experiment on Home")
-    _wait_for(browser, lambda d: "/runs" in d.current_url and "matching runs" in _text(d),
-              "the experiment's runs list after a click from Home")
+    _wait_for(browser, lambda d: "/runs" in d.current_url and job.info.run_name in _text(d).split(),
+              "the experiment's runs list, with the demo's job run, after a click from Home")
     assert "/traces" not in browser.current_url and "/overview" not in browser.current_url, browser.current_url
     browser.save_screenshot(str(shots_dir() / "mlflow_home_to_runs.png"))
 
