@@ -105,7 +105,8 @@ def find_runs(experiment_name: str, tags: Mapping[str, str] | None = None, uri: 
               status: str = "FINISHED") -> list[Run]:
     """Finished runs of ``experiment_name`` (newest first) whose tags match ``tags``; never empty.
 
-    Sweep parent runs carry no tables and are skipped (they have a ``sweep_dir`` tag).
+    Only job runs (``as2d.role`` = ``job``, or no role: runs logged before roles) carry tables: sweep
+    parents, configuration runs and selection runs are skipped.
     """
     client, u = _client(uri)
     exp = None
@@ -122,8 +123,8 @@ def find_runs(experiment_name: str, tags: Mapping[str, str] | None = None, uri: 
         filters.append(f"tags.`{k}` = '{v}'")
     runs = client.search_runs([exp.experiment_id], " and ".join(filters), order_by=["attributes.start_time DESC"],
                               max_results=500)
-    # Sweep parents and per-configuration child runs carry no tables; the job runs do.
-    runs = [r for r in runs if "sweep_dir" not in r.data.tags and r.data.tags.get("as2d.role") != "config"]
+    # Sweep parents, per-configuration and selection child runs carry no tables; the job runs do.
+    runs = [r for r in runs if "sweep_dir" not in r.data.tags and r.data.tags.get("as2d.role", "job") == "job"]
     if not runs:
         raise NoRuns(f"no {status.lower() if status else ''} runs in experiment '{experiment_name}'{where} at {u}: "
                      f"{_hint(experiment_name)}")
