@@ -116,6 +116,9 @@ CANNOT_FEED = {
     "table16_streaming": "sustained streaming: experiment=streaming, not the demo",
     "table3_tasks": "translation/QA replays on CoVoST 2 / Spoken SQuAD (task quality tables), not the demo",
     "b1_acceptance": "per-corpus acceptance comes from experiment=context_probe runs, not the demo",
+    "fig3b_context": "acceptance by context length comes from experiment=context_probe runs, not the demo",
+    "b1_ctc_acceptance": "CTC chunk proposers' acceptance comes from experiment=ctc_probe runs, not the demo",
+    "d26_validation_grid": "the full validation grid is the oracle job with validation_shortlist=null, not the demo",
 }
 # Figures drawn from the device profiles the demo priced, not from a run's tables: written, but
 # attached to no run.

@@ -103,5 +103,7 @@ def test_oracle_prices_each_devices_deployed_pair(tmp_path: Path):
     children = {c.data.params["device"]: c for c in runs(db, "config")}
     assert children["k70_pro"].data.params["deployed_budget"] == "7"
     assert children["redmi_note_9_pro"].data.params["deployed_budget"] == "3"
-    note9_tps = children["redmi_note_9_pro"].data.metrics["tps_deployed"]
+    # the deployed pair's TPS is the selection's verdict: on the device's selection run, not a configuration's
+    selections = {s.data.params["device"]: s for s in runs(db, "selection")}
+    note9_tps = selections["redmi_note_9_pro"].data.metrics["tps_deployed"]
     assert note9_tps == pytest.approx(m["redmi_note_9_pro.tps_deployed"])

@@ -31,12 +31,13 @@ def _select(sel: Pick, default: str) -> Selection:
     return select(Selector(experiment=sel) if isinstance(sel, str) else sel, default)
 
 
-def _companion(selection: Selection, experiment: str, notes: list[str]) -> Selection | None:
-    """Runs of another job's experiment (ablation arms, say) of the selection's data kind, or a note."""
+def _companion(selection: Selection, experiment: str, notes: list[str], what: str) -> Selection | None:
+    """Runs of another job's experiment (ablation arms, say) of the selection's data kind, or a note that
+    the optional ``what`` is left out (the table and chart are drawn without it)."""
     try:
         return select(Selector(experiment=experiment, data=selection.data), experiment)
     except NoRuns as err:
-        notes.append(str(err))
+        notes.append(f"optional {what} left out: {err}")
         return None
 
 
@@ -233,7 +234,8 @@ def table5_8_full(sel: Pick = None, ablation: Pick = None) -> Result:
     arms = {"as2d_wo_td", "as2d_wo_bc"} - set(windows["method"].unique().to_list())
     abl = None
     if arms:  # ablation arms the selection lacks, from the ablation job's runs of the same data kind
-        extra = _select(ablation, "as2d-ablation") if ablation else _companion(selection, "as2d-ablation", notes)
+        extra = _select(ablation, "as2d-ablation") if ablation else _companion(selection, "as2d-ablation", notes,
+                                                                                  f"arm(s) {sorted(arms)}")
         abl = optional(lambda: tables_by_device(extra, "windows"), notes) if extra is not None else None
     if abl is not None:
         more = abl[0].filter(pl.col("method").is_in(list(arms)))
@@ -314,7 +316,8 @@ def d27_decomposition(sel: Pick = None, ablation: Pick = None) -> Result:
     stages, runs = tables_by_device(selection, "stages")
     notes: list[str] = []
     if not (stages["method"] == "as2d_wo_td").any():
-        extra = _select(ablation, "as2d-ablation") if ablation else _companion(selection, "as2d-ablation", notes)
+        extra = _select(ablation, "as2d-ablation") if ablation else _companion(selection, "as2d-ablation", notes,
+                                                                                  "arm as2d_wo_td")
         abl = optional(lambda: tables_by_device(extra, "stages"), notes) if extra is not None else None
         if abl is not None:
             stages = pl.concat([stages, abl[0].filter(pl.col("method") == "as2d_wo_td")], how="diagonal_relaxed")
