@@ -232,6 +232,19 @@ def test_launcher_configs_compose(launcher, target):
 
 
 @pytest.mark.slow
+def test_a_sweep_stopped_by_a_refused_job_ends_its_parent_failed(tmp_path):
+    """The second job's budget is refused by validation: Hydra stops the sweep there, without its end
+    callback, and the parent run must still not be left RUNNING."""
+    db = tmp_path / "m.db"
+    res = run_cli("-m", "job=replay", "dataset.n_windows=4", "model.budget=1,-1", "device=k70_pro",
+                  "methods=[target_only,as2d]", f"tracking.uri=sqlite:///{db}", f"hydra.sweep.dir={tmp_path}/sweep")
+    assert res.returncode != 0
+    assert "model.budget" in res.stderr
+    (parent,) = [r for r in runs(db) if r.info.run_name.startswith("sweep:")]
+    assert parent.info.status == "FAILED" and "before its end" in parent.data.tags["error"]
+    assert not [r for r in runs(db) if r.info.status == "RUNNING"]
+
+
 def test_ray_launcher_sweep_in_local_mode(tmp_path):
     db = tmp_path / "m.db"
     res = run_cli("-m", "hydra/launcher=ray", "+hydra.launcher.ray.init.num_cpus=2", "job=replay",

@@ -21,6 +21,7 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -156,3 +157,37 @@ def versioned_dir(final: str | Path, label: str = "v") -> Iterator[Path]:
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+SECTION_NAME = re.compile(r"[a-z0-9_-]+")
+
+
+def section_markers(name: str) -> tuple[str, str]:
+    """``<!-- name -->`` and ``<!-- /name -->``: the markers around a section a command writes."""
+    if not SECTION_NAME.fullmatch(name):
+        from workbench.errors import DataError
+
+        raise DataError(f"section name {name!r} has characters other than a-z, 0-9, _ and -",
+                        where="results section", fix="name sections like native-bench-test or d3-agreement")
+    return f"<!-- {name} -->", f"<!-- /{name} -->"
+
+
+def replace_section(doc: str, name: str, body: str) -> str:
+    """``doc`` with the text between ``name``'s markers replaced by ``body`` (a new section at the end
+    when the markers are absent); every other byte is left alone."""
+    start, end = section_markers(name)
+    i, j = doc.find(start), doc.find(end)
+    block = f"{start}\n{body.strip(chr(10))}\n{end}"
+    if i < 0 or j < i:
+        return (doc.rstrip() + "\n\n" if doc.strip() else "") + block + "\n"
+    return doc[:i] + block + doc[j + len(end):]
+
+
+def write_section(path: str | Path, name: str, body: str) -> Path:
+    """Replace section ``name`` of the markdown document at ``path`` with ``body``, atomically."""
+    path = Path(path)
+    if not path.parent.is_dir():
+        from workbench.errors import DataError
+
+        raise DataError("no such folder for the results document", where=str(path), fix="pass docs/results.md")
+    return atomic_write_text(path, replace_section(path.read_text() if path.is_file() else "", name, body))

@@ -1,7 +1,7 @@
 """``docs/results.md``, written by the commands that produce its tables.
 
 Each table lives between ``<!-- NAME -->`` and ``<!-- /NAME -->`` (the markers
-``workbench.native.bench --markdown`` writes too); ``write_section`` replaces one section
+``workbench.native.bench --markdown`` writes too); ``workbench.io.write_section`` replaces one section
 atomically and leaves every other byte of the file alone, so a command regenerates its own table
 instead of someone retyping it. Every section names its machine (CPU
 model, cores, torch and MNN versions), the exact command, the split it used and the run date.
@@ -23,41 +23,15 @@ from pathlib import Path
 import polars as pl
 
 from workbench.errors import DataError
-from workbench.io import atomic_write_text
+from workbench.io import write_section
 
 RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results.md"
 RUN_COLUMNS = ("device", "method", "tps", "speedup", "acceptance", "coverage", "readiness", "slowdown_share")
 
 
-def markers(name: str) -> tuple[str, str]:
-    if not re.fullmatch(r"[a-z0-9_-]+", name):
-        raise DataError(f"section name {name!r} has characters other than a-z, 0-9, _ and -",
-                        where="results section", fix="name sections like native-bench-test or d3-agreement")
-    return f"<!-- {name} -->", f"<!-- /{name} -->"
-
-
 def sections(doc: str) -> list[str]:
     """The section names of a results document, in order."""
     return re.findall(r"<!-- ([a-z0-9_-]+) -->", doc)
-
-
-def replace_section(doc: str, name: str, body: str) -> str:
-    """``doc`` with the text between ``name``'s markers replaced by ``body`` (a new section at the end
-    when the markers are absent)."""
-    start, end = markers(name)
-    i, j = doc.find(start), doc.find(end)
-    block = f"{start}\n{body.strip(chr(10))}\n{end}"
-    if i < 0 or j < i:
-        return (doc.rstrip() + "\n\n" if doc.strip() else "") + block + "\n"
-    return doc[:i] + block + doc[j + len(end):]
-
-
-def write_section(name: str, body: str, path: str | Path = RESULTS) -> Path:
-    """Replace section ``name`` of the results document at ``path`` with ``body``, atomically."""
-    path = Path(path)
-    if not path.parent.is_dir():
-        raise DataError("no such folder for the results document", where=str(path), fix="pass --doc docs/results.md")
-    return atomic_write_text(path, replace_section(path.read_text() if path.is_file() else "", name, body))
 
 
 def machine_line() -> str:
@@ -119,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         if not args.command or not args.split:
             ap.error("--run needs --command and --split: every table names both")
         body = run_section(args.run, args.title or args.name, args.command, args.split, args.columns, args.table)
-    print(f"results section {args.name} -> {write_section(args.name, body, args.doc)}")
+    print(f"results section {args.name} -> {write_section(args.doc, args.name, body)}")
 
 
 if __name__ == "__main__":

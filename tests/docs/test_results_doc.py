@@ -9,7 +9,9 @@ import polars as pl
 import pytest
 
 from workbench.errors import DataError
-from workbench.results_doc import RESULTS, main, markers, replace_section, sections
+from workbench.io import replace_section
+from workbench.io import section_markers as markers
+from workbench.results_doc import RESULTS, main, sections
 
 DOC = "# Results\n\nintro\n\n<!-- a -->\nold a\n<!-- /a -->\n\nbetween\n\n<!-- b -->\nold b\n<!-- /b -->\ntail\n"
 

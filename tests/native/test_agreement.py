@@ -78,3 +78,34 @@ def test_agreement_summary_by_hand():
                                             pl.Series("width_signed_error_pct", [3.0, -6.0])), Profile())
     assert shaped["width_mae_pct"] == pytest.approx(4.5) and shaped["within_goal"] is True  # judged as before
     assert "each width by its own probe (widest drifting x0.90-x0.95 of K1's): MAE 4.50%" in verdict(shaped)
+
+
+def test_the_results_table_names_machine_command_split_and_each_terms_share(tmp_path):
+    """``--markdown``: the d3-agreement section states where and how it was measured, the errors beside
+    their goals and each decomposition term's mean signed and absolute points."""
+    from workbench.io import write_section
+    from workbench.native.agreement import agreement_markdown
+    from workbench.native.decomposition import TERMS
+
+    frame = pl.DataFrame({"tokens": [100, 50], "time_native": [1.0, 1.0], "time_replay": [0.8, 1.25],
+                          "signed_error_pct": [25.0, -20.0], "abs_error_pct": [25.0, 20.0],
+                          "target_only_error_pct": [-4.0, 6.0], "matched": [True, True],
+                          "drift_ratio": [1.0, 1.0], "width_shape": [1.0, 1.0], "width_signed_error_pct": [None, None],
+                          "frozen_signed_error_pct": [25.0, -20.0], "frozen_target_only_error_pct": [-4.0, 6.0],
+                          **{f"d_{t}": [2.0 * (i + 1), -1.0] for i, t in enumerate(TERMS)}})
+
+    class Profile:
+        file = "host.yaml"
+
+    s = {**summarize(frame, Profile()), "command": "python -m workbench.native.agreement --split test",
+         "date": "2026-01-02 03:04 UTC", "load": "0.50 0.40 0.30"}
+    text = agreement_markdown(frame, s, "bench test")
+    assert "- command: `python -m workbench.native.agreement --split test`" in text
+    assert "- split: bench test" in text and "- run date: 2026-01-02" in text and " cores; torch " in text
+    assert "| As²d per-window MAE (%) | 22.50 | <= 5 |" in text and "| windows whose outputs matched | 2 / 2 |" in text
+    assert f"| {TERMS[0]} | +0.50 | 1.50 |" in text  # (2 - 1) / 2 signed, (2 + 1) / 2 absolute
+    assert text.rstrip().endswith("profile host.yaml")
+    doc = tmp_path / "results.md"
+    doc.write_text("# Results\n\n<!-- d3-agreement -->\nNot measured yet.\n<!-- /d3-agreement -->\n")
+    write_section(doc, "d3-agreement", text)
+    assert "Not measured yet" not in doc.read_text() and doc.read_text().count("<!-- d3-agreement -->") == 1

@@ -79,7 +79,8 @@ def test_goals_are_judged_on_the_dev_choice_not_the_fastest_test_variant():
 
 
 def test_the_results_table_names_machine_command_split_and_replaces_its_own_section(tmp_path):
-    from workbench.native.bench_report import markdown, write_section
+    from workbench.io import write_section
+    from workbench.native.bench_report import markdown
 
     summary = pl.DataFrame({"method": ["target_only@1t", "as2d/a"], "tps": [40.0, 70.0],
                             "ratio_target_only": [1.0, 1.75], "ratio_serial": [None, 1.2],

@@ -132,16 +132,17 @@ def cached_windows(cfg: DictConfig) -> list[Window]:
                             vocab_size=limits.vocab_size, max_output=limits.max_output) for c in ready]
 
 
-def native_costs(cfg: DictConfig) -> tuple[RoundCosts, int]:
+def native_costs(cfg: DictConfig) -> tuple[RoundCosts, int, DeviceProfile]:
     """This machine's round cost per width (ms) with one serial drafter forward (hybrid candidates);
-    and the widest chain it prices (the online bound under ``adaptive.bound=max``)."""
+    the widest chain it prices (the online bound under ``adaptive.bound=max``); and the profile itself
+    (its kernel plan is what those costs were measured under)."""
     from workbench.native.bench import profile_costs
 
     from .config import device_profile
 
     profile = device_profile("host", cfg)  # this machine's profile: calibrate first or refuse (calibration.*)
     costs = profile_costs(profile, drafter_forward=profile.source(profile.serial_drafter).op_ms)
-    return costs, min(MAX_BUDGET, max(profile.verifier.widths()) - 1)
+    return costs, min(MAX_BUDGET, max(profile.verifier.widths()) - 1), profile
 
 
 def run_native(cfg: DictConfig, out: Path) -> JobResult:
@@ -153,12 +154,13 @@ def run_native(cfg: DictConfig, out: Path) -> JobResult:
 
     check_models(cfg)
     n, model = cfg.native, OmegaConf.to_container(cfg.model, resolve=True)
-    costs, widest = native_costs(cfg)
+    costs, widest, profile = native_costs(cfg)
     names = list(cfg.adaptive.native_methods)
     over = {**host_overrides(int(cfg.model.budget)),
             **{m: {k: v for k, v in method_settings(cfg, m).items() if k != "budget"} for m in names}}
     setup = host_setup(model, overrides=over)
     setup.costs = costs
+    setup.use_profile(profile)  # every method, target-only too, by the kernel plan the costs were measured under
     for m in names:  # online methods: bounded like replay's (adaptive.bound); fixed ones keep the pair's b
         if scheme_spec(m).needs_costs and cfg.adaptive.bound == "max":
             setup.settings[m]["budget"] = widest

@@ -131,6 +131,24 @@ def _host_profile(cfg: DictConfig) -> DeviceProfile:
         raise ConfigError("calibration.on_mismatch", str(err)) from None
 
 
+def kernel_plan_profile(cfg: DictConfig) -> DeviceProfile | None:
+    """This machine's host profile when one is already calibrated (never calibrates), for a job that
+    only needs the target's kernel plan (``kernels: auto``): every method, target-only included, then
+    runs the fastest kernel per width this machine measured. None, with one line saying how to get
+    one, when the machine has no profile yet: the target keeps its configured kernels."""
+    from workbench.native.fingerprint import HostProfileMismatch, host_profile
+
+    model = OmegaConf.to_container(cfg.model, resolve=True)
+    if (model.get("target") or {}).get("kernels") != "auto":  # type: ignore[union-attr]
+        return None
+    try:
+        return host_profile(model, "refuse")  # type: ignore[arg-type]
+    except HostProfileMismatch:
+        print("no host calibration of this machine yet: the target runs its plain kernels; "
+              "`python -m workbench.run experiment=calibrate_host` gives it this machine's kernel plan")
+        return None
+
+
 def devices(cfg: DictConfig) -> list[DeviceProfile]:
     """``devices: [..]`` for multi-device jobs, else the composed ``device`` group; each under the run's
     model pair's own cost block where the profile carries one (``replay.targets``: Omni on K70, D.1.2)."""

@@ -58,6 +58,7 @@ def run(cfg: DictConfig, out: Path) -> JobResult:
     from workbench.native.episodes import host_setup
     from workbench.native.ondemand import cpu_note, request_trace, run_ondemand, tail_latency
 
+    from .config import kernel_plan_profile
     from .demo_traces import clip_audio, demo_corpus, load_model_pair
 
     o = _opts(cfg)
@@ -66,6 +67,7 @@ def run(cfg: DictConfig, out: Path) -> JobResult:
                           checkpoints(o))
     pair = load_model_pair(cfg)
     setup = host_setup(pair)
+    setup.use_profile(kernel_plan_profile(cfg))  # the fastest kernel per width this machine measured
     meter = host_meter()
     if meter is None:
         print(UNAVAILABLE)

@@ -56,6 +56,7 @@ def run(cfg: DictConfig, out: Path) -> JobResult:
     from workbench.native.ondemand import cpu_note, request_trace
     from workbench.native.streaming import host_processor, run_stream, summarize, temperature_reader
 
+    from .config import kernel_plan_profile
     from .demo_traces import clip_audio, demo_corpus, load_model_pair
 
     o = _opts(cfg)
@@ -63,6 +64,7 @@ def run(cfg: DictConfig, out: Path) -> JobResult:
     stream = request_trace([(c.window_id, clip_audio(c, cfg.model)) for c in corpus.clips], float(o["duration_s"]),
                            checkpoints=[float(o["duration_s"])])
     setup = host_setup(load_model_pair(cfg))
+    setup.use_profile(kernel_plan_profile(cfg))  # the fastest kernel per width this machine measured
     temp = temperature_reader()
     if temp is None:
         print("temperature unavailable on this machine (no readable thermal zone or hwmon sensor)")

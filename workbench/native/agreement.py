@@ -279,6 +279,32 @@ def verdict(summary: Mapping[str, Any]) -> str:
             f"target-only MAE {summary['target_only_mae_pct']:.2f}%, {how}; profile {summary['profile']}")
 
 
+def agreement_markdown(frame: pl.DataFrame, summary: Mapping[str, Any], split: str) -> str:
+    """The D.3 table for docs/results.md: machine, exact command, split and date, the errors against
+    their goals, and each decomposition term's mean signed and mean absolute share."""
+    from .bench_report import machine_facts
+
+    m = machine_facts()
+    head = [f"**D.3 agreement, {split} windows** ({summary['windows']} held-out windows)", "",
+            f"- machine: {m['cpu']}, {m['cores']} cores; torch {m['torch']}, MNN {m['mnn']}; "
+            f"load average (1/5/15 min) {summary.get('load', '?')}",
+            f"- command: `{summary.get('command', 'python -m workbench.native.agreement')}`",
+            f"- split: {split} (the profile was calibrated on other windows)",
+            f"- run date: {str(summary.get('date', dt.date.today().isoformat()))[:10]}", "",
+            "| measure | value | goal |", "|---|---|---|",
+            f"| As²d per-window MAE (%) | {summary['mae_pct']:.2f} | <= {summary['goal_mae_pct']:g} |",
+            f"| As²d pooled signed error (%) | {summary['pooled_error_pct']:+.2f} | within ±2 |",
+            f"| target-only MAE (%) | {summary['target_only_mae_pct']:.2f} | <= 3 |",
+            f"| frozen-profile As²d MAE (%) | {summary['frozen_mae_pct']:.2f} | |",
+            f"| windows whose outputs matched | {summary['matched_windows']} / {summary['windows']} | all |", ""]
+    terms = ["| term | mean signed (points) | mean absolute (points) |", "|---|---|---|"]
+    for t in TERMS:
+        col = frame[f"d_{t}"] if f"d_{t}" in frame.columns else None
+        if col is not None and frame.height:
+            terms.append(f"| {t} | {col.mean():+.2f} | {col.abs().mean():.2f} |")
+    return "\n".join(head + terms + ["", f"- {verdict(summary)}"]) + "\n"
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description="Replay vs native TPS agreement on this host (paper D.3).")
     ap.add_argument("--model", default="whisper_base")
@@ -292,6 +318,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--dataset", default="bench", help="conf/dataset/<name>.yaml of the bench corpus (--split test)")
     ap.add_argument("--engine", choices=("torch", "mnn"), default=None, help="default: the model's engine")
     ap.add_argument("--out-dir", default="outputs/native/agreement")
+    ap.add_argument("--markdown", default=None, help="also write the d3-agreement table into this file "
+                                                     "(docs/results.md: machine, command, split, date)")
     args = ap.parse_args(argv)
     from workbench.models.registry import load_model_config
 
@@ -317,6 +345,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(verdict(summary))
     print(f"machine {summary['machine']}; load average (1/5/15 min) {summary['load']}; {summary['date']}; "
           f"command: {summary['command']}")
+    if args.markdown:
+        from workbench.io import write_section
+
+        text = agreement_markdown(frame, summary, "bench test" if args.split == "test" else "demo")
+        print(f"results table -> {write_section(args.markdown, 'd3-agreement', text)}")
 
 
 if __name__ == "__main__":

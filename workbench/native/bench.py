@@ -375,9 +375,10 @@ def parser() -> Any:
 def main(argv: Sequence[str] | None = None) -> None:
     import sys
 
+    from workbench.io import write_section
     from workbench.models.registry import load_model_config
 
-    from .bench_report import markdown, write_section
+    from .bench_report import markdown
     from .choice import choose_on_dev, read_choice, write_choice
     from .fingerprint import HostProfileMismatch, fingerprint_id, host_profile, machine_fingerprint
 

@@ -17,7 +17,6 @@ import datetime
 import os
 import platform
 from collections.abc import Sequence
-from pathlib import Path
 
 import polars as pl
 
@@ -213,21 +212,5 @@ def markdown(summary: pl.DataFrame, command: str, split: str, n_windows: int, re
     return "\n".join(head + lines + tail) + "\n"
 
 
-def write_section(path: str | Path, name: str, text: str) -> Path:
-    """Put ``text`` between ``<!-- name -->`` and ``<!-- /name -->`` in the markdown file ``path``
-    (replacing what a previous run wrote there, or appended at the end), atomically."""
-    from workbench.io import atomic_write_text
-
-    p = Path(path)
-    old = p.read_text() if p.is_file() else ""
-    start, end = f"<!-- {name} -->", f"<!-- /{name} -->"
-    block = f"{start}\n{text.rstrip()}\n{end}"
-    if start in old and end in old:
-        new = old[: old.index(start)] + block + old[old.index(end) + len(end):]
-    else:
-        new = (old.rstrip() + "\n\n" if old.strip() else "") + block + "\n"
-    return atomic_write_text(p, new)
-
-
 __all__ = ["GOALS", "SUMMARY_COLUMNS", "WINDOW_COLUMNS", "best_target_only", "goal_lines", "loss_reason",
-           "machine_facts", "markdown", "per_window", "summarize", "write_section"]
+           "machine_facts", "markdown", "per_window", "summarize"]

@@ -13,10 +13,13 @@ The single-run side (``tracked_run``, signals inside a job) is ``tracking.lifecy
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import functools
 import logging
 import os
 import signal
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +83,12 @@ def end_sweep(parent: str, status: str, reason: str) -> None:
         client.set_terminated(parent, status)
 
 
+def _end_unended(parent: str) -> None:
+    """At exit of a sweep whose end never came (a job raised): its open runs and the parent FAILED."""
+    with contextlib.suppress(Exception):  # at exit: the store may be gone; nothing else can be done
+        end_sweep(parent, "FAILED", "the sweep stopped at a job's error before its end (see the job's run or log)")
+
+
 class _SweepSignals:
     """SIGINT/SIGTERM in the sweep's parent process: stop the workers, then end every open run."""
 
@@ -124,6 +133,7 @@ class SweepCallback(Callback):
 
     def __init__(self) -> None:
         self._signals: _SweepSignals | None = None
+        self._unended: Callable[[], None] | None = None
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)
@@ -142,10 +152,17 @@ class SweepCallback(Callback):
         atomic_write_text(sweep_dir / SWEEP_FILE, run.info.run_id)
         self._signals = _SweepSignals(run.info.run_id)
         self._signals.install()
+        # A job that raises (a config refused by validation, say) ends Hydra's sweep without calling
+        # on_multirun_end: the parent must still not be left RUNNING.
+        self._unended = functools.partial(_end_unended, run.info.run_id)
+        atexit.register(self._unended)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         if self._signals is not None:
             self._signals.uninstall()
+        if self._unended is not None:
+            atexit.unregister(self._unended)
+            self._unended = None
         marker = Path(config.hydra.sweep.dir) / SWEEP_FILE
         if not marker.exists():
             return
