@@ -34,6 +34,7 @@ import argparse
 import datetime as dt
 import json
 import os
+import shlex
 import statistics
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -335,9 +336,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     cfg = load_model_config(args.model)
     if args.engine:
         cfg = {**cfg, "engine": args.engine}
+    command = "python -m workbench.native.agreement " + shlex.join(argv or sys.argv[1:])
     frame, summary = replay_agreement(calib[: args.calib_windows], evals[: args.windows], cfg, args.reps,
                                       profile=profile, out_dir=args.out_dir, calib_reps=args.calib_reps,
-                                      command="python -m workbench.native.agreement " + " ".join(argv or sys.argv[1:]))
+                                      command=command)
     with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=200, float_precision=2):
         print(frame)
     print(json.dumps(summary, indent=1))

@@ -373,6 +373,7 @@ def parser() -> Any:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    import shlex
     import sys
 
     from workbench.io import write_section
@@ -386,7 +387,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     suffix = "_mnn" if args.engine == "mnn" else ""
     out_dir = Path(args.out_dir or f"outputs/native/bench_{args.split}{suffix}")
     choice_path = Path(args.choice or f"outputs/native/bench_dev{suffix}/choice.json")
-    command = "python -m workbench.native.bench " + " ".join(sys.argv[1:] if argv is None else argv)
+    # shlex: the command as a shell must be given it (a glob of --only stays quoted)
+    command = "python -m workbench.native.bench " + shlex.join(sys.argv[1:] if argv is None else argv)
     print("\n".join(machine_lines()))
     cfg = load_model_config(args.model)
     if args.engine == "mnn":

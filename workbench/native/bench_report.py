@@ -188,7 +188,8 @@ def markdown(summary: pl.DataFrame, command: str, split: str, n_windows: int, re
              chosen: str | None, goals: Sequence[str], losers: pl.DataFrame | None = None) -> str:
     """A results table for docs/results.md: machine, exact command, split, date, then one row per method."""
     m = machine_facts()
-    head = [f"**Native bench, {split} split** ({n_windows} windows x {repeats} repeats, interleaved) -- "
+    reps = f"{repeats} repeat{'s' if repeats != 1 else ''}"
+    head = [f"**Native bench, {split} split** ({n_windows} windows x {reps}, interleaved) -- "
             f"{datetime.date.today().isoformat()}",
             "",
             f"- machine: {m['cpu']}, {m['cores']} cores; torch {m['torch']}, MNN {m['mnn']}; "
