@@ -97,11 +97,12 @@ def test_the_results_table_names_machine_command_split_and_each_terms_share(tmp_
     class Profile:
         file = "host.yaml"
 
-    s = {**summarize(frame, Profile()), "command": "python -m workbench.native.agreement --split test",
-         "date": "2026-01-02 03:04 UTC", "load": "0.50 0.40 0.30"}
+    from workbench.native.agreement import provenance
+
+    s = {**summarize(frame, Profile()), **provenance("python -m workbench.native.agreement --split test")}
     text = agreement_markdown(frame, s, "bench test")
     assert "- command: `python -m workbench.native.agreement --split test`" in text
-    assert "- split: bench test" in text and "- run date: 2026-01-02" in text and " cores; torch " in text
+    assert "- split: bench test" in text and f"- run date: {s['date'][:10]}\n" in text and " cores; torch " in text
     assert "| As²d per-window MAE (%) | 22.50 | <= 5 |" in text and "| windows whose outputs matched | 2 / 2 |" in text
     assert f"| {TERMS[0]} | +0.50 | 1.50 |" in text  # (2 - 1) / 2 signed, (2 + 1) / 2 absolute
     assert text.rstrip().endswith("profile host.yaml")
