@@ -119,6 +119,7 @@ CANNOT_FEED = {
     "fig3b_context": "acceptance by context length comes from experiment=context_probe runs, not the demo",
     "b1_ctc_acceptance": "CTC chunk proposers' acceptance comes from experiment=ctc_probe runs, not the demo",
     "d26_validation_grid": "the full validation grid is the oracle job with validation_shortlist=null, not the demo",
+    "d45_same_input": "D.4.5 picks Table 1's windows of >= 64 target tokens; the demo's clips are shorter",
 }
 # Figures drawn from the device profiles the demo priced, not from a run's tables: written, but
 # attached to no run.

@@ -23,9 +23,17 @@ from .runs import MissingTable, experiment, tables_by_device
 METHODS = ("target_only", "sd", "asp", "as2d")
 
 
-def same_input(per_window: pl.DataFrame, reference: str) -> pl.DataFrame:
-    """Per dataset: the reference device's representative window, with every device's TPS on it."""
-    cases = A.representative_windows(per_window).filter(pl.col("device") == reference)
+def same_input(per_window: pl.DataFrame, reference: str, min_tokens: int = 64) -> pl.DataFrame:
+    """Per dataset: the reference device's representative window, with every device's TPS on it.
+
+    Raises ``MissingTable`` when no window of the reference device qualifies (Table 1's rule wants
+    ``min_tokens`` target tokens): an empty chart would look like a result."""
+    cases = A.representative_windows(per_window, min_tokens).filter(pl.col("device") == reference)
+    if not cases.height:
+        longest = per_window.filter(pl.col("method") == "target_only")["tokens"].max()
+        raise MissingTable(f"no window on {reference} has the >= {min_tokens} target tokens D.4.5 / Table 1 need "
+                           f"(the longest has {longest}); replay a corpus with longer windows, e.g. "
+                           "python -m workbench.run experiment=replay dataset=librispeech dataset.root=DIR")
     picked = cases.select("dataset", "window_id")
     wide = per_window.pivot(on="method", index=["device", "window_id", "dataset"], values="tps")
     out = picked.join(wide, on=["dataset", "window_id"], how="left").with_columns(
