@@ -32,6 +32,8 @@ from typing import Any
 
 import platformdirs
 
+from workbench.errors import DataError
+
 TEMP_MARK = ".as2d-tmp"
 CACHE_ENV = "AS2D_CACHE"
 
@@ -165,8 +167,6 @@ SECTION_NAME = re.compile(r"[a-z0-9_-]+")
 def section_markers(name: str) -> tuple[str, str]:
     """``<!-- name -->`` and ``<!-- /name -->``: the markers around a section a command writes."""
     if not SECTION_NAME.fullmatch(name):
-        from workbench.errors import DataError
-
         raise DataError(f"section name {name!r} has characters other than a-z, 0-9, _ and -",
                         where="results section", fix="name sections like native-bench-test or d3-agreement")
     return f"<!-- {name} -->", f"<!-- /{name} -->"
@@ -187,7 +187,5 @@ def write_section(path: str | Path, name: str, body: str) -> Path:
     """Replace section ``name`` of the markdown document at ``path`` with ``body``, atomically."""
     path = Path(path)
     if not path.parent.is_dir():
-        from workbench.errors import DataError
-
         raise DataError("no such folder for the results document", where=str(path), fix="pass docs/results.md")
     return atomic_write_text(path, replace_section(path.read_text() if path.is_file() else "", name, body))

@@ -23,7 +23,7 @@ from pathlib import Path
 import polars as pl
 
 from workbench.errors import DataError
-from workbench.io import write_section
+from workbench.io import SECTION_NAME, write_section
 
 RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results.md"
 RUN_COLUMNS = ("device", "method", "tps", "speedup", "acceptance", "coverage", "readiness", "slowdown_share")
@@ -31,7 +31,7 @@ RUN_COLUMNS = ("device", "method", "tps", "speedup", "acceptance", "coverage", "
 
 def sections(doc: str) -> list[str]:
     """The section names of a results document, in order."""
-    return re.findall(r"<!-- ([a-z0-9_-]+) -->", doc)
+    return re.findall(rf"<!-- ({SECTION_NAME.pattern}) -->", doc)
 
 
 def machine_line() -> str:

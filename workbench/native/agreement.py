@@ -288,10 +288,10 @@ def agreement_markdown(frame: pl.DataFrame, summary: Mapping[str, Any], split: s
     m = machine_facts()
     head = [f"**D.3 agreement, {split} windows** ({summary['windows']} held-out windows)", "",
             f"- machine: {m['cpu']}, {m['cores']} cores; torch {m['torch']}, MNN {m['mnn']}; "
-            f"load average (1/5/15 min) {summary.get('load', '?')}",
-            f"- command: `{summary.get('command', 'python -m workbench.native.agreement')}`",
+            f"load average (1/5/15 min) {summary['load']}",
+            f"- command: `{summary['command']}`",
             f"- split: {split} (the profile was calibrated on other windows)",
-            f"- run date: {str(summary.get('date', dt.date.today().isoformat()))[:10]}", "",
+            f"- run date: {summary['date'][:10]}", "",
             "| measure | value | goal |", "|---|---|---|",
             f"| As²d per-window MAE (%) | {summary['mae_pct']:.2f} | <= {summary['goal_mae_pct']:g} |",
             f"| As²d pooled signed error (%) | {summary['pooled_error_pct']:+.2f} | within ±2 |",
@@ -299,10 +299,7 @@ def agreement_markdown(frame: pl.DataFrame, summary: Mapping[str, Any], split: s
             f"| frozen-profile As²d MAE (%) | {summary['frozen_mae_pct']:.2f} | |",
             f"| windows whose outputs matched | {summary['matched_windows']} / {summary['windows']} | all |", ""]
     terms = ["| term | mean signed (points) | mean absolute (points) |", "|---|---|---|"]
-    for t in TERMS:
-        col = frame[f"d_{t}"] if f"d_{t}" in frame.columns else None
-        if col is not None and frame.height:
-            terms.append(f"| {t} | {col.mean():+.2f} | {col.abs().mean():.2f} |")
+    terms += [f"| {t} | {frame[f'd_{t}'].mean():+.2f} | {frame[f'd_{t}'].abs().mean():.2f} |" for t in TERMS]
     return "\n".join(head + terms + ["", f"- {verdict(summary)}"]) + "\n"
 
 
