@@ -16,6 +16,8 @@ APT_PACKAGES=(
   adb                    # the real adb server for phone_runner
   cmake                  # host build of the C++ on-device runner, phone_runner/runner
   g++                    # host build of the C++ on-device runner, phone_runner/runner
+  g++-aarch64-linux-gnu  # aarch64 cross-build of the runner (.ci/run, tests/phone_runner/test_conformance_arm.py)
+  qemu-user              # qemu-aarch64 runs the cross-built runner in the conformance test
   chromium               # headless browser for tests/browser: MLflow UI and JupyterLab
   chromium-driver        # chromedriver that Selenium drives Chromium with
   espeak-ng              # bench corpus: eSpeak NG voices (workbench.data.bench_corpus_audio)
