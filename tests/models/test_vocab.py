@@ -71,3 +71,25 @@ def test_convert_stream_has_no_invented_confidence(codecs):
     out = list(convert_stream(produced, VocabularyConverter(src, dst)))
     assert [p.token for p in out] == dst.encode(" the cat and the dog")
     assert all(p.confidence is None for p in out)
+
+
+def test_a_stop_request_ends_the_stream_inside_a_held_back_word(codecs):
+    """A drafter looping inside one "word" yields no target token; the stop request must still be
+    seen after the next drafter token, not only when the loop reaches its cap (the drain rule)."""
+    src, dst = codecs
+    loop = src.encode(" the")[:1] + src.encode("(...)") * 200  # no space after the first word
+    pulled: list[int] = []
+
+    def produced():
+        for i, t in enumerate(loop):
+            pulled.append(t)
+            yield ProducedToken(t, None, float(i))
+
+    stop_after = 5
+    out = list(convert_stream(produced(), VocabularyConverter(src, dst), stop=lambda: len(pulled) >= stop_after))
+    assert len(pulled) == stop_after  # the drafter was not driven to its cap
+    assert out == []  # the held-back word is never flushed after a stop
+    # without a stop request the same stream runs to its end and flushes the held-back word
+    pulled.clear()
+    full = list(convert_stream(produced(), VocabularyConverter(src, dst)))
+    assert len(pulled) == len(loop) and dst.decode([p.token for p in full]) == src.decode(loop)

@@ -8,7 +8,7 @@ of the target encoding of any continuation. ``finish()`` flushes the held-back w
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from workbench.models.drafting import ProducedToken
 from workbench.models.tokenizer import TextCodec
@@ -68,16 +68,24 @@ class VocabularyConverter:
         return self.target.encode(text)
 
 
-def convert_stream(produced: Iterable[ProducedToken], converter: VocabularyConverter) -> Iterator[ProducedToken]:
+def convert_stream(produced: Iterable[ProducedToken], converter: VocabularyConverter,
+                   stop: Callable[[], bool] | None = None) -> Iterator[ProducedToken]:
     """Wrap a producer so it yields target-vocabulary tokens. Conversion cost belongs to the
     source (C.1): each target token's time is taken after its conversion. Converted tokens carry
-    no confidence (a drafter probability does not transfer across vocabularies)."""
+    no confidence (a drafter probability does not transfer across vocabularies).
+
+    ``stop``: checked after every drafter token, so a stop request ends the stream at the next
+    forward boundary (the drain rule, A.3) even while a held-back word yields nothing: a drafter
+    looping inside one "word" (no space, e.g. repeated punctuation) would otherwise run on to its
+    cap unseen by the caller. A stopped stream flushes nothing: the window is over."""
     import time
 
     for p in produced:
         for tok in converter.feed([p.token]):
             yield ProducedToken(tok, None, time.perf_counter())
         if converter.finished:
+            return
+        if stop is not None and stop():
             return
     for tok in converter.finish():
         yield ProducedToken(tok, None, time.perf_counter())

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from workbench.errors import ConfigError
@@ -85,10 +85,12 @@ class ChunkProducerModel:
 
             self.ctc = load_ctc_spec(ModelSpec.from_dict(dict(block["ctc"])))
 
-    def stream(self, audio: Any, cap: int, encoded: Any = None, instruction: str | None = None) -> Iterator[Any]:
+    def stream(self, audio: Any, cap: int, encoded: Any = None, instruction: str | None = None,
+               stop: Callable[[], bool] | None = None) -> Iterator[Any]:
         """The chunk publications of ``audio``, decoded lazily: each chunk only when asked for, so all
-        recognition runs on the clock. ``cap``, ``encoded`` and ``instruction`` do not apply (a
-        recognizer takes no prompt; ``publish`` stops at ``cap`` tokens)."""
+        recognition runs on the clock. ``cap``, ``encoded``, ``instruction`` and ``stop`` do not apply
+        (a recognizer takes no prompt; ``publish`` stops at ``cap`` tokens and sees the stop request
+        after every chunk)."""
         from workbench.models.external import parakeet_ctc_chunks, pocketsphinx_chunks
 
         if self.decoder is not None:

@@ -26,7 +26,7 @@ import itertools
 import os
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -137,16 +137,19 @@ class ProducerModel:
             return self.bundle.decoder_state(self.bundle.features(audio))
         return WhisperDecoderState(self.bundle, self.bundle.features(audio))
 
-    def stream(self, audio: Any, cap: int, encoded: Any = None, instruction: str | None = None) -> Iterator[Any]:
+    def stream(self, audio: Any, cap: int, encoded: Any = None, instruction: str | None = None,
+               stop: Callable[[], bool] | None = None) -> Iterator[Any]:
         """Prepare the audio state now (before the clock) and return the token iterator.
 
         ``encoded``: an ``encode`` result to start from with an empty decoder cache (calibration
-        reuses one encoding across passes). ``instruction``: the request's (audio LMs)."""
+        reuses one encoding across passes). ``instruction``: the request's (audio LMs). ``stop``:
+        the window's stop request, seen by the vocabulary conversion after every drafter token
+        (``convert_stream``), so a held-back word cannot hide it."""
         from workbench.models.drafting import AutoregressiveProducer
 
         bundle, spec = self.bundle, self.spec
         if self.audio_lm:
-            return self._lm_stream(audio, cap, encoded, instruction)
+            return self._lm_stream(audio, cap, encoded, instruction, stop)
         proto = bundle.protocol
         state = self.encode(audio) if encoded is None else _fresh(encoded)  # audio prefill, outside the clock
         n = min(cap, bundle.config.max_target_positions - len(proto.prompt_ids))
@@ -159,11 +162,11 @@ class ProducerModel:
                 raise ValueError(f"producer {spec.drafter.get('name')}: cross-vocabulary needs both tokenizers")
             conv = VocabularyConverter(bundle.codec, TextCodec.from_file(spec.target_tokenizer), proto.eos_id,
                                        spec.target_eos)
-            stream = convert_stream(stream, conv)
+            stream = convert_stream(stream, conv, stop)
         return stream
 
-
-    def _lm_stream(self, audio: Any, cap: int, encoded: Any = None, instruction: str | None = None) -> Iterator[Any]:
+    def _lm_stream(self, audio: Any, cap: int, encoded: Any = None, instruction: str | None = None,
+                   stop: Callable[[], bool] | None = None) -> Iterator[Any]:
         from workbench.models.audio_lm import audio_lm_producer
         from workbench.models.lm_sessions import lm_codec, lm_eos, lm_max_positions
 
@@ -180,7 +183,7 @@ class ProducerModel:
                 raise ValueError(f"producer {name}: cross-vocabulary needs the target tokenizer")
             conv = VocabularyConverter(lm_codec(self.bundle), TextCodec.from_file(self.spec.target_tokenizer),
                                        lm_eos(self.bundle), self.spec.target_eos)
-            stream = convert_stream(stream, conv)
+            stream = convert_stream(stream, conv, stop)
         return stream
 
 
@@ -284,7 +287,7 @@ def producer_main(conn: Any, shared: SharedBuffer, start: Any, stop: Any, spec: 
             if not isinstance(msg, PrepareWindow):
                 raise TypeError(f"producer: unexpected message {msg!r}")
             shared.reset()
-            stream = model.prefill(model.stream(msg.audio, msg.cap, instruction=msg.instruction))
+            stream = model.prefill(model.stream(msg.audio, msg.cap, instruction=msg.instruction, stop=stop.is_set))
             conn.send(Ready(msg.window_id))
             life.wait_event(start, START_TIMEOUT_S, f"waiting to start window {msg.window_id}")
             t_begin = time.perf_counter()
