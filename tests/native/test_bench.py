@@ -6,19 +6,24 @@ from tests.native.test_calibrate import host_cfg, windows  # noqa: F401  (fixtur
 from tests.native.test_native import audio, producer_dir, tiny_dir  # noqa: F401  (fixtures)
 from workbench.decoding import ROUND_COLUMNS
 from workbench.native.bench import SUMMARY_COLUMNS, default_methods, run_bench
+from workbench.native.driver import Fallback
+from workbench.native.producer import ALLOWED_CPUS
 from workbench.replay.profile import load_profile
 
 RUN_COLUMNS = {"window_id", "split", "method", "rep", "tokens", "time", "tps", "matched", "capped", "rounds", "threads",
-               "fault"}
+               "fault", "fell_back_at"}
 
 
 def test_bench_runs_every_method_and_documents_its_frames(host_cfg, windows, tmp_path):  # noqa: F811
     profile = load_profile("host")  # any profile gives as2d_online per-width costs; the CLI uses this machine's
-    methods = default_methods(host_cfg, None, profile, batches=[1, 8, 1])
+    methods = default_methods(host_cfg, None, profile, batches=[1, 8, 1], fallbacks=[Fallback(12, 0.2)])
     names = [m.name for m in methods]
     assert {"target_only@1t", "target_only@2t", "sd", "asp", "as2d/tiny-producer", "as2d_online/tiny-producer",
             "as2d/tiny-producer@batch1", "as2d/tiny-producer@batch8"} <= set(names)
     assert len(names) == len(set(names))  # a repeated size is one method
+    if len(ALLOWED_CPUS) > 1:  # the producer's core can join: +cores, and +cores with the fallback rule
+        rule = next(m for m in methods if m.name == "as2d_online/tiny-producer+cores+fallback:12:0.2")
+        assert rule.setup.fallback == Fallback(12, 0.2) and rule.setup.widen is not None
     online = next(m for m in methods if m.scheme == "as2d_online")
     overhead = profile.alignment_ms + profile.queue_ms
     assert online.setup.costs.running[4] == profile.verify_ms(4, True) + overhead  # the one builder, digit for digit

@@ -192,3 +192,49 @@ def test_producers_core_joins_the_verifier_once_the_producer_has_finished(host, 
     # and the verifier's own placement is back for the next window
     assert torch.get_num_threads() == 1
     assert run(host, tiny_dir, audio, "as2d", params={"budget": 3}).joined_at_round is None
+
+
+@pytest.fixture(scope="module")
+def stranger_dir(tmp_path_factory):
+    """A producer with other weights than the target's: its candidates are (almost) never accepted."""
+    torch.manual_seed(1)
+    model = WhisperForConditionalGeneration(WhisperConfig(**TINY)).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() > 1:
+                p.normal_(0.0, 0.3)
+    return save(model, tmp_path_factory.mktemp("tiny_stranger"))
+
+
+@pytest.mark.skipif(len(ALLOWED_CPUS) < 2, reason="the producer's core can only join on 2+ CPUs")
+def test_fallback_stops_a_producer_that_does_not_pay_and_its_core_joins(tiny_dir, stranger_dir, audio):
+    from workbench.native.driver import Fallback
+
+    spec = ProducerSpec(drafter={"name": "stranger", "family": "whisper", "local_path": str(stranger_dir),
+                                 "vocabulary": "shared"}, placement=Placement(threads=1))
+    wide, rule = Placement(2, ALLOWED_CPUS or None), Fallback(after=4, below=0.5)
+    with NativeHost(spec, verifier=Placement(threads=1)) as stranger:
+        ref = run(stranger, tiny_dir, audio, "target_only")
+        kept = run(stranger, tiny_dir, audio, "as2d", params={"budget": 3}, widen=wide)
+        res = run(stranger, tiny_dir, audio, "as2d", params={"budget": 3}, widen=wide, fallback=rule)
+        assert torch.get_num_threads() == 1  # the verifier's own placement is back after the window
+    assert kept.output == ref.output == res.output  # exact, with or without the rule
+    assert kept.fell_back_at_round is None  # no rule, no stop: the producer ran to its own end
+    f = res.fell_back_at_round
+    assert f == rule.after and sum(r.accepted for r in res.records[:f]) < rule.below * f
+    # the producer stopped at its next forward and the target took its core at the next verify after
+    assert res.producer_finish < res.t_eos and len(res.producer_tokens) < len(kept.producer_tokens)
+    assert res.joined_at_round is not None and res.joined_at_round >= f
+
+
+def test_fallback_keeps_a_producer_that_pays(host, tiny_dir, audio):
+    """The same-weights producer's chains are accepted: the rule never fires and the run is exact."""
+    from workbench.native.driver import Fallback
+
+    ref = run(host, tiny_dir, audio, "target_only")
+    wide = Placement(2, ALLOWED_CPUS or None)
+    rule = Fallback(10, 0.5)
+    res = run(host, tiny_dir, audio, "as2d", params={"budget": 3}, widen=wide, fallback=rule)
+    assert res.output == ref.output
+    assert sum(r.accepted for r in res.records[:rule.after]) >= rule.below * rule.after
+    assert res.fell_back_at_round is None

@@ -14,7 +14,8 @@ has no post-prefill boundary of its own, so its charged time is wall time minus 
 
 Run ``python -m workbench.native.bench``. Frames (parquet under ``out_dir``):
 
-* ``runs``: window_id, split, method, rep, tokens, time, tps, matched, capped, rounds, threads, fault
+* ``runs``: window_id, split, method, rep, tokens, time, tps, matched, capped, rounds, threads, fault,
+  fell_back_at (rounds verified when a fallback rule stopped the producer)
 * ``rounds``: round records of our methods (``ROUND_COLUMNS`` + window_id, config, rep, T)
 * ``stages``: resource, stage, start, end, round, window_id, config, rep, T
 * ``summary``: one row per method, columns ``SUMMARY_COLUMNS`` (``bench_report``)
@@ -42,7 +43,7 @@ from workbench.replay.result import STAGE_SCHEMA
 
 from .bench_report import SUMMARY_COLUMNS, goal_lines, per_window, summarize
 from .chunks import CHUNK_SOURCES, chunk_setup
-from .driver import NativeHost
+from .driver import Fallback, NativeHost
 from .episodes import host_setup, run_scheme, scheme_settings
 from .methods import Method, online_cap, online_methods
 from .producer import ALLOWED_CPUS, Placement
@@ -67,12 +68,13 @@ def profile_costs(profile: DeviceProfile, drafter_forward: float = 0.0) -> Round
 def default_methods(model_cfg: dict[str, Any], same_vocab_cfg: dict[str, Any] | None,
                     profile: DeviceProfile | None = None, batches: Sequence[int] = (),
                     kernels: Sequence[str] = (), hf: bool = True, budgets: Sequence[int] = (),
-                    as2d_kernels: Sequence[str] | None = None) -> list[Method]:
+                    as2d_kernels: Sequence[str] | None = None, fallbacks: Sequence[Fallback] = ()) -> list[Method]:
     """target-only (1 and 2 threads), HF assisted (same-vocab int8 base; cross-tokenizer tiny.en),
     SD and ASP with the serial drafter, As²d with each producer; with this machine's ``profile``
     also as2d_online (chain length per round from the machine's per-width costs, up to ``online_cap``)
     and, on two or more CPUs, the same with the producer's core joining the verifier once the producer
-    has finished (``+cores``, ``driver.JoiningCores``); for each of
+    has finished (``+cores``, ``driver.JoiningCores``), and that with each of ``fallbacks``
+    (``+cores+fallback:AFTER:BELOW``, ``driver.Fallback``); for each of
     ``batches`` other than the configured one, also As²d publishing batches of that size (``@batchN``);
     for each of ``budgets`` other than the pair's b, also fixed As²d at that budget (``@bN``);
     for each of ``kernels`` other than the target's, also target-only (1 and 2 threads) and, for those also
@@ -104,7 +106,7 @@ def default_methods(model_cfg: dict[str, Any], same_vocab_cfg: dict[str, Any] | 
     ms += [Method("sd", "native", main, 1, "sd"), Method("asp", "native", main, 1, "asp"),
            Method(f"as2d/{main.source}", "native", main, 1, "as2d")]
     if main.costs is not None:
-        ms += online_methods(main, main.costs)
+        ms += online_methods(main, main.costs, fallbacks=fallbacks)
     for b in dict.fromkeys(budgets):
         if b != main.budget:  # fixed As²d at another proposal budget (a dev-chosen setting)
             other = dataclasses.replace(main, settings={**main.settings, "as2d": scheme_settings("as2d", b)})
@@ -216,14 +218,16 @@ def run_bench(windows: Sequence[AudioWindow], methods: Sequence[Method], repeats
                     runs.append({"window_id": w.window_id, "split": w.split, "method": m.name, "rep": rep,
                                  "tokens": len(out), "time": t, "tps": len(out) / t, "output": out,
                                  "capped": bool(r.capped) if r else len(out) >= m.setup.max_output,
-                                 "rounds": len(r.records) if r else None, "threads": m.threads, "fault": fault})
+                                 "rounds": len(r.records) if r else None, "threads": m.threads, "fault": fault,
+                                 "fell_back_at": r.fell_back_at_round if r else None})
                     if r is not None:
                         keys = {"window_id": w.window_id, "config": m.name, "rep": rep, "T": r.time}
                         rounds += [{**x.as_row(), **keys} for x in r.records]
                         stages += [dict(zip(STAGE_SCHEMA, s, strict=True)) | keys for s in r.stages]
             methods[0].setup.verifier.apply()
         bar.close()
-    run_df = pl.DataFrame(runs, schema_overrides={"fault": pl.Utf8, "rounds": pl.Int64, "split": pl.Utf8})
+    run_df = pl.DataFrame(runs, schema_overrides={"fault": pl.Utf8, "rounds": pl.Int64, "split": pl.Utf8,
+                                                  "fell_back_at": pl.Int64})
     # Exactness audit: every run against target-only's output on the same window (never hidden).
     matched = [tuple(o) == refs.get(w) for w, o in zip(run_df["window_id"], run_df["output"].to_list(), strict=True)]
     run_df = run_df.with_columns(pl.Series("matched", matched, dtype=pl.Boolean)).drop("output")
@@ -305,7 +309,7 @@ def _methods(args: Any, cfg: dict[str, Any], profile: DeviceProfile | None) -> t
     alt = load_model_config(args.same_vocab_model) if args.same_vocab_model else None
     batches = [*args.batches, *([1] if args.single_token_batches else [])]
     methods = default_methods(cfg, alt, profile, batches, args.kernels, hf=args.hf, budgets=args.budgets,
-                              as2d_kernels=args.as2d_kernels)
+                              as2d_kernels=args.as2d_kernels, fallbacks=[Fallback.parse(f) for f in args.fallbacks])
     if args.mnn_baseline:  # best target-only is the best over engines too
         from .mnn_bench import mnn_target_only
 
@@ -356,6 +360,10 @@ def parser() -> Any:
                     help="also As²d with producers publishing batches of these sizes (e.g. 4 8: the paper's phones)")
     ap.add_argument("--budgets", type=int, nargs="*", default=[],
                     help="also fixed As²d at these proposal budgets b (choose on dev, e.g. 2 5 7)")
+    ap.add_argument("--fallbacks", nargs="*", default=["12:0.1", "12:0.2", "16:0.1", "16:0.2"],
+                    help="also as2d_online+cores with these fallback rules AFTER:BELOW (driver.Fallback: stop the "
+                         "producer when fewer than BELOW candidates per round were accepted in the first AFTER "
+                         "rounds; choose on dev)")
     ap.add_argument("--single-token-batches", action="store_true", help="same as --batches 1")
     ap.add_argument("--kernels", nargs="*", default=["plain", "packed"],
                     help="target-only also with the target's linears on these kernels (models.packed_linear)")

@@ -68,6 +68,7 @@ class NativeResult:
     fault: str | None = None
     origin: float = math.nan  # the decode clock's zero on time.perf_counter (s): on-demand request timing
     joined_at_round: int | None = None  # first round the verifier ran on the producer's core too (widen)
+    fell_back_at_round: int | None = None  # rounds verified when the fallback rule stopped the producer
     producer_finish: float = math.nan  # when the producer stopped (EOS, cap or stop request), decode clock
 
     @property
@@ -83,20 +84,58 @@ def _loop(scheme: Scheme, target: Target, t0: float, clock: Callable[[], float])
     return list(records), stages
 
 
+@dataclass(frozen=True, slots=True)
+class Fallback:
+    """Stop reading a producer whose candidates have not paid, and give its core to the target.
+
+    Rule: at the end of round ``after``, if the target accepted fewer than ``below`` candidates per
+    round over those rounds (plain steps -- not ready, no match -- count as rounds with none), the
+    target asks the producer to stop (it stops at its next forward: the drain rule, A.3) and takes the
+    producer's core once it has stopped (``JoiningCores``). The rest of the window is target-only on
+    all cores; outputs stay the target's greedy output (verification is unchanged). Beyond the paper:
+    its two constants are chosen on the bench corpus's dev split (``native.bench --fallbacks``)."""
+
+    after: int
+    below: float
+
+    def __post_init__(self) -> None:
+        if self.after < 1 or not self.below > 0.0:
+            raise ValueError(f"fallback {self.after}:{self.below}: need after >= 1 rounds and below > 0 "
+                             "accepted candidates per round")
+
+    @classmethod
+    def parse(cls, text: str) -> Fallback:
+        """``"AFTER:BELOW"``, e.g. ``"12:0.2"`` (the bench's ``--fallbacks`` and method names)."""
+        after, _, below = text.partition(":")
+        try:
+            return cls(int(after), float(below))
+        except ValueError:
+            raise ValueError(f"fallback {text!r}: write AFTER:BELOW, e.g. 12:0.2 (rounds, accepted per round)"
+                             ) from None
+
+    @property
+    def name(self) -> str:
+        return f"fallback:{self.after}:{self.below:g}"
+
+
 class JoiningCores:
     """The target, given the producer's core once the producer has finished (``widen``).
 
-    After the producer publishes its last token (EOS or cap) its core is idle for the rest of the
-    window, while every remaining candidate is already in the buffer. Before the first round that
-    sees the producer finished, the verifier thread takes ``widen`` (e.g. 2 threads on both cores);
-    the host gives it its own placement back after the window. Outputs are still audited against
-    target-only: thread count changes no greedy token here (the bench's 1- and 2-thread target-only
-    runs are compared on every window). Replay does not model this: host profiles price one core."""
+    After the producer publishes its last token (EOS, cap, or a stop request) its core is idle for
+    the rest of the window. Before the first round that sees the producer finished, the verifier
+    thread takes ``widen`` (e.g. 2 threads on both cores); the host gives it its own placement back
+    after the window. With a ``fallback`` rule the target may also ask the producer to stop early
+    (``request_stop``). Outputs are still audited against target-only: thread count changes no greedy
+    token here (the bench's 1- and 2-thread target-only runs are compared on every window). Replay
+    does not model this: host profiles price one core."""
 
-    def __init__(self, target: Target, shared: SharedBuffer, widen: Placement) -> None:
+    def __init__(self, target: Target, shared: SharedBuffer, widen: Placement, fallback: Fallback | None = None,
+                 request_stop: Callable[[], None] | None = None) -> None:
         self._target, self._shared, self._widen = target, shared, widen
+        self._fallback, self._request_stop = fallback, request_stop
         self.joined_at_round: int | None = None
-        self._rounds = 0
+        self.fell_back_at_round: int | None = None
+        self._rounds = self._accepted = 0
 
     def verify(self, root: int, chain: Sequence[int]) -> list[int]:
         if self.joined_at_round is None and not math.isnan(self._shared.finish_time.value):
@@ -108,7 +147,16 @@ class JoiningCores:
         self._rounds += 1
         return self._target.verify(root, chain)
 
-    def __getattr__(self, name: str) -> Any:  # prefill, keep, eos_id, vocab_size, ... of the target
+    def keep(self, n_accepted: int) -> None:
+        self._target.keep(n_accepted)
+        self._accepted += n_accepted
+        fb = self._fallback
+        if (fb is not None and self._rounds == fb.after and self._request_stop is not None
+                and self._accepted < fb.below * fb.after):
+            self._request_stop()
+            self.fell_back_at_round = self._rounds
+
+    def __getattr__(self, name: str) -> Any:  # prefill, eos_id, vocab_size, ... of the target
         return getattr(self._target, name)
 
 
@@ -209,13 +257,15 @@ class NativeHost:
         costs: RoundCosts | None = None,
         instruction: str | None = None,
         widen: Placement | None = None,
+        fallback: Fallback | None = None,
     ) -> NativeResult:
         """Run one window with one scheme; ``target`` is freshly built for this window.
 
         ``costs``: per-width verify costs (ms) for a cost-aware scheme (catalog ``needs_costs``).
         ``instruction``: the request's instruction, which the producer is prompted with (the target
         and drafter were built with the same one). ``widen``: the verifier's placement once the
-        producer has finished (``JoiningCores``); None keeps the verifier on its own placement."""
+        producer has finished (``JoiningCores``); None keeps the verifier on its own placement.
+        ``fallback``: with ``widen``, the rule that stops a producer whose candidates have not paid."""
         clock = time.perf_counter
         params = dict(params or {})
         decoupled = scheme_spec(scheme_name).decoupled
@@ -243,7 +293,8 @@ class NativeHost:
                              source=source, costs=costs, **params)
         scheme.start(root)
         fault = None
-        joined = JoiningCores(target, self.shared, widen) if decoupled and widen is not None else None
+        joined = (JoiningCores(target, self.shared, widen, fallback, self.stop_evt.set)
+                  if decoupled and widen is not None else None)
         try:
             records, stages = _loop(scheme, joined or target, t0, clock)
         finally:
@@ -255,7 +306,8 @@ class NativeHost:
         result = NativeResult(window_id, scheme_name, tuple(scheme.output), tuple(records), tuple(stages),
                               t_eos, t_eos, capped=bool(records) and records[-1].outcome == "cap",
                               placement=dict(self.placement), origin=t0,
-                              joined_at_round=None if joined is None else joined.joined_at_round)
+                              joined_at_round=None if joined is None else joined.joined_at_round,
+                              fell_back_at_round=None if joined is None else joined.fell_back_at_round)
         if not decoupled:
             return result
         try:

@@ -18,7 +18,7 @@ from workbench.decoding.cumulative import BATCHES
 from workbench.models.pair import ModelPair, load_pair
 from workbench.replay.profile import DeviceProfile
 
-from .driver import NativeHost, NativeResult
+from .driver import Fallback, NativeHost, NativeResult
 from .producer import ALLOWED_CPUS, Placement, ProducerSpec
 from .samples import SAMPLE_SCHEMA, sample
 from .sweep import width_probe
@@ -70,6 +70,8 @@ class HostSetup:
     # The verifier's placement once the producer has finished (driver.JoiningCores: its core joins);
     # None keeps one core, as calibration and replay price it.
     widen: Placement | None = None
+    # With ``widen``: stop a producer whose candidates have not paid (driver.Fallback); None never stops it.
+    fallback: Fallback | None = None
 
     @property
     def target(self) -> Any:
@@ -143,7 +145,7 @@ def run_scheme(host: NativeHost, setup: HostSetup, window: AudioWindow, scheme: 
                          "(workbench.native.bench.profile_costs of the host profile)")
     return host.run(window.window_id, scheme, setup.pair.new_target(window.audio, ask), audio=window.audio,
                     max_output=setup.max_output, drafter=drafter, params=setup.params(scheme), costs=costs,
-                    instruction=ask, widen=setup.widen)
+                    instruction=ask, widen=setup.widen, fallback=setup.fallback)
 
 
 # ------------------------------------------------------------------------ repeated episodes

@@ -1,17 +1,21 @@
 """A benchmark method: one named way to decode a window (a scheme on a host setup, or HF generate).
 
 ``online_methods`` builds as2d_online priced by a machine's per-width round costs, and on two or
-more CPUs the same with the producer's core joining once the producer has finished (``+cores``).
+more CPUs the same with the producer's core joining once the producer has finished (``+cores``),
+and that with a fallback rule that stops a producer whose candidates have not paid
+(``+cores+fallback:AFTER:BELOW``, ``driver.Fallback``).
 Both benches (``native.bench``, ``native.mnn_bench``) build their method sets from here.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import Any
 
 from workbench.decoding.costs import RoundCosts
 
+from .driver import Fallback
 from .episodes import HostSetup, all_cores, scheme_settings
 from .producer import ALLOWED_CPUS
 
@@ -29,16 +33,21 @@ def online_cap(costs: RoundCosts) -> int:
     return max(1, min(costs.widest, 16) - 1)
 
 
-def online_methods(setup: HostSetup, costs: RoundCosts, prefix: str = "") -> list[Method]:
+def online_methods(setup: HostSetup, costs: RoundCosts, prefix: str = "",
+                   fallbacks: Sequence[Fallback] = ()) -> list[Method]:
     """as2d_online priced by this machine's per-width ``costs`` (widths up to ``online_cap``) and, on two
     or more CPUs, the same with the producer's core joining once the producer has finished (``+cores``,
-    ``driver.JoiningCores``); method names start with ``prefix`` (the MNN bench's ``mnn/``)."""
+    ``driver.JoiningCores``), and that with each of ``fallbacks`` (``+cores+fallback:AFTER:BELOW``);
+    method names start with ``prefix`` (the MNN bench's ``mnn/``)."""
     online = dataclasses.replace(setup, costs=costs, settings={
         **setup.settings, "as2d_online": scheme_settings("as2d_online", online_cap(costs))})
     ms = [Method(f"{prefix}as2d_online/{setup.source}", "native", online, 1, "as2d_online")]
     if len(ALLOWED_CPUS) > 1:
         joined = dataclasses.replace(online, widen=all_cores())
         ms.append(Method(f"{prefix}as2d_online/{setup.source}+cores", "native", joined, 1, "as2d_online"))
+        for fb in dict.fromkeys(fallbacks):
+            rule = dataclasses.replace(joined, fallback=fb)
+            ms.append(Method(f"{prefix}as2d_online/{setup.source}+cores+{fb.name}", "native", rule, 1, "as2d_online"))
     return ms
 
 
