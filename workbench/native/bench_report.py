@@ -26,7 +26,7 @@ SUMMARY_COLUMNS = ("method", "tps", "ratio_target_only", "ratio_serial", "ratio_
                    "matched_share", "acceptance", "coverage", "readiness", "D", "V", "O", "H", "T", "bound",
                    "T_over_bound")
 WINDOW_COLUMNS = ("method", "window_id", "tokens", "time", "ratio", "matched", "acceptance", "coverage", "readiness",
-                  "not_ready", "no_match", "correction", "cost", "V_share", "T_over_bound", "reason")
+                  "not_ready", "no_match", "correction", "cost", "V_share", "T_over_bound", "reason", "fell_back_at")
 GOALS = {"speedup": 2.0, "vs_serial": 1.5, "slower_share": 0.05, "exact": 1.0}
 SERIAL = ("sd", "asp")  # the serial speculative baselines (a drafter that waits for each round)
 
@@ -93,8 +93,11 @@ def per_window(frames: dict[str, pl.DataFrame], methods: Sequence[str] | None = 
     """``WINDOW_COLUMNS`` per (method, window) of ``methods`` (default: every method with rounds)."""
     runs, rounds, stages = frames["runs"], frames["rounds"], frames["stages"]
     best_to = best_target_only(runs)
+    if "fell_back_at" not in runs.columns:  # a frame written before the fallback rule existed
+        runs = runs.with_columns(pl.lit(None, pl.Int64).alias("fell_back_at"))
+    # fell_back_at: the round the fallback rule stopped the producer (driver.Fallback), in the first repeat
     med = runs.group_by("method", "window_id", maintain_order=True).agg(
-        pl.col("tokens").first(), pl.col("time").median(), pl.col("matched").all())
+        pl.col("tokens").first(), pl.col("time").median(), pl.col("matched").all(), pl.col("fell_back_at").first())
     base = dict(med.filter(pl.col("method") == best_to).select("window_id", "time").iter_rows())
     if methods is None:
         methods = rounds["config"].unique(maintain_order=True).to_list() if rounds.height else []
@@ -123,7 +126,7 @@ def per_window(frames: dict[str, pl.DataFrame], methods: Sequence[str] | None = 
             out.append(row)
     schema = {"ratio": pl.Float64, "acceptance": pl.Float64, "coverage": pl.Float64, "readiness": pl.Float64,
               "not_ready": pl.Float64, "no_match": pl.Float64, "correction": pl.Float64, "cost": pl.Float64,
-              "V_share": pl.Float64, "T_over_bound": pl.Float64, "reason": pl.Utf8}
+              "V_share": pl.Float64, "T_over_bound": pl.Float64, "reason": pl.Utf8, "fell_back_at": pl.Int64}
     if not out:
         return pl.DataFrame(schema={c: schema.get(c, pl.Utf8) for c in WINDOW_COLUMNS})
     return pl.DataFrame(out, schema_overrides=schema, infer_schema_length=None).select(WINDOW_COLUMNS)
@@ -205,11 +208,13 @@ def markdown(summary: pl.DataFrame, command: str, split: str, n_windows: int, re
     tail = ["", *[f"- {g}" for g in goals]]
     if losers is not None and losers.height:
         tail += ["", f"Windows where `{chosen}` is slower than the best target-only:", "",
-                 "| window | ratio | acceptance | readiness | no_match | T/bound | reason |",
-                 "|---|---|---|---|---|---|---|"]
+                 "| window | ratio | acceptance | readiness | no_match | T/bound | reason | fell back at round |",
+                 "|---|---|---|---|---|---|---|---|"]
         for r in losers.iter_rows(named=True):
+            back = r.get("fell_back_at")
             tail.append(f"| {r['window_id']} | {_f(r['ratio'])} | {_f(r['acceptance'])} | {_f(r['readiness'])} | "
-                        f"{_f(r['no_match'])} | {_f(r['T_over_bound'])} | {r['reason']} |")
+                        f"{_f(r['no_match'])} | {_f(r['T_over_bound'])} | {r['reason']} | "
+                        f"{'' if back is None else back} |")
     return "\n".join(head + lines + tail) + "\n"
 
 
