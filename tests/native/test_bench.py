@@ -42,4 +42,5 @@ def test_bench_runs_every_method_and_documents_its_frames(host_cfg, windows, tmp
     assert (tmp_path / "bench_summary.parquet").exists()
     win = frames["windows"]  # the per-window report: every speculative method on every window
     assert set(win["method"]) == set(frames["rounds"]["config"]) and win["ratio"].is_not_null().all()
-    assert {"acceptance", "coverage", "readiness", "T_over_bound", "no_match", "reason", "fell_back_at"} <= set(win.columns)
+    assert {"acceptance", "coverage", "readiness", "T_over_bound", "no_match", "reason", "fell_back_at"} \
+        <= set(win.columns)
