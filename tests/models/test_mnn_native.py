@@ -82,3 +82,22 @@ def test_bad_mnn_backend_is_refused_before_loading():
     cfg["mnn"] = {**cfg["mnn"], "backend": "npu"}
     with pytest.raises(PairError, match=r"mnn\.backend='npu' is unknown; choose one of cpu, opencl, vulkan, metal"):
         load_pair(cfg, engine="mnn")
+
+
+def test_a_torch_target_with_its_producer_on_mnn_stays_exact():
+    """The bench's ``@mnn`` variants: the target on torch, the producer process on MNN (a faster
+    producer); the output is torch target-only's, and the producer really ran on MNN."""
+    from workbench.native.methods import producer_on_mnn
+
+    cfg = load_model_config("whisper_base")
+    cfg["serial_drafter"] = None
+    torch_setup = host_setup(load_pair(cfg))
+    mixed = producer_on_mnn(torch_setup, cfg["mnn"])
+    assert mixed.producer.drafter["engine"] == "mnn" and "engine" not in torch_setup.producer.drafter
+    window = AudioWindow("librivox-0880", ("0880",),
+                         load_audio(LIBRIVOX / "sense_and_sensibility_01_austen_64kb-0880.wav"))
+    with NativeHost(mixed.producer, mixed.verifier) as host:
+        ref = run_scheme(host, torch_setup, window, "target_only")
+        run = run_scheme(host, mixed, window, "as2d")
+    assert run.output == ref.output
+    assert len(run.producer_tokens) > 0 and sum(r.accepted for r in run.records) > 0

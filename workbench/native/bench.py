@@ -45,7 +45,7 @@ from .bench_report import SUMMARY_COLUMNS, goal_lines, per_window, summarize
 from .chunks import CHUNK_SOURCES, chunk_setup
 from .driver import Fallback, NativeHost
 from .episodes import host_setup, run_scheme, scheme_settings
-from .methods import Method, online_cap, online_methods
+from .methods import Method, online_cap, online_methods, producer_on_mnn
 from .producer import ALLOWED_CPUS, Placement
 from .windows import AudioWindow
 
@@ -68,13 +68,15 @@ def profile_costs(profile: DeviceProfile, drafter_forward: float = 0.0) -> Round
 def default_methods(model_cfg: dict[str, Any], same_vocab_cfg: dict[str, Any] | None,
                     profile: DeviceProfile | None = None, batches: Sequence[int] = (),
                     kernels: Sequence[str] = (), hf: bool = True, budgets: Sequence[int] = (),
-                    as2d_kernels: Sequence[str] | None = None, fallbacks: Sequence[Fallback] = ()) -> list[Method]:
+                    as2d_kernels: Sequence[str] | None = None, fallbacks: Sequence[Fallback] = (),
+                    mnn_producer: bool = False) -> list[Method]:
     """target-only (1 and 2 threads), HF assisted (same-vocab int8 base; cross-tokenizer tiny.en),
     SD and ASP with the serial drafter, As²d with each producer; with this machine's ``profile``
     also as2d_online (chain length per round from the machine's per-width costs, up to ``online_cap``)
     and, on two or more CPUs, the same with the producer's core joining the verifier once the producer
     has finished (``+cores``, ``driver.JoiningCores``), and that with each of ``fallbacks``
-    (``+cores+fallback:AFTER:BELOW``, ``driver.Fallback``); for each of
+    (``+cores+fallback:AFTER:BELOW``, ``driver.Fallback``); with ``mnn_producer``, fixed As²d and those
+    again with the producer on MNN (``@mnn``, ``methods.producer_on_mnn``); for each of
     ``batches`` other than the configured one, also As²d publishing batches of that size (``@batchN``);
     for each of ``budgets`` other than the pair's b, also fixed As²d at that budget (``@bN``);
     for each of ``kernels`` other than the target's, also target-only (1 and 2 threads) and, for those also
@@ -107,6 +109,11 @@ def default_methods(model_cfg: dict[str, Any], same_vocab_cfg: dict[str, Any] | 
            Method(f"as2d/{main.source}", "native", main, 1, "as2d")]
     if main.costs is not None:
         ms += online_methods(main, main.costs, fallbacks=fallbacks)
+    if mnn_producer:
+        on_mnn = producer_on_mnn(main, model_cfg.get("mnn") or {})
+        ms.append(Method(f"as2d/{main.source}@mnn", "native", on_mnn, 1, "as2d"))
+        if main.costs is not None:
+            ms += online_methods(on_mnn, main.costs, fallbacks=fallbacks, tag="@mnn")
     for b in dict.fromkeys(budgets):
         if b != main.budget:  # fixed As²d at another proposal budget (a dev-chosen setting)
             other = dataclasses.replace(main, settings={**main.settings, "as2d": scheme_settings("as2d", b)})
@@ -309,7 +316,8 @@ def _methods(args: Any, cfg: dict[str, Any], profile: DeviceProfile | None) -> t
     alt = load_model_config(args.same_vocab_model) if args.same_vocab_model else None
     batches = [*args.batches, *([1] if args.single_token_batches else [])]
     methods = default_methods(cfg, alt, profile, batches, args.kernels, hf=args.hf, budgets=args.budgets,
-                              as2d_kernels=args.as2d_kernels, fallbacks=[Fallback.parse(f) for f in args.fallbacks])
+                              as2d_kernels=args.as2d_kernels, fallbacks=[Fallback.parse(f) for f in args.fallbacks],
+                              mnn_producer=args.mnn_producer and _mnn_available())
     if args.mnn_baseline:  # best target-only is the best over engines too
         from .mnn_bench import mnn_target_only
 
@@ -318,6 +326,16 @@ def _methods(args: Any, cfg: dict[str, Any], profile: DeviceProfile | None) -> t
         except Exception as err:  # MNN absent or unable to run this family: say so, bench the rest
             print(f"bench: MNN target-only left out ({type(err).__name__}: {str(err)[:160]})")
     return methods, "as2d", None
+
+
+def _mnn_available() -> bool:
+    """Whether pyMNN imports here (the ``@mnn`` producer variants); says so in one line when not."""
+    try:
+        import MNN  # noqa: F401
+    except ImportError as err:
+        print(f"bench: the producer on MNN left out ({err}); pip install MNN")
+        return False
+    return True
 
 
 def _print_reports(frames: dict[str, pl.DataFrame], chosen: str | None, prefix: str) -> pl.DataFrame:
@@ -373,6 +391,8 @@ def parser() -> Any:
                     help="run only methods whose names match these globs (e.g. 'target_only*' sd asp 'as2d_online*')")
     ap.add_argument("--no-hf", dest="hf", action="store_false",
                     help="leave HF assisted generation out (it is no goal's baseline; it is the slowest to run)")
+    ap.add_argument("--no-mnn-producer", dest="mnn_producer", action="store_false",
+                    help="leave out As²d with the producer on MNN (@mnn; the target stays on torch)")
     ap.add_argument("--no-mnn-baseline", dest="mnn_baseline", action="store_false",
                     help="leave MNN target-only out of the best target-only (torch engine)")
     ap.add_argument("--engine", choices=("torch", "mnn"), default="torch",

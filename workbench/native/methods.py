@@ -34,21 +34,32 @@ def online_cap(costs: RoundCosts) -> int:
 
 
 def online_methods(setup: HostSetup, costs: RoundCosts, prefix: str = "",
-                   fallbacks: Sequence[Fallback] = ()) -> list[Method]:
+                   fallbacks: Sequence[Fallback] = (), tag: str = "") -> list[Method]:
     """as2d_online priced by this machine's per-width ``costs`` (widths up to ``online_cap``) and, on two
     or more CPUs, the same with the producer's core joining once the producer has finished (``+cores``,
     ``driver.JoiningCores``), and that with each of ``fallbacks`` (``+cores+fallback:AFTER:BELOW``);
-    method names start with ``prefix`` (the MNN bench's ``mnn/``)."""
+    method names start with ``prefix`` (the MNN bench's ``mnn/``); ``tag`` follows the source's name
+    (``@mnn``: the producer on another engine)."""
     online = dataclasses.replace(setup, costs=costs, settings={
         **setup.settings, "as2d_online": scheme_settings("as2d_online", online_cap(costs))})
-    ms = [Method(f"{prefix}as2d_online/{setup.source}", "native", online, 1, "as2d_online")]
+    name = f"{prefix}as2d_online/{setup.source}{tag}"
+    ms = [Method(name, "native", online, 1, "as2d_online")]
     if len(ALLOWED_CPUS) > 1:
         joined = dataclasses.replace(online, widen=all_cores())
-        ms.append(Method(f"{prefix}as2d_online/{setup.source}+cores", "native", joined, 1, "as2d_online"))
+        ms.append(Method(f"{name}+cores", "native", joined, 1, "as2d_online"))
         for fb in dict.fromkeys(fallbacks):
             rule = dataclasses.replace(joined, fallback=fb)
-            ms.append(Method(f"{prefix}as2d_online/{setup.source}+cores+{fb.name}", "native", rule, 1, "as2d_online"))
+            ms.append(Method(f"{name}+cores+{fb.name}", "native", rule, 1, "as2d_online"))
     return ms
 
 
-__all__ = ["Method", "online_cap", "online_methods"]
+def producer_on_mnn(setup: HostSetup, mnn: dict[str, Any]) -> HostSetup:
+    """``setup`` with its producer on MNN (``mnn``: the pair's runtime block), the target unchanged:
+    a faster producer raises readiness; outputs are the target's either way (the producer only
+    proposes). The producer process loads the MNN export (``models.mnn``), converted once and cached."""
+    assert setup.producer is not None
+    drafter = {**setup.producer.drafter, "engine": "mnn", "mnn": dict(mnn)}
+    return dataclasses.replace(setup, producer=dataclasses.replace(setup.producer, drafter=drafter))
+
+
+__all__ = ["Method", "online_cap", "online_methods", "producer_on_mnn"]
