@@ -130,6 +130,14 @@ def _sweep_runs(parent: Run, uri: str | None) -> list[Run]:
     return [r for r in runs if r.data.tags.get("as2d.role", "job") == "job"]
 
 
+Pick = Selector | str | None  # what a figure builder takes: a selector; a bare string is an experiment name
+
+
+def resolve(pick: Pick, default_experiment: str, prefer_demo: bool = True, uri: str | None = None) -> Selection:
+    """:func:`select` for a figure builder's argument: a bare string selects that experiment."""
+    return select(Selector(experiment=pick) if isinstance(pick, str) else pick, default_experiment, uri, prefer_demo)
+
+
 def select(sel: Selector | None = None, default_experiment: str = DEMO_EXPERIMENT, uri: str | None = None,
            prefer_demo: bool = True) -> Selection:
     """Resolve ``sel`` to the job runs a notebook draws; :class:`NoRuns` (one line) when there are none.
