@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 from mlflow.tracking import MlflowClient
 
-from workbench.figures import native_jobs, report, sensitivity
+from workbench.figures import adaptive, native_jobs, report, sensitivity
 from workbench.figures.runs import MissingTable, NoRuns
 from workbench.figures.selection import Selector
 
@@ -50,6 +50,12 @@ def _sensitivity(gap: float) -> dict[str, pl.DataFrame]:
     return {"sensitivity_oracle": oracle, "sensitivity_ablation": ablation}
 
 
+def _adaptive(of_oracle: float) -> pl.DataFrame:
+    return pl.DataFrame({"device": "xiaomi_14", "method": ["as2d_fixed", "as2d_adaptive"], "config": ["f", "a"],
+                         "tps": [20.0, 21.0], "slower_than_target": [0.0, 0.0], "of_oracle": [0.97, of_oracle],
+                         "vs_fixed": [0.0, 0.05]})
+
+
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     tmp = tmp_path_factory.mktemp("jobs")
@@ -60,6 +66,8 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     ids["ondemand_new"] = _job(client, "as2d-ondemand", "ondemand-new", {"requests": _requests(9.0, False)}, tmp)
     ids["sens_old"] = _job(client, "as2d-sensitivity", "sens-old", _sensitivity(1.0), tmp)
     ids["sens_new"] = _job(client, "as2d-sensitivity", "sens-new", _sensitivity(3.0), tmp)
+    ids["adaptive_old"] = _job(client, "as2d-adaptive", "adaptive-old", {"adaptive": _adaptive(0.99)}, tmp)
+    ids["adaptive_new"] = _job(client, "as2d-adaptive", "adaptive-new", {"adaptive": _adaptive(0.95)}, tmp)
     ids["demo"] = _job(client, "as2d-demo", "demo", {}, tmp)  # a demo run logs neither table
     return ids
 
@@ -79,6 +87,10 @@ def test_ondemand_defaults_to_its_own_jobs_newest_run_not_the_demo(store: dict[s
     result = native_jobs.fig7_ondemand(Selector())
     assert [r.info.run_id for r in result.runs] == [store["ondemand_new"]]
     assert result.selection is not None and result.selection.experiment == "as2d-ondemand"
+    # the printed selection names the one run the table came from, and the older one as left out
+    assert [r.info.run_id for r in result.selection.runs] == [store["ondemand_new"]]
+    assert result.selection.title().startswith(f"run {store['ondemand_new'][:8]} (ondemand-new)")
+    assert "left out: 1 other run(s) of experiment as2d-ondemand" in result.selection.describe()
     latency = next(iter(result.tables.values()))
     assert latency.filter(pl.col("method") == "as2d")["request_tps_p50"].item() == 18.0  # the newer run's numbers
 
@@ -123,3 +135,14 @@ def test_without_the_table_one_line_names_the_command(store: dict[str, str], cap
     assert report.guarded(native_jobs.fig9_streaming, Selector()) is None
     (line,) = capsys.readouterr().out.splitlines()
     assert line.startswith("no runs in experiment 'as2d-streaming'") and "experiment=streaming" in line
+
+
+def test_adaptive_draws_the_named_run_and_says_its_dev_choices_are_missing(store: dict[str, str]) -> None:
+    result = adaptive.adaptive(Selector(run=store["adaptive_old"]))
+    assert [r.info.run_id for r in result.runs] == [store["adaptive_old"]]
+    (met,) = result.tables["this run: goals of the combination (docs/adaptive.md)"]["oracle goal met"].to_list()
+    assert met  # 0.99 >= Xiaomi 14's 98% goal; the newer run (0.95) misses it
+    assert result.selection.title() in _subtitle(result.charts["ablation"])
+    assert any("to log the dev choices" in n for n in result.notes)
+    newest = adaptive.adaptive().tables["this run: goals of the combination (docs/adaptive.md)"]
+    assert newest["oracle goal met"].to_list() == [False]  # the default draws the newer run

@@ -73,6 +73,7 @@ def adaptive(sel: Pick = None, bench: str | Path | None = None) -> Result:
             rows, run = latest_table(selection, "adaptive")
         except MissingTable as err:
             raise MissingTable(f"{err}; this table needs `{COMMAND}`") from err
+        selection = selection.drawn(run)
         runs, subtitle = [run], selection.title()
         choices = optional(lambda: latest_table(selection, "choices")[0], notes)
         if choices is None:

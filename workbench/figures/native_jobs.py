@@ -31,7 +31,7 @@ def job_table(pick: Pick, experiment: str, table: str, command: str) -> tuple[pl
         frame, run = latest_table(selection, table)
     except MissingTable as err:
         raise MissingTable(f"{err}; this figure needs `{command}`") from err
-    return frame, run, selection
+    return frame, run, selection.drawn(run)
 
 
 def fig7_ondemand(sel: Pick = None) -> Result:
