@@ -19,13 +19,18 @@
 # ```
 
 # %%
-from workbench.figures import report
+from workbench.figures import report, selection
 from workbench.figures.b1_ctc import b1_ctc
 from workbench.figures.tasks import paper_b1
 
 # %% tags=["parameters"]
-# None: $AS2D_NOTEBOOK_EXPERIMENT if set, else the CTC probe's experiment (as2d-ctc_probe).
-EXPERIMENT = None
+# Which runs to draw; the selection is printed below and named in every chart's subtitle. All None:
+# the newest runs of `as2d-ctc_probe` (the demo runs no CTC probe).
+# $AS2D_NOTEBOOK_EXPERIMENT sets EXPERIMENT for every notebook.
+RUN = None         # a job run id (8 characters are enough), or a sweep parent's id: that sweep's job runs
+EXPERIMENT = None  # an experiment name: its newest job runs
+SWEEP = None       # a sweep parent's run id: that sweep's job runs
+DATA = None        # "speech" or "synthetic": never pooled; None draws the newest selected run's kind
 
 # %% [markdown]
 # The paper's per-corpus medians (always shown; they need no run).
@@ -34,7 +39,8 @@ EXPERIMENT = None
 paper_b1()
 
 # %%
-result = report.guarded(b1_ctc, EXPERIMENT)
+SELECT = selection.Selector(run=RUN, experiment=EXPERIMENT, sweep=SWEEP, data=DATA)
+result = report.guarded(b1_ctc, SELECT)
 
 # %%
 report.show(result)

@@ -23,12 +23,17 @@
 # ```
 
 # %%
-from workbench.figures import report
+from workbench.figures import report, selection
 from workbench.figures.validation_grid import d26_validation_grid, paper_note9
 
 # %% tags=["parameters"]
-# None: $AS2D_NOTEBOOK_EXPERIMENT if set, else the oracle job's experiment (as2d-oracle).
-EXPERIMENT = None
+# Which runs to draw; the selection is printed below and named in every chart's subtitle. All None:
+# the newest runs of `as2d-oracle` (the demo ranks no full validation grid).
+# $AS2D_NOTEBOOK_EXPERIMENT sets EXPERIMENT for every notebook.
+RUN = None         # a job run id (8 characters are enough), or a sweep parent's id: that sweep's job runs
+EXPERIMENT = None  # an experiment name: its newest job runs
+SWEEP = None       # a sweep parent's run id: that sweep's job runs
+DATA = None        # "speech" or "synthetic": never pooled; None draws the newest selected run's kind
 
 # %% [markdown]
 # The paper's Note 9 reanalysis (always shown; it needs no run).
@@ -37,7 +42,8 @@ EXPERIMENT = None
 paper_note9()
 
 # %%
-result = report.guarded(d26_validation_grid, EXPERIMENT)
+SELECT = selection.Selector(run=RUN, experiment=EXPERIMENT, sweep=SWEEP, data=DATA)
+result = report.guarded(d26_validation_grid, SELECT)
 
 # %%
 report.show(result)

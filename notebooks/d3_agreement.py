@@ -22,17 +22,23 @@
 # %%
 import os
 
-from workbench.figures import d3_terms, families, report
+from workbench.figures import d3_terms, families, report, selection
 
 # %% tags=["parameters"]
-# None: $AS2D_NOTEBOOK_EXPERIMENT if set, else the job's default experiment (as2d-<job>).
-EXPERIMENT = None
+# Which runs to draw; the selection is printed below and named in every chart's subtitle. All None:
+# the newest `make demo` run (it logs the host agreement).
+# $AS2D_NOTEBOOK_EXPERIMENT sets EXPERIMENT for every notebook.
+RUN = None         # a job run id (8 characters are enough), or a sweep parent's id: that sweep's job runs
+EXPERIMENT = None  # an experiment name: its newest job runs
+SWEEP = None       # a sweep parent's run id: that sweep's job runs
+DATA = None        # "speech" or "synthetic": never pooled; None draws the newest selected run's kind
 # None: $AS2D_AGREEMENT_DIR if set; a folder written by `python -m workbench.native.agreement` (its
 # agreement.parquet and agreement_summary.json) for the decomposition chart, else the run's table only.
 AGREEMENT_DIR = None
 
 # %%
-result = report.guarded(families.d3_agreement, EXPERIMENT)
+SELECT = selection.Selector(run=RUN, experiment=EXPERIMENT, sweep=SWEEP, data=DATA)
+result = report.guarded(families.d3_agreement, SELECT)
 
 # %% [markdown]
 # Tables (paper and this run under separate labels), then the charts.

@@ -18,15 +18,22 @@
 # ```
 
 # %%
-from workbench.figures import report
+from workbench.figures import report, selection
 from workbench.figures.cross_device import cross_device
 
 # %% tags=["parameters"]
-# None: $AS2D_NOTEBOOK_EXPERIMENT if set, else the replay job's experiment (as2d-replay).
-EXPERIMENT = None
+# Which runs to draw; the selection is printed below and named in every chart's subtitle. All None:
+# the newest runs of `as2d-replay` (the demo's clips are shorter than D.4.5's windows).
+# $AS2D_NOTEBOOK_EXPERIMENT sets EXPERIMENT for every notebook.
+RUN = None         # a job run id (8 characters are enough), or a sweep parent's id: that sweep's job runs
+EXPERIMENT = None  # an experiment name: its newest job runs
+SWEEP = None       # a sweep parent's run id: that sweep's job runs
+BUDGET = None      # only runs whose As²d replays used this proposal budget
+DATA = None        # "speech" or "synthetic": never pooled; None draws the newest selected run's kind
 
 # %%
-result = report.guarded(cross_device, EXPERIMENT)
+SELECT = selection.Selector(run=RUN, experiment=EXPERIMENT, sweep=SWEEP, budget=BUDGET, data=DATA)
+result = report.guarded(cross_device, SELECT)
 
 # %%
 report.show(result)

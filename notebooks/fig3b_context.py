@@ -18,12 +18,17 @@
 # ```
 
 # %%
-from workbench.figures import report
+from workbench.figures import report, selection
 from workbench.figures.fig3b import fig3b_context, paper_fig3b
 
 # %% tags=["parameters"]
-# None: $AS2D_NOTEBOOK_EXPERIMENT if set, else the context probe's experiment (as2d-context_probe).
-EXPERIMENT = None
+# Which runs to draw; the selection is printed below and named in every chart's subtitle. All None:
+# the newest runs of `as2d-context_probe` (the demo runs no context probe).
+# $AS2D_NOTEBOOK_EXPERIMENT sets EXPERIMENT for every notebook.
+RUN = None         # a job run id (8 characters are enough), or a sweep parent's id: that sweep's job runs
+EXPERIMENT = None  # an experiment name: its newest job runs
+SWEEP = None       # a sweep parent's run id: that sweep's job runs
+DATA = None        # "speech" or "synthetic": never pooled; None draws the newest selected run's kind
 
 # %% [markdown]
 # The paper's B.3.2 numbers (always shown; they need no run).
@@ -32,7 +37,8 @@ EXPERIMENT = None
 paper_fig3b()
 
 # %%
-result = report.guarded(fig3b_context, EXPERIMENT)
+SELECT = selection.Selector(run=RUN, experiment=EXPERIMENT, sweep=SWEEP, data=DATA)
+result = report.guarded(fig3b_context, SELECT)
 
 # %%
 report.show(result)

@@ -14,34 +14,27 @@
 # notebook says so in one line and writes no figure.
 
 # %%
-import os
-from pathlib import Path
-
-from workbench.figures.runs import MissingTable, NoRuns, experiment, latest_table
+from workbench.figures import native_jobs, report, selection
 
 # %% tags=["parameters"]
-# None: $AS2D_NOTEBOOK_EXPERIMENT if set, else the job's default experiment.
-EXPERIMENT = None
-TABLE = "requests"
+# Which runs to draw; the selection is printed below and named in every chart's subtitle. All None:
+# the newest runs of `as2d-ondemand` (the demo does not log this table).
+# $AS2D_NOTEBOOK_EXPERIMENT sets EXPERIMENT for every notebook.
+RUN = None         # a job run id (8 characters are enough), or a sweep parent's id: that sweep's job runs
+EXPERIMENT = None  # an experiment name: its newest job runs
+SWEEP = None       # a sweep parent's run id: that sweep's job runs
+DATA = None        # "speech" or "synthetic": never pooled; None draws the newest selected run's kind
 
 # %%
-name = EXPERIMENT or experiment("as2d-ondemand")
-try:
-    frame, run = latest_table(name, TABLE)
-except (NoRuns, MissingTable) as why:  # says what is missing and the command that makes it
-    frame, run = None, None
-    print(f"{why}; this figure needs `python -m workbench.run experiment=ondemand`")
+SELECT = selection.Selector(run=RUN, experiment=EXPERIMENT, sweep=SWEEP, data=DATA)
+result = report.guarded(native_jobs.fig7_ondemand, SELECT)
 
 # %%
-if frame is not None:
-    import altair as alt
+report.show(result)
 
-    from workbench.native.ondemand import tail_latency
+# %% [markdown]
+# PNG + SVG into `notebooks/figures/` (or `$AS2D_FIGURES_DIR`) and into the source run's artifacts
+# under `figures/notebooks/`.
 
-    print(tail_latency(frame))
-    chart = alt.Chart(frame.select("checkpoint_s", "method", "request_tps").to_pandas()).mark_line(point=True).encode(
-        x=alt.X("checkpoint_s:Q", title="request position (s)"), y=alt.Y("request_tps:Q", title="request-to-EOS TPS"),
-        color="method:N")
-    out = Path(os.environ.get("AS2D_FIGURES_DIR", "figures"))
-    out.mkdir(parents=True, exist_ok=True)
-    chart.save(str(out / "fig7_ondemand.png"))
+# %%
+files = report.export(result)

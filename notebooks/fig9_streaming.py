@@ -14,33 +14,27 @@
 # notebook says so in one line and writes no figure.
 
 # %%
-import os
-from pathlib import Path
-
-from workbench.figures.runs import MissingTable, NoRuns, experiment, latest_table
+from workbench.figures import native_jobs, report, selection
 
 # %% tags=["parameters"]
-# None: $AS2D_NOTEBOOK_EXPERIMENT if set, else the job's default experiment.
-EXPERIMENT = None
-TABLE = "blocks"
+# Which runs to draw; the selection is printed below and named in every chart's subtitle. All None:
+# the newest runs of `as2d-streaming` (the demo does not log this table).
+# $AS2D_NOTEBOOK_EXPERIMENT sets EXPERIMENT for every notebook.
+RUN = None         # a job run id (8 characters are enough), or a sweep parent's id: that sweep's job runs
+EXPERIMENT = None  # an experiment name: its newest job runs
+SWEEP = None       # a sweep parent's run id: that sweep's job runs
+DATA = None        # "speech" or "synthetic": never pooled; None draws the newest selected run's kind
 
 # %%
-name = EXPERIMENT or experiment("as2d-streaming")
-try:
-    frame, run = latest_table(name, TABLE)
-except (NoRuns, MissingTable) as why:  # says what is missing and the command that makes it
-    frame, run = None, None
-    print(f"{why}; this figure needs `python -m workbench.run experiment=streaming duration_s=600`")
+SELECT = selection.Selector(run=RUN, experiment=EXPERIMENT, sweep=SWEEP, data=DATA)
+result = report.guarded(native_jobs.fig9_streaming, SELECT)
 
 # %%
-if frame is not None:
-    import altair as alt
+report.show(result)
 
-    cols = ["lag_s", "queue_wait_s", "trailing_decode_tps", "trailing_prefill_s", "trailing_rtf"]
-    data = frame.select("arrival", *cols).unpivot(index="arrival", variable_name="metric").to_pandas()
-    chart = alt.Chart(data).mark_line(point=True).encode(x=alt.X("arrival:Q", title="input arrival (s)"),
-                                                         y=alt.Y("value:Q", title=None), row="metric:N"
-                                                         ).resolve_scale(y="independent").properties(height=90)
-    out = Path(os.environ.get("AS2D_FIGURES_DIR", "figures"))
-    out.mkdir(parents=True, exist_ok=True)
-    chart.save(str(out / "fig9_streaming.png"))
+# %% [markdown]
+# PNG + SVG into `notebooks/figures/` (or `$AS2D_FIGURES_DIR`) and into the source run's artifacts
+# under `figures/notebooks/`.
+
+# %%
+files = report.export(result)

@@ -15,30 +15,20 @@
 # notebook says so in one line and writes no figure.
 
 # %%
-
-import polars as pl
-
-from workbench.figures.runs import MissingTable, NoRuns, experiment, latest_table
+from workbench.figures import native_jobs, report, selection
 
 # %% tags=["parameters"]
-# None: $AS2D_NOTEBOOK_EXPERIMENT if set, else the job's default experiment.
-EXPERIMENT = None
-TABLE = "requests"
+# Which runs to draw; the selection is printed below and named in every chart's subtitle. All None:
+# the newest runs of `as2d-ondemand` (the demo does not log this table).
+# $AS2D_NOTEBOOK_EXPERIMENT sets EXPERIMENT for every notebook.
+RUN = None         # a job run id (8 characters are enough), or a sweep parent's id: that sweep's job runs
+EXPERIMENT = None  # an experiment name: its newest job runs
+SWEEP = None       # a sweep parent's run id: that sweep's job runs
+DATA = None        # "speech" or "synthetic": never pooled; None draws the newest selected run's kind
 
 # %%
-name = EXPERIMENT or experiment("as2d-ondemand")
-try:
-    frame, run = latest_table(name, TABLE)
-except (NoRuns, MissingTable) as why:  # says what is missing and the command that makes it
-    frame, run = None, None
-    print(f"{why}; this figure needs `python -m workbench.run experiment=ondemand`")
+SELECT = selection.Selector(run=RUN, experiment=EXPERIMENT, sweep=SWEEP, data=DATA)
+result = report.guarded(native_jobs.table15_energy, SELECT)
 
 # %%
-if frame is not None:
-    if "energy_j" not in frame.columns:
-        print("no energy columns in this run: energy unavailable on the machine that ran it")
-    else:
-        t = frame.group_by("method", maintain_order=True).agg(
-            pl.col("energy_j").sum(), pl.col("latency_s").sum().alias("response_s"), pl.col("tokens").sum())
-        print(t.with_columns((pl.col("energy_j") / pl.col("response_s")).alias("mean_w"),
-                             (pl.col("energy_j") / pl.col("tokens")).alias("j_per_token")))
+report.show(result)

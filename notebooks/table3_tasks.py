@@ -20,12 +20,17 @@
 # ```
 
 # %%
-from workbench.figures import report, tasks
-from workbench.figures.runs import experiment
+from workbench.figures import report, selection, tasks
 
 # %% tags=["parameters"]
-# None: $AS2D_NOTEBOOK_EXPERIMENT if set, else the replay job's experiment (as2d-replay).
-EXPERIMENT = None
+# Which runs to draw; the selection is printed below and named in every chart's subtitle. All None:
+# the newest runs of `as2d-replay` (the demo logs no task quality).
+# $AS2D_NOTEBOOK_EXPERIMENT sets EXPERIMENT for every notebook.
+RUN = None         # a job run id (8 characters are enough), or a sweep parent's id: that sweep's job runs
+EXPERIMENT = None  # an experiment name: its newest job runs
+SWEEP = None       # a sweep parent's run id: that sweep's job runs
+BUDGET = None      # only runs whose As²d replays used this proposal budget
+DATA = None        # "speech" or "synthetic": never pooled; None draws the newest selected run's kind
 
 # %% [markdown]
 # The paper's Table 3 (always shown; it needs no run).
@@ -34,7 +39,8 @@ EXPERIMENT = None
 tasks.paper_table3()
 
 # %%
-result = report.guarded(tasks.table3_tasks, EXPERIMENT or experiment("as2d-replay"))
+SELECT = selection.Selector(run=RUN, experiment=EXPERIMENT, sweep=SWEEP, budget=BUDGET, data=DATA)
+result = report.guarded(tasks.table3_tasks, SELECT)
 
 # %%
 report.show(result)

@@ -12,8 +12,9 @@ import polars as pl
 
 from .paper import _title
 from .paper_values import PAPER, THIS_RUN
-from .report import Result, run_subtitle
-from .runs import MissingTable, experiment, find_runs, load_table, store_uri, table_names
+from .report import Result
+from .runs import MissingTable, load_table, store_uri, table_names
+from .selection import Pick, resolve
 from .tasks import paper_b1
 
 
@@ -27,9 +28,12 @@ def distribution(probe: pl.DataFrame) -> pl.DataFrame:
         (pl.col("acceptance") == 0).mean().alias("zero_share")).sort("proposer", "dataset")
 
 
-def b1_ctc(exp: str | None = None, uri: str | None = None) -> Result:
-    exp = exp or experiment("as2d-ctc_probe")
-    runs = find_runs(exp, uri=uri)
+def b1_ctc(sel: Pick = None, uri: str | None = None) -> Result:
+    """B.1 per (corpus, proposer) from the newest selected ``ctc_probe`` run covering it.
+
+    Default selection: the newest ``as2d-ctc_probe`` runs (the demo runs no CTC probe)."""
+    selection = resolve(sel, "as2d-ctc_probe", prefer_demo=False, uri=uri)
+    runs = selection.runs
     frames, used, seen = [], [], set()
     for run in runs:  # newest first: one run per (dataset, proposer)
         if "ctc_probe" not in table_names(run, uri):
@@ -42,7 +46,7 @@ def b1_ctc(exp: str | None = None, uri: str | None = None) -> Result:
             seen |= keys
             used.append(run)
     if not frames:
-        raise MissingTable(f"no run in experiment '{exp}' logged a ctc_probe table ({len(runs)} run(s) checked at "
+        raise MissingTable(f"no run of {selection.what!r} logged a ctc_probe table ({len(runs)} run(s) checked at "
                            f"{store_uri(uri)}); run `python -m workbench.run experiment=ctc_probe` (demo corpus) or "
                            "with dataset=ami dataset.root=/data/ami")
     probe = pl.concat(frames, how="diagonal_relaxed")
@@ -53,11 +57,11 @@ def b1_ctc(exp: str | None = None, uri: str | None = None) -> Result:
         x=alt.X("dataset:N", title=None), xOffset="proposer:N", color=alt.Color("proposer:N", title="Proposer"),
         y=alt.Y("acceptance:Q", title="accepted / proposed (cap 32)", scale=alt.Scale(domain=[0, 1])),
     ).properties(width=420, height=240, title=_title("B.1: acceptance per corpus, chunk (CTC) proposers",
-                                                     run_subtitle(used)))
+                                                     selection.title()))
     return Result("b1_ctc", {"acceptance": chart},
                   {f"{PAPER}: B.1 medians (Parakeet 110M CTC vs Qwen3-ASR 1.7B, K=32)": paper_b1(),
                    f"{THIS_RUN}: strict prefix acceptance per corpus and proposer": dist.join(
-                       paper, on="dataset", how="left")}, used)
+                       paper, on="dataset", how="left")}, used, selection=selection)
 
 
 __all__ = ["b1_ctc", "distribution"]

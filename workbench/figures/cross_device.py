@@ -17,8 +17,9 @@ import polars as pl
 from . import analysis as A
 from . import paper_values as PV
 from .paper import METHOD_LABEL, _title
-from .report import Result, run_subtitle
-from .runs import MissingTable, experiment, tables_by_device
+from .report import Result
+from .runs import MissingTable, tables_by_device
+from .selection import Pick, resolve
 
 METHODS = ("target_only", "sd", "asp", "as2d")
 
@@ -57,23 +58,23 @@ def same_input_chart(cases: pl.DataFrame, subtitle: str) -> alt.TopLevelMixin:
     return bars.facet(facet=alt.Facet("dataset:N", title=None), columns=3).properties(title=title)
 
 
-def cross_device(exp: str | None = None, prefer: str = "xiaomi_14") -> Result:
+def cross_device(sel: Pick = None, prefer: str = "xiaomi_14") -> Result:
     """D.4.5's same-input comparison from the newest replay runs covering two or more devices."""
-    exp = exp or experiment("as2d-replay")
-    per, runs = tables_by_device(exp, "per_window")
-    windows, _ = tables_by_device(exp, "windows")
+    selection = resolve(sel, "as2d-replay", prefer_demo=False)  # the demo's clips are shorter than D.4.5's rule
+    per, runs = tables_by_device(selection, "per_window")
+    windows, _ = tables_by_device(selection, "windows")
     per = A.with_dataset(per, windows)
     devices = sorted(per["device"].unique().to_list())
     if len(devices) < 2:
-        raise MissingTable(f"experiment '{exp}' covers one device ({devices}); run a replay over two or more: "
+        raise MissingTable(f"{selection.what!r} covers one device ({devices}); run a replay over two or more: "
                            "python -m workbench.run experiment=replay +devices=[xiaomi_14,k70_pro]")
     reference = prefer if prefer in devices else devices[0]
     cases = same_input(per, reference)
     notes = [] if reference == prefer else [f"{prefer} is not in these runs: the cases are picked on {reference}"]
-    return Result("d45", {"same_input": same_input_chart(cases, f"cases picked on {reference}; " + run_subtitle(runs))},
+    return Result("d45", {"same_input": same_input_chart(cases, f"{selection.title()}\ncases picked on {reference}")},
                   {f"{PV.PAPER}: Table 1 (Xiaomi 14; the paper prints no other device's TPS on these inputs)":
                    PV.table1().drop("provenance", "source"),
-                   f"{PV.THIS_RUN}: the {reference} cases on every device": cases}, runs, notes)
+                   f"{PV.THIS_RUN}: the {reference} cases on every device": cases}, runs, notes, selection)
 
 
 __all__ = ["cross_device", "same_input", "same_input_chart"]

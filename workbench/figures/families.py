@@ -19,16 +19,15 @@ from . import paper as P
 from . import paper_values as PV
 from .report import Result, optional
 from .runs import MissingTable, NoRuns, latest_table, tables_by_device
-from .selection import SPEECH, Selection, Selector, select
+from .selection import SPEECH, Pick, Selection, Selector, resolve, select
 
 # Native host tables the `demo` job logs (workbench/jobs/native_demo.py); one place to rename them.
 NATIVE_EXPERIMENT = "as2d-demo"
 NATIVE_STAGES, NATIVE_ROUNDS, AGREEMENT = "native_stages", "native_rounds", "agreement"
-Pick = Selector | str | None  # a selector; a bare string is an experiment name
 
 
 def _select(sel: Pick, default: str) -> Selection:
-    return select(Selector(experiment=sel) if isinstance(sel, str) else sel, default)
+    return resolve(sel, default)
 
 
 def _companion(selection: Selection, experiment: str, notes: list[str], what: str) -> Selection | None:

@@ -16,8 +16,9 @@ from workbench.diagnostics.context_probe import summary as probe_summary
 
 from .paper import _title
 from .paper_values import PAPER, THIS_RUN
-from .report import Result, run_subtitle
-from .runs import MissingTable, experiment, find_runs, load_table, store_uri, table_names
+from .report import Result
+from .runs import MissingTable, load_table, store_uri, table_names
+from .selection import Pick, resolve
 
 SOURCE = "B.3.2 text (Qwen3-ASR 0.6B proposals vs 1.7B target, 480 blocks, cap 32)"
 PAPER_FIG3B = {"blocks": 480.0, "median_difference": 0.0, "unchanged_share": 0.723, "both_zero_share": 73 / 480,
@@ -46,10 +47,12 @@ def difference_chart(probe: pl.DataFrame, subtitle: str) -> alt.TopLevelMixin:
     return alt.layer(band, bars, rule).properties(width=480, height=240, title=title)
 
 
-def fig3b_context(exp: str | None = None, uri: str | None = None) -> Result:
-    """Fig. 3(b) from the newest context-probe run of each corpus."""
-    exp = exp or experiment("as2d-context_probe")
-    runs = find_runs(exp, uri=uri)
+def fig3b_context(sel: Pick = None, uri: str | None = None) -> Result:
+    """Fig. 3(b) from the newest selected context-probe run of each corpus.
+
+    Default selection: the newest ``as2d-context_probe`` runs (the demo runs no context probe)."""
+    selection = resolve(sel, "as2d-context_probe", prefer_demo=False, uri=uri)
+    runs = selection.runs
     frames, used, seen = [], [], set()
     for run in runs:  # newest first: one run per corpus, never two mixed
         if "context_probe" not in table_names(run, uri):
@@ -61,7 +64,7 @@ def fig3b_context(exp: str | None = None, uri: str | None = None) -> Result:
             seen.update(new)
             used.append(run)
     if not frames:
-        raise MissingTable(f"no run in experiment '{exp}' logged a context_probe table ({len(runs)} run(s) checked "
+        raise MissingTable(f"no run of {selection.what!r} logged a context_probe table ({len(runs)} run(s) checked "
                            f"at {store_uri(uri)}); run `python -m workbench.run experiment=context_probe "
                            "dataset=ami dataset.root=/data/ami` once per corpus")
     probe = pl.concat(frames, how="diagonal_relaxed")
@@ -72,10 +75,10 @@ def fig3b_context(exp: str | None = None, uri: str | None = None) -> Result:
     per_corpus = pl.DataFrame(rows)
     side = pl.DataFrame([{"quantity": k, PAPER: v, THIS_RUN: float(per_corpus.row(0, named=True)[k])}
                          for k, v in PAPER_FIG3B.items()])
-    return Result("fig3b", {"context_difference": difference_chart(probe, run_subtitle(used))},
+    return Result("fig3b", {"context_difference": difference_chart(probe, selection.title())},
                   {f"{PAPER}: {SOURCE}": paper_fig3b(),
                    f"{PAPER} vs {THIS_RUN}: pooled over every block": side,
-                   f"{THIS_RUN}: per corpus": per_corpus}, used)
+                   f"{THIS_RUN}: per corpus": per_corpus}, used, selection=selection)
 
 
 __all__ = ["PAPER_FIG3B", "difference_chart", "fig3b_context", "paper_fig3b"]

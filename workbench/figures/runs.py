@@ -37,6 +37,15 @@ HINTS = {
     "as2d-budget_select": "python -m workbench.run experiment=budget_select",
     "as2d-demo": "python -m workbench.run job=demo",
 }
+# Jobs whose tables the demo does not log: their hint names the job's command only.
+OWN_HINTS = {
+    "as2d-ondemand": "python -m workbench.run experiment=ondemand",
+    "as2d-streaming": "python -m workbench.run experiment=streaming duration_s=600",
+    "as2d-context_probe": "python -m workbench.run experiment=context_probe dataset=ami dataset.root=/data/ami",
+    "as2d-ctc_probe": "python -m workbench.run experiment=ctc_probe",
+    "as2d-sensitivity": "python -m workbench.run experiment=sensitivity",
+    "as2d-adaptive": "python -m workbench.run experiment=adaptive",
+}
 
 
 class NoRuns(LookupError):
@@ -95,6 +104,8 @@ def _client(uri: str | None) -> tuple[MlflowClient, str]:
 
 
 def _hint(name: str) -> str:
+    if name in OWN_HINTS:
+        return f"run `{OWN_HINTS[name]}` first (the demo does not log this job's tables)"
     cmd = HINTS.get(name) or HINTS.get(name.split(":")[0]) or "python -m workbench.run experiment=<name>"
     if name == DEMO_EXPERIMENT:
         return f"run `make demo` (or `{cmd}`) first"

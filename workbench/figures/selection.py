@@ -76,6 +76,15 @@ class Selection:
         data = "SYNTHETIC trajectories, not speech" if self.data == SYNTHETIC else "speech"
         return f"{self.what} · {self.experiment} · {data} · {budget}"
 
+    def drawn(self, run: Run) -> Selection:
+        """The selection narrowed to the one run a figure read its table from (the newest that logged it)."""
+        if [r.info.run_id for r in self.runs] == [run.info.run_id]:
+            return self
+        others = [r for r in self.runs if r.info.run_id != run.info.run_id]
+        left = [f"{len(others)} other run(s) of {self.what}: the table comes from the newest that logged it"]
+        return Selection(f"run {run.info.run_id[:8]} ({run.info.run_name})", self.experiment, [run], self.data,
+                         left + self.left_out)
+
     def describe(self) -> str:
         """The printed selection: the title line, each run drawn, and what was left out."""
         lines = [f"selection: {self.title()}"]
@@ -128,6 +137,14 @@ def _sweep_runs(parent: Run, uri: str | None) -> list[Run]:
                               "attributes.status = 'FINISHED'", order_by=["attributes.start_time DESC"],
                               max_results=1000)
     return [r for r in runs if r.data.tags.get("as2d.role", "job") == "job"]
+
+
+Pick = Selector | str | None  # what a figure builder takes: a selector; a bare string is an experiment name
+
+
+def resolve(pick: Pick, default_experiment: str, prefer_demo: bool = True, uri: str | None = None) -> Selection:
+    """:func:`select` for a figure builder's argument: a bare string selects that experiment."""
+    return select(Selector(experiment=pick) if isinstance(pick, str) else pick, default_experiment, uri, prefer_demo)
 
 
 def select(sel: Selector | None = None, default_experiment: str = DEMO_EXPERIMENT, uri: str | None = None,

@@ -21,8 +21,9 @@ import polars as pl
 from mlflow.entities import Run
 
 from .paper_values import PAPER, THIS_RUN
-from .report import Result, run_subtitle
-from .runs import MissingTable, find_runs, load_table, store_uri, table_names
+from .report import Result
+from .runs import MissingTable, load_table, store_uri, table_names
+from .selection import Pick, resolve
 
 # Table 3 (Section 5.2, "Impact across source-conditioned tasks"): Redmi K70 Pro phone-cost replay TPS,
 # 80 samples per task, Qwen2.5-Omni-7B target and Omni-3B drafter for every speculative method; the
@@ -90,12 +91,15 @@ def _newest_per_dataset(runs: Iterable[Run], table: str, uri: str | None) -> dic
     return out
 
 
-def table3_tasks(experiment_name: str, uri: str | None = None) -> Result:
-    """Table 3 from the newest replay run of each task dataset, with the target's task quality."""
-    runs = find_runs(experiment_name, uri=uri)
+def table3_tasks(sel: Pick = None, uri: str | None = None) -> Result:
+    """Table 3 from the newest selected replay run of each task dataset, with the target's task quality.
+
+    Default selection: the newest ``as2d-replay`` runs (the demo logs no task quality)."""
+    selection = resolve(sel, "as2d-replay", prefer_demo=False, uri=uri)
+    runs = selection.runs
     found = _newest_per_dataset(runs, "quality", uri)
     if not found:
-        raise MissingTable(f"no replay run in experiment '{experiment_name}' logged task quality ({len(runs)} run(s) "
+        raise MissingTable(f"no replay run of {selection.what!r} logged task quality ({len(runs)} run(s) "
                            f"checked at {store_uri(uri)}); run `python -m workbench.run experiment=replay "
                            "model=qwen2_5_omni dataset=covost2_en_zh dataset.root=/data/cv` (or spoken_squad, any "
                            "paper dataset)")
@@ -111,7 +115,7 @@ def table3_tasks(experiment_name: str, uri: str | None = None) -> Result:
         pl.col("dataset").replace(TASK_LABEL).alias("task_label"))
     wide = tps_frame.pivot(on="method", index=["device", "dataset"], values="tps")
     gain = tps_frame.filter(pl.col("method") == "as2d").select("device", "dataset", "gain_pct")
-    result = Result("table3_tasks", runs=used)
+    result = Result("table3_tasks", runs=used, selection=selection)
     result.tables[f"{PAPER}: {T3_SOURCE}"] = paper_table3()
     result.tables[f"{THIS_RUN}: pooled TPS per task dataset and method"] = wide.join(
         gain, on=["device", "dataset"], how="left")
@@ -120,7 +124,7 @@ def table3_tasks(experiment_name: str, uri: str | None = None) -> Result:
     result.charts["tps"] = alt.Chart(tps_frame.to_pandas()).mark_bar().encode(
         x=alt.X("method:N", title=None), y=alt.Y("tps:Q", title="pooled TPS"), color="method:N",
         column=alt.Column("task_label:N", title=None), row=alt.Row("device:N", title=None),
-    ).properties(width=140, height=160, title={"text": "Table 3: TPS per task", "subtitle": run_subtitle(used)})
+    ).properties(width=140, height=160, title={"text": "Table 3: TPS per task", "subtitle": selection.title()})
     return result
 
 
@@ -133,19 +137,22 @@ def acceptance_distribution(probe: pl.DataFrame, column: str = "stale_acceptance
         (pl.col(column) == 0).mean().alias("zero_share")).sort("dataset")
 
 
-def b1_acceptance(experiment_name: str, uri: str | None = None) -> Result:
-    """B.1 from the newest context-probe run of each dataset (the producer's context-free proposals)."""
-    runs = find_runs(experiment_name, uri=uri)
+def b1_acceptance(sel: Pick = None, uri: str | None = None) -> Result:
+    """B.1 from the newest selected context-probe run of each dataset (the producer's context-free proposals).
+
+    Default selection: the newest ``as2d-context_probe`` runs (the demo runs no context probe)."""
+    selection = resolve(sel, "as2d-context_probe", prefer_demo=False, uri=uri)
+    runs = selection.runs
     found = _newest_per_dataset(runs, "context_probe", uri)
     if not found:
-        raise MissingTable(f"no run in experiment '{experiment_name}' logged a context_probe table ({len(runs)} "
+        raise MissingTable(f"no run of {selection.what!r} logged a context_probe table ({len(runs)} "
                            f"run(s) checked at {store_uri(uri)}); run `python -m workbench.run "
                            "experiment=context_probe dataset=ami dataset.root=/data/ami` once per corpus")
     probe = pl.concat([f for _, f in found.values()], how="diagonal_relaxed")
     used = list({r.info.run_id: r for r, _ in found.values()}.values())
     dist = acceptance_distribution(probe)
     paper = paper_b1().select("dataset", pl.col("median_acceptance").alias("paper_median"))
-    result = Result("b1_acceptance", runs=used)
+    result = Result("b1_acceptance", runs=used, selection=selection)
     result.tables[f"{PAPER}: {B1_SOURCE}"] = paper_b1()
     result.tables[f"{THIS_RUN}: strict prefix acceptance per corpus (context-free producer proposals)"] = dist.join(
         paper, on="dataset", how="left")
@@ -153,7 +160,7 @@ def b1_acceptance(experiment_name: str, uri: str | None = None) -> Result:
     result.charts["acceptance"] = alt.Chart(data).mark_boxplot(extent="min-max").encode(
         x=alt.X("dataset:N", title=None), y=alt.Y("stale_acceptance:Q", title="accepted / proposed (cap 32)",
                                                   scale=alt.Scale(domain=[0, 1])),
-    ).properties(width=360, height=220, title={"text": "B.1: acceptance per corpus", "subtitle": run_subtitle(used)})
+    ).properties(width=360, height=220, title={"text": "B.1: acceptance per corpus", "subtitle": selection.title()})
     return result
 
 

@@ -14,8 +14,9 @@ import polars as pl
 
 from . import paper_values as PV
 from .paper import _title
-from .report import Result, run_subtitle
-from .runs import MissingTable, experiment, tables_by_device
+from .report import Result
+from .runs import MissingTable, tables_by_device
+from .selection import Pick, resolve
 
 SECTION = "D.2.6 (Note 9 reanalysis, 100 validation / 688 test windows)"
 
@@ -69,26 +70,29 @@ def grid_chart(grid: pl.DataFrame, subtitle: str) -> alt.TopLevelMixin:
         y="independent").properties(title=title)
 
 
-def d26_validation_grid(exp: str | None = None) -> Result:
-    """The full-grid validation ranking per device, beside the paper's Note 9 reanalysis."""
-    exp = exp or experiment("as2d-oracle")
-    grid, runs = tables_by_device(exp, "validation", prefix=True)
+def d26_validation_grid(sel: Pick = None) -> Result:
+    """The full-grid validation ranking per device, beside the paper's Note 9 reanalysis.
+
+    Default selection: the newest ``as2d-oracle`` runs (the demo ranks no full validation grid)."""
+    selection = resolve(sel, "as2d-oracle", prefer_demo=False)
+    grid, runs = tables_by_device(selection, "validation", prefix=True)
     need = {"source", "budget", "validation_tps", "validation_rank", "dev_rank"}
     if not need <= set(grid.columns):
-        raise MissingTable(f"experiment '{exp}': the validation tables lack {sorted(need - set(grid.columns))}; "
+        raise MissingTable(f"no full validation grid in {selection.what!r}: its validation tables lack "
+                           f"{sorted(need - set(grid.columns))}; "
                            "rerun: python -m workbench.run experiment=oracle validation_fraction=0.2 "
                            "validation_shortlist=null")
     try:
-        summary, _ = tables_by_device(exp, "summary")
+        summary, _ = tables_by_device(selection, "summary")
     except MissingTable:
         summary = None
     this_run = grid_summary(grid, summary)
     top = grid.sort(["device", "validation_rank"]).group_by("device", maintain_order=True).head(10)
-    return Result("d26", {"validation_grid": grid_chart(grid, run_subtitle(runs))},
+    return Result("d26", {"validation_grid": grid_chart(grid, selection.title())},
                   {f"{PV.PAPER}: {SECTION}": paper_note9(),
                    f"{PV.THIS_RUN}: frozen setting, dev pick and deployed pair per device": this_run,
                    f"{PV.THIS_RUN}: top 10 settings per device on validation": top.drop("run_id", strict=False)},
-                  runs)
+                  runs, selection=selection)
 
 
 __all__ = ["d26_validation_grid", "grid_chart", "grid_summary", "paper_note9"]
