@@ -93,3 +93,19 @@ def test_full_error_prints_the_traceback_too(tmp_path):
     lines, rc = _run(tmp_path, ["audio"], HYDRA_FULL_ERROR="1")["audio"]
     assert rc == 2 and any("Traceback" in ln for ln in lines)
     assert lines[-1].startswith(EXPECTED["audio"][0])
+
+
+def test_an_unusable_tracking_store_is_one_line_before_any_work(tmp_path):
+    """A dead tracking server or an unwritable sqlite path fails on one quick probe, not after MLflow's
+    retries (minutes): rc 2, one line naming MLFLOW_TRACKING_URI and the fix, and the job never ran."""
+    (tmp_path / "a_file").write_text("")
+    for uri in ("http://127.0.0.1:9", f"sqlite:///{tmp_path}/a_file/mlflow.db"):
+        env = {**os.environ, "MLFLOW_TRACKING_URI": uri}
+        res = subprocess.run([sys.executable, "-m", "workbench.run", "dataset.n_windows=2", "methods=[target_only]",
+                              f"hydra.run.dir={tmp_path}/out"], cwd=ROOT, capture_output=True, text=True, env=env,
+                             timeout=120)  # MLflow's own retries against port 9 take minutes
+        lines = res.stderr.strip().splitlines()
+        assert res.returncode == 2 and len(lines) == 1, (uri, res.stderr[-2000:])
+        assert lines[0].startswith(f"config error: MLFLOW_TRACKING_URI={uri}: the MLflow tracking store cannot be used")
+        assert "Fix: " in lines[0] and "Traceback" not in res.stderr
+        assert not (tmp_path / "out" / "summary.md").exists()  # no work was done
