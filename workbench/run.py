@@ -210,6 +210,30 @@ def _log_skipped_files(cfg: DictConfig, out: Path, result: JobResult) -> None:
         mlflow.log_artifact(str(write_json(files, out / "bad_audio.json")))
 
 
+def _run_job(module, cfg: DictConfig, out: Path) -> JobResult:
+    """The job itself; if it raises part way, the windows it measured so far are kept on the run
+    (``tables/partial``, ``tracking.partial``) and the error says so on its ``kept:`` line."""
+    from .tracking import partial
+
+    partial.clear()
+    try:
+        result = module.run(cfg, out)
+    except BaseException as err:  # Ctrl-C and bugs too: what was measured is kept, the error propagates
+        try:
+            kept = partial.keep(out)
+        except Exception as keeping:  # never hide the job's own error behind a failure to keep
+            log.warning("partial results not kept: %s: %s", type(keeping).__name__, keeping)
+            raise err from None
+        if kept is not None:
+            if isinstance(err, WorkbenchError):
+                err.kept = f"{err.kept}; {kept.line()}" if err.kept else kept.line()
+            else:  # a bug keeps its traceback; the kept line comes first
+                print(f"kept: {kept.line()}", file=sys.stderr)
+        raise
+    partial.clear()  # the job's full tables are logged instead
+    return result
+
+
 def execute(cfg: DictConfig) -> JobResult:
     """Validate, run and track one job. Bad configs fail before an MLflow run exists."""
     from .tracking import log_children
@@ -243,7 +267,7 @@ def execute(cfg: DictConfig) -> JobResult:
     with tracked_run(experiment_name(cfg), run_name=job_run_name(cfg), cfg=read_params(used_params(cfg), module),
                      tags=tags, parent_run_id=sweep, uri=cfg.tracking.uri) as run:
         _CURRENT_RUN[:] = [run.info.run_id]
-        result = module.run(cfg, out)
+        result = _run_job(module, cfg, out)
         _log_skipped_files(cfg, out, result)
         mlflow.set_tags(result.tags)
         if synthetic:

@@ -12,6 +12,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from tests.data import dataset_fixtures as fx
+from workbench.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
 COHORT = ["dataset.cohort.splits.test=2", "dataset.cohort.splits.dev=1", "dataset.cohort.splits.validation=0",
@@ -86,3 +87,52 @@ def test_an_hf_assisted_mismatch_is_that_baselines_and_ours_fail_the_job():
     assert mismatches(runs) == {"exactness_mismatches": 0.0, "baseline_mismatches.hf_assisted": 2.0}
     ours = runs.with_columns(pl.Series("matched", [True, False, True, True]))
     assert mismatches(ours)["exactness_mismatches"] == 1.0
+
+
+DEMO = ["experiment=demo", "dataset=librispeech", "dataset.split=all", "devices=[k70_pro]", "budgets=[1,3]",
+        "workers=1"]
+
+
+def test_the_demo_selects_on_the_cohorts_dev_rows_and_measures_its_test_rows(tmp_path, speech, monkeypatch):
+    """A paper dataset's cohort already drew dev and test: the demo's budget selection sees only
+    its dev rows, and the oracle and the native runs only its test rows; nothing is split again."""
+    from dataclasses import replace
+
+    from workbench.jobs.demo_traces import demo_corpus
+    from workbench.jobs.native_demo import measured_windows
+    from workbench.jobs.oracle import select_and_oracle
+    from workbench.jobs.windows import cohort_labels, cohort_tables
+    from workbench.replay.profile import load_profile
+    from workbench.replay.synthetic import SyntheticSpec, synthetic_windows
+
+    monkeypatch.setenv("AS2D_CACHE", str(tmp_path / "cache"))
+    root = fx.librispeech(tmp_path / "data", speech)
+    # a seeded re-split would take round(3 * 0.6) = 2 dev windows; the cohort drew 1
+    cfg = _cfg(*DEMO, f"dataset.root={root}", *COHORT, "dataset.dev_fraction=0.6")
+    clips = demo_corpus(cfg).clips  # the cohort's dev and test rows, written beside cohort.parquet
+    cohort = cohort_tables(cfg)["cohort"]
+    rows = dict(zip(cohort["window_id"], cohort["split"], strict=True))
+    dev_ids = {c.window_id for c in clips if rows[c.window_id] == "dev"}
+    test_ids = {c.window_id for c in clips if rows[c.window_id] == "test"}
+    assert len(dev_ids) == 1 and len(test_ids) == 2
+    # replayable windows under the clips' ids (the traces' contents do not matter to the split)
+    windows = [replace(w, window_id=c.window_id, dataset="librispeech")
+               for w, c in zip(synthetic_windows(SyntheticSpec(n_windows=3, seed=1)), clips, strict=True)]
+    labels = cohort_labels(cfg, windows)
+    assert labels is not None
+    _, tables, row = select_and_oracle(windows, load_profile("k70_pro"), cfg, oracle=True, labels=labels)
+    assert (row["dev_windows"], row["test_windows"]) == (1, 2)
+    assert set(tables["oracle_k70_pro"]["window_id"]) == test_ids
+    assert {w.window_id for w in measured_windows(cfg, windows, labels)} == test_ids
+    # windows without the cohort's dev rows cannot be selected on: one line, not a split of test rows
+    with pytest.raises(ConfigError, match="dataset.split: job demo selects on the cohort's dev rows"):
+        cohort_labels(cfg, [w for w in windows if w.window_id in test_ids])
+
+
+def test_the_demo_on_one_split_of_a_paper_dataset_is_one_line(tmp_path):
+    from workbench.jobs.demo import validate
+
+    cfg = _cfg(*DEMO, "dataset.split=test", f"dataset.root={tmp_path}")
+    with pytest.raises(ConfigError, match="dataset.split: the demo selects on the cohort's dev rows.*Fix: set "
+                                          "dataset.split=all"):
+        validate(cfg)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from pathlib import Path
 
 import polars as pl
@@ -61,6 +62,48 @@ def test_key_follows_the_weight_bytes_not_the_name(tmp_path):
     (w / "model.safetensors").write_bytes(b"v" * 65)  # retrained weights under the same path and name
     assert dir_sha256(w) != h0
     assert _key(model).digest != before
+
+
+def test_weights_edited_in_place_with_the_same_size_and_mtime_change_the_key(tmp_path, monkeypatch):
+    monkeypatch.setenv("AS2D_CACHE", str(tmp_path / "cache"))  # a fresh hash memo
+    model = _model(tmp_path)
+    before = _key(model).digest
+    f = Path(model["target"]["local_path"]) / "model.safetensors"
+    st = f.stat()
+    f.write_bytes(b"x" * st.st_size)  # other bytes, same size
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))  # same mtime
+    assert f.stat().st_size == st.st_size and f.stat().st_mtime_ns == st.st_mtime_ns
+    assert _key(model).digest != before
+
+
+def test_converted_weights_edited_in_the_cache_change_the_key(tmp_path, monkeypatch):
+    """An offline package's conversion lives in the cache: its files changing there (same size and
+    mtime) must not reuse the traces the original conversion produced."""
+    from workbench.io import dir_sha256 as io_dir_sha256
+    from workbench.models import offline
+    from workbench.models.whisper_convert import AS2D_META, FORMAT_VERSION
+
+    monkeypatch.setenv("AS2D_CACHE", str(tmp_path / "cache"))
+    source = tmp_path / "pkg" / "model.bin"
+    source.parent.mkdir()
+    source.write_bytes(b"ct2" * 10)
+    pkg = offline.OfflinePackage(name="fake-whisper", pip=("fake-whisper-dist",), modules=("fake_whisper",),
+                                 subdir="", bin_parts=("model.bin",))
+    monkeypatch.setitem(offline.PACKAGES, "fake-pkg", pkg)
+    monkeypatch.setattr(offline.OfflinePackage, "model_bin_parts", lambda self: [source])
+    model = {"name": "p", "max_new_tokens": 8, "target": {"family": "whisper", "offline_package": "fake-pkg"}}
+    unconverted = _key(model).digest
+    converted = _weights(tmp_path / "cache" / "models" / "fake-whisper")  # what a conversion writes
+    meta = {"format_version": FORMAT_VERSION, "files_sha256": io_dir_sha256(converted)}
+    (converted / AS2D_META).write_text(json.dumps(meta))
+    assert _key(model).digest == unconverted  # an unedited conversion is the package's own identity
+    f = converted / "model.safetensors"
+    st = f.stat()
+    f.write_bytes(b"e" * st.st_size)
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+    edited = _key(model)
+    assert edited.digest != unconverted
+    assert "converted_sha256" in edited.material["models"]["target"]["weights"]
 
 
 def test_hub_weights_are_identified_by_revision(tmp_path):

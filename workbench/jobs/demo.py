@@ -4,7 +4,8 @@
 2. traces from the real offline Whisper pair (cached, resumable);
 3. replay of every method under the host profile and the four phone profiles, each phone at its own
    deployed budget (``budget_from: profile``; the host at ``model.budget``);
-4. budget selection on the dev split and the hindsight oracle on the test split, per device;
+4. budget selection on the dev split and the hindsight oracle on the test split, per device (a paper
+   dataset, ``dataset=<name> dataset.root=DIR dataset.split=all``: its cohort's own dev and test rows);
 5. native host runs of the methods on the test windows (producer in its own process);
 6. one summary table, figures, and everything logged to MLflow by the entry point.
 """
@@ -35,6 +36,7 @@ from .corpus_accounting import corpus_accounting
 from .demo_traces import demo_corpus, demo_windows, load_model_pair
 from .evaluate import evaluate, per_window_method, summarize
 from .oracle import select_and_oracle
+from .windows import check_dataset_root, cohort_labels
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +60,12 @@ def validate(cfg: DictConfig) -> None:
     names = methods(cfg)
     if cfg.dataset.synthetic:
         raise ConfigError("dataset", "the demo runs on real speech: use dataset=demo")
+    if cfg.dataset.get("loader"):  # a paper dataset: the cohort's dev rows select, its test rows report
+        if str(cfg.dataset.get("split")) != "all":
+            raise ConfigError("dataset.split", f"the demo selects on the cohort's dev rows and reports its test rows, "
+                              f"and split={cfg.dataset.get('split')} holds one split",
+                              fix="set dataset.split=all")
+        check_dataset_root(cfg)
     check_models(cfg)  # before the profiles: a fresh machine's host profile is calibrated with these weights
     profiles = _profiles(cfg)
     check_device_budgets(cfg, profiles)
@@ -80,6 +88,7 @@ def saving_frame(profiles: list) -> pl.DataFrame:
 def run(cfg: DictConfig, out: Path) -> JobResult:
     pair = load_model_pair(cfg)
     windows = demo_windows(cfg, pair)
+    labels = cohort_labels(cfg, windows)  # a paper dataset's own dev/test rows: never split again
     profiles = _profiles(cfg)
     names = methods(cfg)
     frames = evaluate(windows, names, profiles, cfg, cfg.source)
@@ -88,7 +97,7 @@ def run(cfg: DictConfig, out: Path) -> JobResult:
     tables = {**frames, "per_window": per_window_method(frames["windows"])}
     sel_rows = []
     for p in profiles:
-        m, t, row = select_and_oracle(windows, p, cfg, oracle=True)
+        m, t, row = select_and_oracle(windows, p, cfg, oracle=True, labels=labels)
         metrics.update(m)
         tables.update(t)
         sel_rows.append(row)
@@ -106,7 +115,7 @@ def run(cfg: DictConfig, out: Path) -> JobResult:
         from .native_demo import native_runs
 
         host = next((p for p in profiles if p.name == "host"), None)
-        nat = native_runs(cfg, pair, windows, host)
+        nat = native_runs(cfg, pair, windows, host, labels)
         tables.update(nat.tables)
         metrics.update(nat.metrics)
         summary = pl.concat([summary, nat.summary], how="diagonal_relaxed")

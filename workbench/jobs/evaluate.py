@@ -20,6 +20,7 @@ from workbench.replay.engine import producer_plan, replay
 from workbench.replay.profile import DeviceProfile
 from workbench.replay.sources import priced_as, profile_source
 from workbench.replay.trajectory import Window
+from workbench.tracking.partial import record
 
 from .base import ConfigError
 from .budgets import device_budget
@@ -50,6 +51,7 @@ def evaluate(windows: Sequence[Window], names: Sequence[str], profiles: Sequence
             keys = {"device": profile.name, "method": name, "config": rc.label}
             win_rows.append({**keys, "window_id": w.window_id, "dataset": w.dataset, "tokens": r.tokens,
                              "time": r.time})
+            record("replay_windows", win_rows[-1])  # kept on the FAILED run if a later window raises
             if keep_rounds:
                 rounds.append(r.rounds_frame().with_columns(*(pl.lit(v).alias(k) for k, v in keys.items())))
                 stages.append(r.stages_frame().with_columns(*(pl.lit(v).alias(k) for k, v in keys.items()

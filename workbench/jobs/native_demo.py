@@ -6,6 +6,8 @@ settings of this run; each window's outputs are audited against its target-only 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from omegaconf import DictConfig
 
 from workbench.decoding.cumulative import publication_for_task
@@ -15,21 +17,30 @@ from workbench.native.episodes import host_setup, native_episodes
 from workbench.native.report import NativeRuns, episode_report
 from workbench.native.windows import AudioWindow
 from workbench.replay.profile import DeviceProfile
-from workbench.replay.selection import split_windows
+from workbench.replay.selection import dev_test_from_labels, split_windows
 from workbench.replay.trajectory import Window
 
 from .config import method_settings
 from .demo_traces import clip_audio, demo_corpus, instructions
 
 
+def measured_windows(cfg: DictConfig, windows: list[Window], labels: Mapping[str, str] | None = None,
+                 ) -> tuple[Window, ...]:
+    """The windows native runs measure: a paper dataset's cohort test rows (``labels``), else the demo
+    corpus's seeded test split (the same one budget selection left out)."""
+    if labels is not None:
+        return dev_test_from_labels(windows, labels, seed=int(cfg.seed))[1].windows
+    n_dev = max(1, round(len(windows) * cfg.dataset.dev_fraction))
+    return split_windows(windows, n_dev, seed=int(cfg.seed))[1].windows
+
+
 def native_runs(cfg: DictConfig, pair: ModelPair, windows: list[Window],
-                host_profile: DeviceProfile | None = None) -> NativeRuns:
+                host_profile: DeviceProfile | None = None, labels: Mapping[str, str] | None = None) -> NativeRuns:
     names = list(cfg.native.methods)
     if "target_only" not in names:
         names.insert(0, "target_only")  # the exactness reference of every window
-    n_dev = max(1, round(len(windows) * cfg.dataset.dev_fraction))
-    _, test = split_windows(windows, n_dev, seed=int(cfg.seed))
-    chosen = test.windows[: cfg.native.max_windows or len(test.windows)]
+    test = measured_windows(cfg, windows, labels)
+    chosen = test[: cfg.native.max_windows or len(test)]
     corpus = demo_corpus(cfg)
     clips = {c.window_id: c for c in corpus.clips}
     asks = instructions(corpus)  # each window's task prompt (translation, QA question), as its traces had

@@ -22,6 +22,7 @@ from workbench.replay.profile import DeviceProfile
 from workbench.replay.selection import (
     SHORTLIST,
     confirm_budget,
+    dev_test_from_labels,
     fixed_config_times,
     hindsight_oracle,
     select_budget,
@@ -80,10 +81,15 @@ def validate(cfg: DictConfig) -> None:
 
 
 def _splits(ws: list[Window], cfg: DictConfig, labels: Mapping[str, str] | None) -> tuple:
-    """(dev, validation or None, test): the cohort's own splits when it drew a validation split (D.2.6),
-    else a seeded split with ``validation_fraction`` of the windows confirming the dev screen."""
-    if labels and {"dev", "validation"} <= {labels.get(w.window_id) for w in ws}:
+    """(dev, validation or None, test): the cohort's own splits when its labels name dev windows (D.2.6;
+    validation when it drew one), else a seeded split with ``validation_fraction`` of the windows
+    confirming the dev screen. A cohort's dev and test rows are never split again."""
+    present = {labels.get(w.window_id) for w in ws} if labels else set()
+    if labels and {"dev", "validation"} <= present:
         return splits_from_labels(ws, labels, seed=int(cfg.seed))
+    if labels and {"dev", "test"} <= present:
+        dev, test = dev_test_from_labels(ws, labels, seed=int(cfg.seed))
+        return dev, None, test
     n_dev = max(1, round(len(ws) * cfg.dataset.dev_fraction))
     n_val = round(len(ws) * cfg.validation_fraction)
     if n_val:

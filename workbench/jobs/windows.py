@@ -52,6 +52,25 @@ def cohort_tables(cfg: DictConfig) -> dict[str, Any]:
     return {} if t is None else {"cohort": t}
 
 
+def cohort_labels(cfg: DictConfig, windows: list[Window]) -> dict[str, str] | None:
+    """Each window's split as a paper dataset's cohort drew it (manifest column ``split``: dev /
+    validation / test ...), for a job that selects on dev and reports on test without splitting the
+    cohort again; ``None`` for the demo corpus (its seeded, origin-balanced split applies).
+    Windows without both dev and test rows are one ``ConfigError``."""
+    cohort = cohort_tables(cfg).get("cohort")
+    if cohort is None:
+        return None
+    labels = dict(zip(cohort["window_id"], cohort["split"], strict=True))
+    present = {labels.get(w.window_id) for w in windows}
+    missing = [s for s in ("dev", "test") if s not in present]
+    if missing:
+        raise ConfigError("dataset.split", f"job {cfg.job} selects on the cohort's dev rows and reports its test "
+                          f"rows, and these {len(windows)} windows hold no {' or '.join(missing)} rows",
+                          fix="set dataset.split=all with dataset.cohort.splits drawing dev and test windows "
+                          "(and dataset.max_windows null or large enough to reach them)")
+    return labels
+
+
 def quality_report(cfg: DictConfig, windows: list[Window]) -> tuple[dict[str, float], dict[str, Any]]:
     """Task quality of the target outputs (WER/CER, BLEU/chrF, token F1) on a paper-dataset run."""
     ds = OmegaConf.to_container(cfg.dataset, resolve=True)

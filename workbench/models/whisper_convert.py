@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from workbench.io import dir_lock, versioned_dir
+from workbench.io import dir_lock, dir_sha256, versioned_dir
 from workbench.models.cache import model_cache_dir
 from workbench.models.ct2 import Ct2Model, read_ct2, read_ct2_stream
 from workbench.models.offline import PACKAGES, OfflinePackage
@@ -228,9 +228,21 @@ def _convert(pkg: OfflinePackage, parts: list[Path], out_dir: Path) -> None:
         model.save_pretrained(tmp, safe_serialization=True)
         gen.save_pretrained(tmp)
         tok.save(str(tmp / "tokenizer.json"))
-        meta = {"format_version": FORMAT_VERSION, "source": list(pkg.pip), "repaired_merges": repaired}
+        meta = {"format_version": FORMAT_VERSION, "source": list(pkg.pip), "repaired_merges": repaired,
+                "files_sha256": dir_sha256(tmp)}  # what the conversion wrote: an edit in the cache shows
         meta.update(proto)
         (tmp / AS2D_META).write_text(json.dumps(meta, indent=1))
+
+
+def edited_conversion(pkg: OfflinePackage, out_dir: Path | None = None) -> str | None:
+    """The converted files' sha256 when they differ from what the conversion wrote (weights edited in
+    the cache); ``None`` for an unedited conversion, none yet, or one that predates the record."""
+    done = _converted(out_dir or model_cache_dir(pkg.name))
+    if done is None:
+        return None
+    recorded = json.loads((done / AS2D_META).read_text()).get("files_sha256")
+    now = dir_sha256(done, skip={AS2D_META})
+    return now if recorded is not None and now != recorded else None
 
 
 def ensure_offline_whisper(package: str, force: bool = False) -> Path:

@@ -191,6 +191,8 @@ def run_bench(windows: Sequence[AudioWindow], methods: Sequence[Method], repeats
     from tqdm.auto import tqdm
     from transformers.utils import logging as hf_logging
 
+    from workbench.tracking.partial import record
+
     hf_logging.set_verbosity_error()
     runs, rounds, stages = [], [], []
     refs: dict[str, tuple[int, ...]] = {}
@@ -227,6 +229,7 @@ def run_bench(windows: Sequence[AudioWindow], methods: Sequence[Method], repeats
                                  "capped": bool(r.capped) if r else len(out) >= m.setup.max_output,
                                  "rounds": len(r.records) if r else None, "threads": m.threads, "fault": fault,
                                  "fell_back_at": r.fell_back_at_round if r else None})
+                    record("native_runs", runs[-1])  # kept on the FAILED run if a later window raises
                     if r is not None:
                         keys = {"window_id": w.window_id, "config": m.name, "rep": rep, "T": r.time}
                         rounds += [{**x.as_row(), **keys} for x in r.records]

@@ -220,6 +220,8 @@ def native_episodes(setup: HostSetup, windows: Sequence[AudioWindow], schemes: S
             return native_episodes(setup, windows, schemes, reps, warmup, h, progress, probe, probe_widths)
     from tqdm.auto import tqdm
 
+    from workbench.tracking.partial import record
+
     ep = Episodes(placement=host.placement)
     for w in tqdm(windows, desc="native host", unit="window", disable=not progress):
         ref = unplanned_reference(host, setup, w)
@@ -236,6 +238,8 @@ def native_episodes(setup: HostSetup, windows: Sequence[AudioWindow], schemes: S
                 if rep < 0:
                     continue
                 ep.results.append((w.window_id, scheme, rep, r))
+                record("native_episodes", {"window_id": w.window_id, "method": scheme, "rep": rep,
+                                           "tokens": len(r.output), "time": r.time})  # kept if a later one raises
                 ep.rows.append(sample("episode", w.window_id, scheme=scheme, rep=rep, ms=1000 * r.time,
                                       tokens=len(r.output), rounds=len(r.records)))
                 spans = [s for s in r.stages if s[0] == "producer" and s[4] == -1]

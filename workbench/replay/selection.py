@@ -8,7 +8,8 @@ D.2.6's full protocol has three stages: screen every setting on dev windows, con
 shortlist -- or the full source x budget grid -- on a separate ``ValidationSplit``
 (:func:`confirm_budget`), and freeze the confirmed pair before any test window is replayed.
 :func:`split_three` (a seeded split, dev identical to ``split_windows``') and :func:`splits_from_labels`
-(a cohort manifest's own split column) issue the three splits; ``confirm_budget`` accepts nothing
+(a cohort manifest's own split column) issue the three splits; :func:`dev_test_from_labels` the
+manifest's dev and test when it draws no validation split; ``confirm_budget`` accepts nothing
 but a ``ValidationSplit``.
 
 The oracle is evaluated on test windows: for each window it takes the minimum-time eligible
@@ -116,6 +117,22 @@ def splits_from_labels(windows: Sequence[Window], labels: Mapping[str, str], see
                          "use dataset.split=all with a cohort that draws dev, validation and test")
     return (DevSplit._issue(parts["dev"], seed), ValidationSplit._issue(parts["validation"], seed),
             TestSplit._issue(parts["test"], seed))
+
+
+def dev_test_from_labels(windows: Sequence[Window], labels: Mapping[str, str], seed: int = 0,
+                         ) -> tuple[DevSplit, TestSplit]:
+    """Dev and test windows as a cohort manifest labels them (a cohort that draws no validation split):
+    never split again. Windows of other splits stay out; a window the manifest does not name is an error."""
+    _check_ids(windows)
+    missing = [w.window_id for w in windows if w.window_id not in labels]
+    if missing:
+        raise ValueError(f"window {missing[0]!r} (and {len(missing) - 1} more) is not in the cohort manifest; "
+                         "the splits must come from the same cohort as the windows")
+    dev = [w for w in windows if labels[w.window_id] == "dev"]
+    test = [w for w in windows if labels[w.window_id] == "test"]
+    if not dev or not test:
+        raise ValueError(f"the cohort has no {'dev' if not dev else 'test'} windows among these {len(windows)}")
+    return DevSplit._issue(dev, seed), TestSplit._issue(test, seed)
 
 
 def _check_ids(windows: Sequence[Window]) -> None:

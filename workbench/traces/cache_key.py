@@ -5,7 +5,8 @@ A key of ``model.name`` alone would let ``model.max_new_tokens=50`` or
 every model role that produces a trace row:
 
 * the weights' identity -- sha256 of the weight files (local dir), the offline package's
-  ``model.bin`` sha256 + distribution version + converter version, or the hub id + revision;
+  ``model.bin`` sha256 + distribution version + converter version (plus the converted files'
+  sha256 when they were edited in the cache after conversion), or the hub id + revision;
 * quantization, engine (library and versions) and precision (dtype, device);
 * the prompt (any prompt/instruction/language/task field) and the output cap;
 * the corpus version and the window definition (how a clip becomes a window);
@@ -15,22 +16,25 @@ every model role that produces a trace row:
 logged as the run param ``trace_cache_key``. Each window's manifest also records its clip's audio
 sha256, so a re-synthesized clip re-collects just that window.
 
-File hashes are memoized in ``<cache>/hashes.json`` by (path, size, mtime, inode, ctime): hashing
-300 MB of weights once per job would cost seconds; a changed file has a new size, mtime, inode or
-change time (an edit that restores size and mtime still moves the change time).
+File hashes (``workbench.io.file_sha256``) are memoized in ``<cache>/hashes.json`` by (path, size,
+mtime, inode, ctime): hashing 300 MB of weights once per job would cost seconds; a changed file has a
+new size, mtime, inode or change time (an edit that restores size and mtime still moves the change time).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from workbench.io import dir_sha256, file_sha256
 from workbench.traces.schema import SCHEMA_VERSION
+
+__all__ = ["TraceKey", "cap_of", "dir_sha256", "file_sha256", "trace_key", "weights_identity"]
 
 KEY_VERSION = 1  # bump when the key's material changes layout
 COLLECTOR_VERSION = 1  # bump when traces.collect changes what it records
@@ -39,52 +43,6 @@ MODEL_FIELDS = ("family", "dtype", "device", "quantize", "kernels", "vocabulary"
 PROMPT_FIELDS = ("prompt", "instruction", "system_prompt", "language", "task")
 # How the demo turns a corpus clip into a window: the whole clip, mono float32 at 16 kHz, <= 30 s.
 WINDOW_DEFINITION = "whole-clip/mono/16000Hz/max30s"
-_HASHES = "hashes.json"
-_CHUNK = 1 << 20
-
-
-def _memo_path() -> Path:
-    from workbench.models.cache import cache_root
-
-    return cache_root() / _HASHES
-
-
-def file_sha256(path: str | Path) -> str:
-    """sha256 of a file, memoized by (real path, size, mtime_ns, inode, ctime_ns): a file replaced
-    or edited in place has a new inode or change time even when it keeps its size and mtime."""
-    from workbench.io import atomic_write_json
-
-    p = Path(path).resolve()
-    st = p.stat()
-    memo_key = f"{p}:{st.st_size}:{st.st_mtime_ns}:{st.st_ino}:{st.st_ctime_ns}"
-    memo_file = _memo_path()
-    try:
-        memo = json.loads(memo_file.read_text())
-    except (OSError, ValueError):
-        memo = {}
-    if memo_key in memo:
-        return memo[memo_key]
-    h = hashlib.sha256()
-    with open(p, "rb") as f:
-        while chunk := f.read(_CHUNK):
-            h.update(chunk)
-    memo[memo_key] = h.hexdigest()
-    try:
-        atomic_write_json(memo_file, memo)
-    except OSError:
-        pass  # a read-only cache only costs re-hashing next time
-    return memo[memo_key]
-
-
-def dir_sha256(directory: str | Path, patterns: Iterable[str] = ("*.json", "*.safetensors", "*.bin",
-                                                                  "*.model", "*.txt")) -> str:
-    """sha256 over the sorted (name, file sha256) pairs of a weights directory's files."""
-    d = Path(directory)
-    files = sorted({p for pat in patterns for p in d.glob(pat) if p.is_file()})
-    h = hashlib.sha256()
-    for p in files:
-        h.update(f"{p.name}\0{file_sha256(p)}\n".encode())
-    return h.hexdigest()
 
 
 def _dist_version(name: str) -> str | None:
@@ -108,12 +66,14 @@ def weights_identity(block: Mapping[str, Any]) -> dict[str, Any]:
 
         pkg = PACKAGES.get(pkg_name)
         parts = pkg.model_bin_parts() if pkg else None
-        if parts is not None:
-            from workbench.models.whisper_convert import FORMAT_VERSION
+        if pkg is not None and parts is not None:
+            from workbench.models.whisper_convert import FORMAT_VERSION, edited_conversion
 
-            return {"source": "offline_package", "package": pkg_name,
-                    "versions": {d: _dist_version(d) for d in pkg.pip},
-                    "model_bin_sha256": [file_sha256(p) for p in parts], "converter": FORMAT_VERSION}
+            ident = {"source": "offline_package", "package": pkg_name,
+                     "versions": {d: _dist_version(d) for d in pkg.pip},
+                     "model_bin_sha256": [file_sha256(p) for p in parts], "converter": FORMAT_VERSION}
+            edited = edited_conversion(pkg)  # converted weights changed in the cache since conversion
+            return ident if edited is None else {**ident, "converted_sha256": edited}
     if block.get("hub_id"):
         return {"source": "hub", "hub_id": block["hub_id"], "revision": block.get("revision") or "unpinned"}
     return {"source": "none"}

@@ -8,7 +8,8 @@ Modules, lowest first; each imports only the ones above it in this list:
 * ``run_records`` -- what one job writes so runs compare: the summary and one child run per configuration;
 * ``sweep_summary`` -- the sweep parent's answer: one row per child configuration, speedup, oracle gap;
 * ``lifecycle`` -- ``tracked_run``: FINISHED or FAILED whatever the job raises, Ctrl-C and SIGTERM included;
-* ``sweep`` -- ``SweepCallback`` (named by ``conf/config.yaml``'s ``hydra.callbacks``): the sweep's parent run.
+* ``sweep`` -- ``SweepCallback`` (named by ``conf/config.yaml``'s ``hydra.callbacks``): the sweep's parent run;
+* ``partial`` -- the rows a job measured so far, kept on its FAILED run when it raises part way.
 
 This package's namespace re-exports the public names, so ``workbench.tracking.tracked_run`` and
 ``workbench.tracking.SweepCallback`` (saved in every earlier run's ``.hydra/hydra.yaml``) keep working.

@@ -26,6 +26,8 @@ from mlflow.entities import Metric, Param
 from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig, OmegaConf
 
+from workbench.errors import ConfigError
+
 DEFAULT_STORE = "mlruns"
 # MLflow 3 opens an experiment without a kind in GenAI mode (a traces dashboard saying "No data");
 # this kind opens it on the runs list.
@@ -198,13 +200,58 @@ def relocate_store(uri: str) -> int:
     return changed
 
 
+PROBE_TIMEOUT_S = 5  # one request, no retries: a store that does not answer fails the job before any work
+_QUICK = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIMEOUT": str(PROBE_TIMEOUT_S)}
+
+
+@contextlib.contextmanager
+def _one_quick_request() -> Iterator[None]:
+    """MLflow's HTTP client without its retries (minutes against a dead server) for the probe only."""
+    old = {k: os.environ.get(k) for k in _QUICK}
+    os.environ.update(_QUICK)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _unusable(uri: str, err: BaseException) -> ConfigError:
+    """One line naming where the store came from and the fix."""
+    key = "MLFLOW_TRACKING_URI" if os.environ.get("MLFLOW_TRACKING_URI") == uri else "tracking.uri"
+    text = str(err).strip()
+    errno = re.search(r"\[Errno -?\d+\][^'\")]*", text)  # a refused/unresolved connection, under MLflow's wrapping
+    reason = errno.group(0).strip() if errno else (text.splitlines() or [""])[0][:200]
+    how = ("start the MLflow server there" if "://" in uri and not uri.startswith(("sqlite:", "file:"))
+           else "use a writable path")
+    return ConfigError(f"{key}={uri}", f"the MLflow tracking store cannot be used ({type(err).__name__}: {reason})",
+                       fix=f"{how}, point MLFLOW_TRACKING_URI at a reachable server or a writable "
+                       f"sqlite:///<dir>/mlflow.db, or unset it for the default sqlite:///mlruns/mlflow.db")
+
+
 def prepare_store(uri: str) -> None:
-    """Make ``uri`` the tracking store, creating its schema under the store lock (once per process)."""
+    """Make ``uri`` the tracking store, creating its schema under the store lock (once per process).
+
+    The store is probed first with one request and no retries: an unreachable server or an
+    unwritable sqlite path is one ``ConfigError`` line within seconds, before any work starts.
+    """
     mlflow.set_tracking_uri(uri)
     if uri in _prepared:
         return
+    try:
+        if uri.startswith("sqlite:///"):  # the folder and the file must be writable (the lock lives beside it)
+            db = Path(uri[len("sqlite:///"):])
+            db.parent.mkdir(parents=True, exist_ok=True)
+            with open(db, "ab"):
+                pass
+        with store_lock(uri), _one_quick_request():
+            MlflowClient(uri).search_experiments(max_results=1)  # instantiating the store creates/migrates it
+    except Exception as err:  # whatever the store raises, the fix is the URI: one line, not MLflow's traceback
+        raise _unusable(uri, err) from err
     with store_lock(uri):
-        MlflowClient(uri).search_experiments(max_results=1)  # instantiating the store creates/migrates it
         relocate_store(uri)  # a copied mlruns/ keeps working
     _prepared.add(uri)
 

@@ -19,6 +19,7 @@ import functools
 import logging
 import os
 import signal
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from mlflow.entities import Param
 from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig
 
+from workbench.errors import WorkbenchError
 from workbench.io import atomic_write_text
 from workbench.tracking.lifecycle import Terminated, reap_on_start
 from workbench.tracking.runs import owner_tags
@@ -139,7 +141,11 @@ class SweepCallback(Callback):
         sweep_dir = Path(config.hydra.sweep.dir)
         sweep_dir.mkdir(parents=True, exist_ok=True)
         uri = tracking_uri(".", config.get("tracking", {}).get("uri"))
-        prepare_store(uri)
+        try:
+            prepare_store(uri)
+        except WorkbenchError as err:  # an unusable store stops the sweep before any job: one line, rc 2
+            print(err.headline(), file=sys.stderr)
+            sys.exit(2)
         reap_on_start(uri)
         exp_id = ensure_experiment(experiment_name(config))
         client = MlflowClient()
