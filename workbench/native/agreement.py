@@ -322,7 +322,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     from workbench.models.registry import load_model_config
 
     if args.split == "test":
-        from .bench import dataset_config
+        from .bench_inputs import dataset_config
         from .windows import bench_windows
 
         data = dataset_config(args.dataset)

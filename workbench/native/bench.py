@@ -41,6 +41,7 @@ from workbench.io import atomic_write_parquet
 from workbench.replay.profile import DeviceProfile, MissingWidthError, load_profile
 from workbench.replay.result import STAGE_SCHEMA
 
+from .bench_inputs import bench_eval_windows, with_window_facts
 from .bench_report import SUMMARY_COLUMNS, goal_lines, per_window, summarize
 from .chunks import CHUNK_SOURCES, chunk_setup
 from .driver import Fallback, NativeHost
@@ -266,44 +267,9 @@ def machine_lines() -> list[str]:
 
 
 
-__all__ = ["SUMMARY_COLUMNS", "Method", "default_methods", "goal_lines", "online_cap", "online_methods",
+__all__ = ["SUMMARY_COLUMNS", "Method", "bench_eval_windows", "dataset_config", "default_methods", "goal_lines",
+           "online_cap", "online_methods", "with_window_facts",
            "profile_costs", "run_bench", "summarize"]
-
-
-def bench_eval_windows(split: str, dataset: str = "bench", n_windows: int | None = None,
-                       max_seconds: float = 25.0) -> list[AudioWindow]:
-    """The windows a bench run times: the bench corpus's ``split`` (``conf/dataset/<dataset>.yaml``),
-    or with ``split="demo"`` the demo's evaluation windows (a smoke test, not a benchmark)."""
-    from .windows import bench_windows, demo_windows
-
-    if split == "demo":
-        return demo_windows(max_seconds)[1][:n_windows]
-    return bench_windows(split, dataset_config(dataset), n_windows)
-
-
-def with_window_facts(report: pl.DataFrame, dataset: str = "bench") -> pl.DataFrame:
-    """The per-window report with each bench window's speaker, perturbation and content (manifest)."""
-    from workbench.data.bench_corpus import bench_from_config
-
-    facts = bench_from_config(dataset_config(dataset)).manifest_frame().select(
-        "window_id", "speaker", "perturbation", "content")
-    return report.join(facts, on="window_id", how="left")
-
-
-def dataset_config(name: str) -> dict[str, Any]:
-    """``conf/dataset/<name>.yaml`` as a plain mapping (the bench corpus's build settings)."""
-    from omegaconf import OmegaConf
-
-    from workbench.errors import ConfigError
-
-    path = Path(__file__).resolve().parents[2] / "conf" / "dataset" / f"{name}.yaml"
-    if not path.is_file():
-        raise ConfigError("--dataset", f"no dataset config {path}", fix="bench or bench_ci (conf/dataset/bench*.yaml)")
-    doc = OmegaConf.load(path)
-    for base in doc.pop("defaults", []) or []:  # a variant names its base config (Hydra's defaults list)
-        if base != "_self_":
-            doc = OmegaConf.merge(dataset_config(str(base)), doc)
-    return OmegaConf.to_container(doc, resolve=True)
 
 
 def _methods(args: Any, cfg: dict[str, Any], profile: DeviceProfile | None) -> tuple[list[Method], str, Any]:
