@@ -103,12 +103,14 @@ def test_qwen3_asr_release_runs_traces_replay_oracle_native(tmp_path, releases, 
     res = run_cli("experiment=demo", "model=qwen3_asr", f"model.target.local_path={releases['qwen3_asr.target']}",
                   f"model.drafter.local_path={releases['qwen3_asr.drafter']}",
                   f"model.parakeet_ctc.local_path={releases['parakeet']}", "dataset=librispeech",
-                  f"dataset.root={data}", *TWO_WINDOWS, *QUICK, "native.methods=[target_only,sd,asp,as2d]",
+                  f"dataset.root={data}", "dataset.split=all", *TWO_WINDOWS, *QUICK,
+                  "native.methods=[target_only,sd,asp,as2d]",
                   "native.max_windows=1", "native.warmup=0", f"tracking.uri=sqlite:///{db}", f"hydra.run.dir={out}",
                   f"out_dir={out}")
     assert res.returncode == 0, res.stderr[-4000:]
     windows = pl.read_parquet(out / "tables" / "windows.parquet")
-    assert set(windows["dataset"]) == {"librispeech"} and windows["window_id"].n_unique() == 2
+    # the cohort's dev row and its two test rows (the demo selects on dev, reports test)
+    assert set(windows["dataset"]) == {"librispeech"} and windows["window_id"].n_unique() == 3
     assert {"target_only", "sd", "asp", "as2d"} <= set(windows["method"])
     # every replayed method committed the target-only output length on every window
     per = windows.group_by("window_id", "device").agg(pl.col("tokens").n_unique().alias("n"))

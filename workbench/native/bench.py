@@ -41,7 +41,7 @@ from workbench.io import atomic_write_parquet
 from workbench.replay.profile import DeviceProfile, MissingWidthError, load_profile
 from workbench.replay.result import STAGE_SCHEMA
 
-from .bench_inputs import bench_eval_windows, with_window_facts
+from .bench_inputs import bench_eval_windows, dataset_config, with_window_facts
 from .bench_report import SUMMARY_COLUMNS, goal_lines, per_window, summarize
 from .chunks import CHUNK_SOURCES, chunk_setup
 from .driver import Fallback, NativeHost
