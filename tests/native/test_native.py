@@ -34,15 +34,20 @@ def save(model, d):
     return d
 
 
-@pytest.fixture(scope="module")
-def producer_dir(tmp_path_factory):
-    torch.manual_seed(0)
+def random_whisper(seed: int, d):
+    """A tiny Whisper with random weights of ``seed``, saved to ``d``."""
+    torch.manual_seed(seed)
     model = WhisperForConditionalGeneration(WhisperConfig(**TINY)).eval()
     with torch.no_grad():
         for p in model.parameters():
             if p.dim() > 1:
                 p.normal_(0.0, 0.3)
-    return save(model, tmp_path_factory.mktemp("tiny_producer"))
+    return save(model, d)
+
+
+@pytest.fixture(scope="module")
+def producer_dir(tmp_path_factory):
+    return random_whisper(0, tmp_path_factory.mktemp("tiny_producer"))
 
 
 @pytest.fixture(scope="module")
@@ -197,13 +202,7 @@ def test_producers_core_joins_the_verifier_once_the_producer_has_finished(host, 
 @pytest.fixture(scope="module")
 def stranger_dir(tmp_path_factory):
     """A producer with other weights than the target's: its candidates are (almost) never accepted."""
-    torch.manual_seed(1)
-    model = WhisperForConditionalGeneration(WhisperConfig(**TINY)).eval()
-    with torch.no_grad():
-        for p in model.parameters():
-            if p.dim() > 1:
-                p.normal_(0.0, 0.3)
-    return save(model, tmp_path_factory.mktemp("tiny_stranger"))
+    return random_whisper(1, tmp_path_factory.mktemp("tiny_stranger"))
 
 
 @pytest.mark.skipif(len(ALLOWED_CPUS) < 2, reason="the producer's core can only join on 2+ CPUs")
