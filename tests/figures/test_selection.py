@@ -107,3 +107,8 @@ def test_unknown_run_and_bad_data_kind_say_so(store: dict[str, str]) -> None:
         select(Selector(run="ffffffff"))
     with pytest.raises(ValueError, match="DATA='audio'"):
         Selector(data="audio")
+
+
+def test_an_experiment_selection_names_its_experiment_once(store: dict[str, str]) -> None:
+    title = select(Selector(experiment="as2d-replay")).title()
+    assert title.startswith("experiment as2d-replay (") and title.count("as2d-replay") == 1

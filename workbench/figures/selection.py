@@ -74,7 +74,8 @@ class Selection:
         b = self.budgets
         budget = f"As²d budget b={','.join(map(str, b))}" if b else "budget not recorded"
         data = "SYNTHETIC trajectories, not speech" if self.data == SYNTHETIC else "speech"
-        return f"{self.what} · {self.experiment} · {data} · {budget}"
+        where = [] if self.what.split(" (")[0].endswith(f"experiment {self.experiment}") else [self.experiment]
+        return " · ".join([self.what, *where, data, budget])
 
     def drawn(self, run: Run) -> Selection:
         """The selection narrowed to the one run a figure read its table from (the newest that logged it)."""
