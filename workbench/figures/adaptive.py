@@ -15,11 +15,11 @@ import polars as pl
 from .paper import _title
 from .paper_values import PAPER, THIS_RUN, table2
 from .report import Result, optional
-from .runs import MissingTable, latest_table
-from .selection import Pick, resolve
+from .runs import OWN_HINTS, latest_table
+from .selection import Pick, job_table
 
 EXPERIMENT = "as2d-adaptive"
-COMMAND = "python -m workbench.run experiment=adaptive"
+COMMAND = OWN_HINTS[EXPERIMENT]
 ORDER = ["target_only", "as2d_fixed", "as2d_online", "as2d_guarded", "as2d_subst", "as2d_hybrid", "as2d_sources",
          "as2d_adaptive", "online_source_hindsight", "resident_choice_hindsight"]
 
@@ -68,12 +68,7 @@ def adaptive(sel: Pick = None, bench: str | Path | None = None) -> Result:
         rows = pl.read_parquet(bench).rename({"profile": "device"}, strict=False)
         selection, runs, subtitle = None, [], f"benchmark parquet {Path(bench).name} (benchmarks/adaptive_bench.py)"
     else:
-        selection = resolve(sel, EXPERIMENT, prefer_demo=False)
-        try:
-            rows, run = latest_table(selection, "adaptive")
-        except MissingTable as err:
-            raise MissingTable(f"{err}; this table needs `{COMMAND}`") from err
-        selection = selection.drawn(run)
+        rows, run, selection = job_table(sel, EXPERIMENT, "adaptive")
         runs, subtitle = [run], selection.title()
         choices = optional(lambda: latest_table(selection, "choices")[0], notes)
         if choices is None:

@@ -11,34 +11,20 @@ from __future__ import annotations
 
 import altair as alt
 import polars as pl
-from mlflow.entities import Run
 
 from .paper import _title
 from .paper_values import THIS_RUN
 from .report import Result
-from .runs import MissingTable, latest_table
-from .selection import Pick, Selection, resolve
+from .selection import Pick, job_table
 
 ONDEMAND, STREAMING = "as2d-ondemand", "as2d-streaming"
-ONDEMAND_CMD = "python -m workbench.run experiment=ondemand"
-STREAMING_CMD = "python -m workbench.run experiment=streaming duration_s=600"
-
-
-def job_table(pick: Pick, experiment: str, table: str, command: str) -> tuple[pl.DataFrame, Run, Selection]:
-    """``table`` from the newest run of the selection (default: ``experiment``'s own runs) that logged it."""
-    selection = resolve(pick, experiment, prefer_demo=False)
-    try:
-        frame, run = latest_table(selection, table)
-    except MissingTable as err:
-        raise MissingTable(f"{err}; this figure needs `{command}`") from err
-    return frame, run, selection.drawn(run)
 
 
 def fig7_ondemand(sel: Pick = None) -> Result:
     """Fig. 7 (Section 5.4 / D.6.1): request-to-EOS TPS per checkpoint and method, with p50/p95 latency."""
     from workbench.native.ondemand import tail_latency
 
-    frame, run, selection = job_table(sel, ONDEMAND, "requests", ONDEMAND_CMD)
+    frame, run, selection = job_table(sel, ONDEMAND, "requests")
     chart = alt.Chart(frame.select("checkpoint_s", "method", "request_tps").to_pandas()).mark_line(point=True).encode(
         x=alt.X("checkpoint_s:Q", title="request position (s)"), y=alt.Y("request_tps:Q", title="request-to-EOS TPS"),
         color=alt.Color("method:N", title="Method")).properties(
@@ -57,7 +43,7 @@ def energy_per_method(frame: pl.DataFrame) -> pl.DataFrame:
 
 def table15_energy(sel: Pick = None) -> Result:
     """Table 15: per-method request energy from the on-demand run (RAPL on the host, when it was readable)."""
-    frame, run, selection = job_table(sel, ONDEMAND, "requests", ONDEMAND_CMD)
+    frame, run, selection = job_table(sel, ONDEMAND, "requests")
     if "energy_j" not in frame.columns:
         return Result("table15", runs=[run], selection=selection,
                       notes=[f"no energy columns in run {run.info.run_id[:8]}: energy was unavailable on the "
@@ -68,7 +54,7 @@ def table15_energy(sel: Pick = None) -> Result:
 
 def fig9_streaming(sel: Pick = None) -> Result:
     """Fig. 9 (D.6.2): lag, queue wait and the trailing decode rate per input block over the stream."""
-    frame, run, selection = job_table(sel, STREAMING, "blocks", STREAMING_CMD)
+    frame, run, selection = job_table(sel, STREAMING, "blocks")
     cols = ["lag_s", "queue_wait_s", "trailing_decode_tps", "trailing_prefill_s", "trailing_rtf"]
     data = frame.select("arrival", *cols).unpivot(index="arrival", variable_name="metric").to_pandas()
     chart = alt.Chart(data).mark_line(point=True).encode(
@@ -82,9 +68,9 @@ def table16_streaming(sel: Pick = None) -> Result:
     """Table 16: the streaming run's summary (lag, queue wait, real-time factor) in one column."""
     from workbench.native.streaming import summarize
 
-    frame, run, selection = job_table(sel, STREAMING, "blocks", STREAMING_CMD)
+    frame, run, selection = job_table(sel, STREAMING, "blocks")
     summary = pl.DataFrame([summarize(frame)]).transpose(include_header=True, column_names=["value"])
     return Result("table16", tables={f"{THIS_RUN}: streaming summary": summary}, runs=[run], selection=selection)
 
 
-__all__ = ["energy_per_method", "fig7_ondemand", "fig9_streaming", "job_table", "table15_energy", "table16_streaming"]
+__all__ = ["energy_per_method", "fig7_ondemand", "fig9_streaming", "table15_energy", "table16_streaming"]

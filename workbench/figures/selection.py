@@ -19,9 +19,20 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+import polars as pl
 from mlflow.entities import Run
 
-from .runs import DEMO_EXPERIMENT, EXPERIMENT_ENV, NoRuns, _client, _hint, find_runs
+from .runs import (
+    DEMO_EXPERIMENT,
+    EXPERIMENT_ENV,
+    OWN_HINTS,
+    MissingTable,
+    NoRuns,
+    _client,
+    _hint,
+    find_runs,
+    latest_table,
+)
 
 SPEECH, SYNTHETIC = "speech", "synthetic"
 DATA_KINDS = (SPEECH, SYNTHETIC)
@@ -146,6 +157,18 @@ Pick = Selector | str | None  # what a figure builder takes: a selector; a bare 
 def resolve(pick: Pick, default_experiment: str, prefer_demo: bool = True, uri: str | None = None) -> Selection:
     """:func:`select` for a figure builder's argument: a bare string selects that experiment."""
     return select(Selector(experiment=pick) if isinstance(pick, str) else pick, default_experiment, uri, prefer_demo)
+
+
+def job_table(pick: Pick, experiment: str, table: str) -> tuple[pl.DataFrame, Run, Selection]:
+    """``table`` from the newest selected run that logged it (default: the job ``experiment``'s own runs,
+    which the demo does not feed), and the selection narrowed to that run; a missing table names the
+    job's command (``runs.OWN_HINTS``)."""
+    selection = resolve(pick, experiment, prefer_demo=False)
+    try:
+        frame, run = latest_table(selection, table)
+    except MissingTable as err:
+        raise MissingTable(f"{err}; this figure needs `{OWN_HINTS[experiment]}`") from err
+    return frame, run, selection.drawn(run)
 
 
 def select(sel: Selector | None = None, default_experiment: str = DEMO_EXPERIMENT, uri: str | None = None,
