@@ -1,16 +1,21 @@
 """Job ``native_host`` through the real entry point (Hydra, MLflow) on tiny real Whisper models:
-the method filter (``native.methods``), a 2-job sweep under the default joblib launcher, and a run
-that fails part way and keeps the window it measured."""
+the method filter (``native.methods``), a 2-job sweep under the default joblib launcher, a run
+that fails part way and keeps the window it measured, and ``kill -9`` of a native sweep's parent."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import runpy
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import mlflow
 import polars as pl
+import psutil
 import pytest
 from hydra import compose, initialize_config_dir
 
@@ -63,6 +68,7 @@ def test_the_method_filter_defaults_to_every_family_and_names_unknown_ones():
         chosen_methods(_compose("native.methods=as2d"))
 
 
+@pytest.mark.slow
 def test_a_two_job_native_sweep_under_joblib_finishes_both_runs_exact(tmp_path, tiny_dir, producer_dir):  # noqa: F811
     res = subprocess.run([sys.executable, "-m", "workbench.run", "-m", *_job(tiny_dir, producer_dir, tmp_path, 1),
                           "model.budget=2,3", "hydra.launcher.n_jobs=2", f"hydra.sweep.dir={tmp_path}/sweep"],
@@ -117,3 +123,52 @@ def test_a_native_run_failing_part_way_keeps_the_first_window(tmp_path, tiny_dir
                                                    str(tmp_path))
     rows = pl.read_parquet(got)
     assert set(rows["window_id"]) == {first} and set(rows["method"]) == CHOSEN and (rows["tokens"] > 1).all()
+
+
+def _producers(kids: list[psutil.Process], workers: set[int]) -> list[psutil.Process]:
+    """The native producer processes: spawned children of the launcher's workers."""
+    out = []
+    for k in kids:
+        with contextlib.suppress(psutil.Error):
+            if k.ppid() in workers and "spawn_main" in " ".join(k.cmdline()):
+                out.append(k)
+    return out
+
+
+@pytest.mark.slow
+def test_kill_9_of_a_native_sweeps_parent_leaves_no_worker_producer_or_semaphore(
+        tmp_path, tiny_dir, producer_dir):  # noqa: F811
+    """Both jobs measuring, each with its producer process: ``kill -9`` of the sweep's parent, and within
+    30 s no loky worker, resource tracker or producer is alive, their semaphores are gone from
+    /dev/shm, and both job runs are FAILED."""
+    from tests.test_sweep_orphans import _job_runs, _sems
+
+    db = tmp_path / "m.db"
+    parent = subprocess.Popen([sys.executable, "-m", "workbench.run", "-m", *_job(tiny_dir, producer_dir, tmp_path, 1),
+                               "native.repeats=1000", "model.budget=2,3", "hydra.launcher.n_jobs=2",
+                               f"hydra.sweep.dir={tmp_path}/sweep"], cwd=ROOT, stdout=subprocess.DEVNULL,
+                              stderr=(tmp_path / "stderr").open("w"), start_new_session=True)
+    try:
+        deadline, kids, producers = time.time() + 600, [], []
+        while time.time() < deadline and parent.poll() is None:
+            kids = psutil.Process(parent.pid).children(recursive=True)
+            workers = {k.pid for k in kids if "loky" in " ".join(k.cmdline())}
+            producers = _producers(kids, workers)
+            if len(producers) == 2 and [s for s, _ in _job_runs(db)] == ["RUNNING", "RUNNING"]:
+                break
+            time.sleep(0.5)
+        assert len(producers) == 2, (tmp_path / "stderr").read_text()[-2000:]
+        held = _sems([k.pid for k in kids])
+        assert held  # the producers' events and buffer locks
+        parent.kill()  # SIGKILL: the sweep's parent runs no cleanup
+        parent.wait()
+        gone_by = time.time() + 30
+        while time.time() < gone_by and any(k.is_running() and k.status() != psutil.STATUS_ZOMBIE for k in kids):
+            time.sleep(0.2)
+        left = [" ".join(k.cmdline())[:100] for k in kids if k.is_running() and k.status() != psutil.STATUS_ZOMBIE]
+        assert not left, left
+        assert not held & set(os.listdir("/dev/shm")), sorted(held & set(os.listdir("/dev/shm")))
+        assert [s for s, _ in _job_runs(db)] == ["FAILED", "FAILED"]  # ended by the sweep's death, not RUNNING
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(parent.pid, signal.SIGKILL)
