@@ -14,7 +14,7 @@ from omegaconf import DictConfig, OmegaConf
 from workbench.figures.paper import decomposition
 
 from .base import ConfigError, JobResult
-from .config import budget, check_models, device_profile
+from .config import budget, check_models, device_profile, kernel_plan_profile
 from .windows import check_real_audio
 
 log = logging.getLogger(__name__)
@@ -35,6 +35,28 @@ def validate(cfg: DictConfig) -> None:
     reps = cfg.native.repeats
     if not isinstance(reps, int) or reps < 1:
         raise ConfigError("native.repeats", f"need an integer >= 1, got {reps!r}")
+    warm = cfg.native.warmup
+    if not isinstance(warm, int) or isinstance(warm, bool) or warm < 0:
+        raise ConfigError("native.warmup", f"need an integer >= 0, got {warm!r}")
+    chosen_methods(cfg)
+
+
+def chosen_methods(cfg: DictConfig) -> list[str]:
+    """The method families ``native.methods`` chooses (``native.methods.FAMILIES``), target-only
+    always among them: it is each window's exactness reference."""
+    from omegaconf import ListConfig
+
+    from workbench.native.methods import FAMILIES
+
+    names = cfg.native.get("methods")
+    if not isinstance(names, ListConfig | list) or not names:
+        raise ConfigError("native.methods", f"need a non-empty list of method families, got {names!r}",
+                          fix=f"e.g. native.methods=[target_only,as2d]; choose from {', '.join(FAMILIES)}")
+    unknown = [str(n) for n in names if n not in FAMILIES]
+    if unknown:
+        raise ConfigError("native.methods", f"unknown method famil{'y' if len(unknown) == 1 else 'ies'} "
+                          f"{', '.join(unknown)}", fix=f"choose from {', '.join(FAMILIES)}")
+    return list(dict.fromkeys(["target_only", *map(str, names)]))
 
 
 def host_windows(cfg: DictConfig) -> list:
@@ -78,18 +100,24 @@ def run(cfg: DictConfig, out: Path) -> JobResult:
     from workbench.native.bench import default_methods, run_bench
 
     n = cfg.native
+    chosen = chosen_methods(cfg)
     model = OmegaConf.to_container(cfg.model, resolve=True)
-    alt = load_model_config(n.same_vocab_model) if n.same_vocab_model else None
+    alt = load_model_config(n.same_vocab_model) if n.same_vocab_model and "as2d" in chosen else None
     evals = host_windows(cfg)
-    # this machine's profile (of the run's engine) prices as2d_online, calibrated once on first use
+    # This machine's profile (of the run's engine) prices as2d_online, calibrated once on first use.
+    # Without as2d_online nothing is priced: the profile only gives the torch target its kernel plan
+    # (kernels: auto), taken from a calibration the machine already has, never a new one.
+    online = "as2d_online" in chosen
     if cfg.model.engine == "mnn":  # MNN engine: target-only/As²d/SD/ASP beside torch target-only
         from workbench.native.bench import profile_costs
         from workbench.native.mnn_bench import mnn_methods
 
-        methods = mnn_methods(model, profile_costs(device_profile("host", cfg)))[0]
-    else:
-        methods = default_methods(model, alt, device_profile("host", cfg))
-    frames = run_bench(evals, methods, int(n.repeats), out_dir=out / "bench")
+        methods = mnn_methods(model, profile_costs(device_profile("host", cfg)) if online else None)[0]
+    else:  # HF assisted loads its assistants (and tokenizers) in this process: only when chosen
+        profile = device_profile("host", cfg) if online else kernel_plan_profile(cfg)
+        methods = default_methods(model, alt, profile, hf="hf_assisted" in chosen)
+    methods = [m for m in methods if m.family in chosen]
+    frames = run_bench(evals, methods, int(n.repeats), warmup=int(n.warmup), out_dir=out / "bench")
     summary = frames["summary"]
     metrics: dict[str, float] = {}
     for row in summary.iter_rows(named=True):

@@ -209,6 +209,7 @@ def run_bench(windows: Sequence[AudioWindow], methods: Sequence[Method], repeats
         n_warm = len(windows) if warmup_windows is None else min(warmup_windows, len(windows))
         bar = tqdm(total=(repeats * len(windows) + warmup * n_warm) * len(methods), desc="bench",
                    disable=not progress)
+        stack.callback(bar.close)  # closed on a failure too: the error line starts a line of its own
         for rep in range(-warmup, repeats):
             for wi, w in enumerate(windows if rep >= 0 else windows[:n_warm]):
                 k = (rep + wi) % len(methods)  # rotate the order: no method always runs first
@@ -236,7 +237,6 @@ def run_bench(windows: Sequence[AudioWindow], methods: Sequence[Method], repeats
                         rounds += [{**x.as_row(), **keys} for x in r.records]
                         stages += [dict(zip(STAGE_SCHEMA, s, strict=True)) | keys for s in r.stages]
             methods[0].setup.verifier.apply()
-        bar.close()
     run_df = pl.DataFrame(runs, schema_overrides={"fault": pl.Utf8, "rounds": pl.Int64, "split": pl.Utf8,
                                                   "fell_back_at": pl.Int64})
     # Exactness audit: every run against target-only's output on the same window (never hidden).

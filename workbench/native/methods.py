@@ -19,12 +19,21 @@ from .driver import Fallback
 from .episodes import HostSetup, all_cores, scheme_settings
 from .producer import ALLOWED_CPUS
 
+# The method families of the host benchmark (``native.methods`` of job native_host): each scheme's
+# native runs, and HF assisted generation (a baseline driven by transformers' generate).
+FAMILIES = ("target_only", "hf_assisted", "sd", "asp", "as2d", "as2d_online")
+
 
 class Method:
     def __init__(self, name: str, kind: str, setup: HostSetup | None = None, threads: int = 1,
                  scheme: str = "", assistant: Any = None, tokenizers: tuple[Any, Any] | None = None) -> None:
         self.name, self.kind, self.setup, self.threads = name, kind, setup, threads
         self.scheme, self.assistant, self.tokenizers = scheme, assistant, tokenizers
+
+    @property
+    def family(self) -> str:
+        """Its entry in ``FAMILIES``: HF generate is ``hf_assisted``, a native run its scheme."""
+        return "hf_assisted" if self.kind == "hf" else self.scheme
 
 
 def online_cap(costs: RoundCosts) -> int:
@@ -62,4 +71,4 @@ def producer_on_mnn(setup: HostSetup, mnn: dict[str, Any]) -> HostSetup:
     return dataclasses.replace(setup, producer=dataclasses.replace(setup.producer, drafter=drafter))
 
 
-__all__ = ["Method", "online_cap", "online_methods", "producer_on_mnn"]
+__all__ = ["FAMILIES", "Method", "online_cap", "online_methods", "producer_on_mnn"]
