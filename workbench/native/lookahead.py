@@ -1,0 +1,61 @@
+"""The native host's lookahead drafter: prefix lookahead's next proposal drafts in a thread beside the call.
+
+``decoding.schemes.lookahead.PrefixLookahead`` asks an ``Overlapping`` drafter to ``start`` a
+proposal before the target call; here it runs on one worker thread while the verifier thread runs the
+target (torch releases the interpreter lock inside its kernels), and the scheme collects or discards
+it after the call. The scheme never proposes while a lookahead runs (it collects or discards it
+first), so one thread at a time touches the drafter's state, in the scheme's order. The thread
+inherits the verifier's CPUs: on one core the overlap only interleaves, which is all a single-core
+host can do. ``spans`` keeps each lookahead's drafting interval on ``perf_counter`` for the stages.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from workbench.decoding.protocols import Drafter, Proposal
+
+
+class _Running:
+    __slots__ = ("future",)
+
+    def __init__(self, future: Future[Proposal]) -> None:
+        self.future = future
+
+    def result(self) -> Proposal:
+        return self.future.result()
+
+    def discard(self) -> None:
+        self.future.result()  # the drafter is free only once it has finished
+
+
+class ThreadedDrafter:
+    """A drafter whose ``start`` drafts on a worker thread; ``close`` (or a ``with`` block) ends the thread."""
+
+    def __init__(self, drafter: Drafter) -> None:
+        self.drafter = drafter
+        self.spans: list[tuple[float, float]] = []
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="as2d-lookahead")
+
+    def __enter__(self) -> ThreadedDrafter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+
+    def propose(self, prefix: Sequence[int], n: int, stop_below: float | None = None) -> Proposal:
+        return self.drafter.propose(prefix, n, stop_below)
+
+    def start(self, prefix: Sequence[int], n: int) -> _Running:
+        return _Running(self._pool.submit(self._timed, tuple(prefix), n))
+
+    def _timed(self, prefix: tuple[int, ...], n: int) -> Proposal:
+        t = time.perf_counter()
+        prop = self.drafter.propose(prefix, n)
+        self.spans.append((t, time.perf_counter()))
+        return prop
