@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import threading
 
+import polars as pl
 import pytest
 
 from tests.native.test_native import CAP, audio, producer_dir, random_whisper, tiny_dir  # noqa: F401  (fixtures)
 from workbench.decoding.records import LOOKAHEAD
+from workbench.decoding.schemes.lookahead import reused_lookaheads
+from workbench.metrics import lookahead_use
 from workbench.models.whisper import WhisperTarget, load_whisper, whisper_drafter
 from workbench.native.driver import NativeHost
 from workbench.native.producer import Placement
@@ -68,3 +71,8 @@ def test_lookahead_matches_target_only_and_drafts_beside_the_call(tiny_dir, prod
     wasted = [s for s in other.stages if s[1] == "lookahead"]
     kept = [r for r in other.records if r.provenance and r.provenance[0] == LOOKAHEAD]
     assert len(wasted) > len(kept)
+    # Table 13's accounting: drafting hidden by the overlap, and the part of it that was used.
+    used = [lookahead_use(pl.DataFrame(list(res.stages), schema=["resource", "stage", "start", "end", "round"],
+                                       orient="row"), reused_lookaheads(res.records)) for res in (same, other)]
+    assert all(0 < u.hidden <= u.drafting and u.reused <= u.hidden for u in used)
+    assert used[0].reused_share > used[1].reused_share

@@ -6,6 +6,8 @@ import pytest
 from replay_fixtures import constant_profile, exact_window
 
 from workbench.decoding.records import LOOKAHEAD
+from workbench.decoding.schemes.lookahead import reused_lookaheads
+from workbench.metrics import lookahead_use
 from workbench.replay.engine import ReplayConfig, replay
 from workbench.replay.synthetic import SyntheticSpec, synthetic_windows
 
@@ -27,6 +29,11 @@ def test_lookahead_k8_exact_drafter_by_hand() -> None:
     assert r.time < sd.time
     spans = [s for s in r.stages if s[1] == "lookahead"]
     assert [(s[2], s[3] - s[2]) for s in spans] == [pytest.approx((x.t_start, 80 * MS)) for x in r.records]
+    # 70 ms drafted serially, 3 x 80 ms beside the calls (all hidden); rounds 1-2 used rounds 0-1's lookahead.
+    use = lookahead_use(r.stages_frame(), reused_lookaheads(r.records))
+    assert reused_lookaheads(r.records) == {0, 1}
+    assert (use.drafting, use.hidden, use.reused) == pytest.approx((310 * MS, 240 * MS, 160 * MS))
+    assert use.hidden_share == pytest.approx(240 / 310) and use.reused_share == pytest.approx(160 / 310)
 
 
 def test_lookahead_drafting_holds_the_drafter_on_synthetic_windows() -> None:

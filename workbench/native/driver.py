@@ -32,7 +32,7 @@ from workbench.decoding import (
 )
 from workbench.errors import RunnerError
 
-from .lookahead import ThreadedDrafter
+from .lookahead import ThreadedDrafter, lookahead_stages
 from .messages import Done, Failed, Loaded, Message, PrepareWindow, Quit, Ready
 from .producer import Placement, ProducerSpec, producer_main, spawn_start_method
 from .shared import NativeSource, SharedBuffer
@@ -309,7 +309,7 @@ class NativeHost:
             if beside is not None:
                 beside.close()
         if beside is not None:  # each lookahead's drafting beside the calls, on the decode clock
-            stages += [("producer", "lookahead", a - t0, b - t0, -1) for a, b in beside.spans]
+            stages += lookahead_stages(beside, records, t0)
         result = NativeResult(window_id, scheme_name, tuple(scheme.output), tuple(records), tuple(stages),
                               t_eos, t_eos, capped=bool(records) and records[-1].outcome == "cap",
                               placement=dict(self.placement), origin=t0,

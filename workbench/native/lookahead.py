@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from workbench.decoding.protocols import Drafter, Proposal
+from workbench.decoding.records import RoundRecord, Stage
 
 
 class _Running:
@@ -59,3 +60,14 @@ class ThreadedDrafter:
         prop = self.drafter.propose(prefix, n)
         self.spans.append((t, time.perf_counter()))
         return prop
+
+
+def lookahead_stages(drafter: ThreadedDrafter, records: Sequence[RoundRecord], t0: float) -> list[Stage]:
+    """Each lookahead's drafting on the decode clock, as a ``producer``/``lookahead`` stage of the round
+    that started it (the round whose decision and call enclose its start; -1 if none does)."""
+    out: list[Stage] = []
+    for a, b in drafter.spans:
+        start = a - t0
+        i = next((r.round for r in records if r.t_decide <= start <= r.t_end), -1)
+        out.append(("producer", "lookahead", start, b - t0, i))
+    return out

@@ -22,9 +22,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..protocols import Drafter, Overlapping, Pending, Proposal
-from ..records import FRESH, LOOKAHEAD, NO_WORK, Call, DraftWork
+from ..records import FRESH, LOOKAHEAD, NO_WORK, Call, DraftWork, RoundRecord
 from ..verification import Verdict
 from .base import Scheme, check_budget
+
+
+def reused_lookaheads(records: Sequence[RoundRecord]) -> set[int]:
+    """Rounds whose lookahead proposal became the next round's chain."""
+    return {r.round - 1 for r in records if r.provenance[:1] == (LOOKAHEAD,)}
 
 
 class _Deferred:
