@@ -225,7 +225,8 @@ def overlap_table(stages: pl.DataFrame, keys: Sequence[str] = ("window_id", "con
 
 @dataclass(frozen=True, slots=True)
 class LookaheadUse:
-    """One run's drafting (seconds): serial drafting before calls plus lookahead drafting beside them."""
+    """One run's drafting (seconds): serial drafting before calls plus lookahead drafting beside them.
+    A lookahead still running when the next round decides makes that round wait: the wait is not hidden."""
 
     drafting: float
     hidden: float  # lookahead drafting that ran while the verifier was busy
@@ -248,7 +249,8 @@ def lookahead_use(stages: pl.DataFrame, reused_rounds: Iterable[int]) -> Lookahe
     The paper's K70 AMI case hides 34.9% of drafting, of which 6.2% can be reused (D.4.5)."""
     rows = stages.select("resource", "stage", "start", "end", "round").rows()
     T = max((e for *_, e, _ in rows), default=0.0)
-    verifier = _merge(((s, e) for r, _, s, e, _ in rows if r == "verifier"), T)
+    # The target calls only: a verifier waiting for the drafter before a call hides nothing.
+    verifier = _merge(((s, e) for r, st, s, e, _ in rows if r == "verifier" and st in ("verify", "step")), T)
     serial = sum(e - s for r, st, s, e, _ in rows if r == "producer" and st == "draft")
     looks = [(s, e, i) for _, st, s, e, i in rows if st == "lookahead"]
     used = set(reused_rounds)

@@ -2,7 +2,8 @@
 
 While the target verifies ``root + chain``, the drafter already drafts from the prefix the round
 leaves if the target accepts the whole chain (``output + chain``): the first lookahead token guesses
-the bonus, the rest would be the next chain. After the call:
+the bonus, the rest would be the next chain. The next round collects it before its call (waiting
+while it still runs, which a clock sees as time before the call):
 
 * every candidate accepted and the bonus equal to the guess: the rest of the lookahead proposal is
   the next chain, with no serial drafting before the call (provenance ``LOOKAHEAD``);
@@ -55,28 +56,36 @@ class PrefixLookahead(Scheme):
         super().__init__(max_output, eos_id)
         self.width = check_budget("width", width, low=2, high=25)
         self.drafter = drafter
-        self._pending: Pending | None = None  # the lookahead drafting beside the current call
-        self._ready: tuple[int, ...] = ()  # its tokens after the bonus, when the bonus matched its guess
+        self._pending: Pending | None = None  # the lookahead drafting beside the last call
+        self._full = False  # the last call accepted every candidate
         self.overlapped = 0  # lookahead proposals started beside a call (this window)
         self.reused = 0  # ... whose tokens became the next chain
 
     def _reset(self) -> None:
-        self._drop()
-        self._ready = ()
+        self._full = False
+        self._settle()
         self.overlapped = self.reused = 0
 
-    def _drop(self) -> None:
-        if self._pending is not None:
-            self._pending.discard()
-            self._pending = None
+    def _settle(self) -> tuple[int, ...]:
+        """Collect the last call's lookahead, waiting for it: its tokens after the bonus when the call
+        accepted every candidate and the bonus (now the root) is its first token, else nothing."""
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return ()
+        if not self._full:
+            pending.discard()
+            return ()
+        guess = pending.result().tokens
+        return tuple(guess[1:]) if guess[:1] == (self.root,) else ()
 
     def plan(self, now: float) -> Call:
+        ready = self._settle()  # before the call: a wait for the drafter is time before the call
         n = self.chain_limit(self.width - 1)
-        ready, self._ready = self._ready[:n], ()
         if n == 0:
             return Call(root=self.root, k1_reason="output_cap")
         if ready:
-            chain, provenance, work, confs = ready, (LOOKAHEAD,) * len(ready), NO_WORK, None
+            chain, provenance, work, confs = ready[:n], (LOOKAHEAD,) * len(ready[:n]), NO_WORK, None
+            self.reused += 1
         else:
             prop = self.drafter.propose(self.output, n)
             chain, confs = tuple(prop.tokens[:n]), prop.confidences
@@ -99,14 +108,8 @@ class PrefixLookahead(Scheme):
         return DraftWork(forwards=m, catchup=1)  # the last chain token, then one forward per token
 
     def _after(self, call: Call, verdict: Verdict) -> int | None:
-        pending, self._pending = self._pending, None
-        if pending is None:
-            return None
-        if self.done or verdict.accepted < len(call.chain):
-            pending.discard()
-            return None
-        guess = pending.result().tokens
-        if guess[:1] == (verdict.next_root,) and len(guess) > 1:
-            self._ready = tuple(guess[1:])
-            self.reused += 1
+        self._full = verdict.accepted == len(call.chain)
+        if self.done and self._pending is not None:  # the output ended: nothing will use it
+            self._pending.discard()
+            self._pending = None
         return None
