@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 
 import polars as pl
@@ -13,6 +14,7 @@ from workbench.decoding.schemes.lookahead import reused_lookaheads
 from workbench.metrics import lookahead_use
 from workbench.models.whisper import WhisperTarget, load_whisper, whisper_drafter
 from workbench.native.driver import NativeHost
+from workbench.native.lookahead import ThreadedDrafter
 from workbench.native.producer import Placement
 
 
@@ -76,3 +78,18 @@ def test_lookahead_matches_target_only_and_drafts_beside_the_call(tiny_dir, prod
                                        orient="row"), reused_lookaheads(res.records)) for res in (same, other)]
     assert all(0 < u.hidden <= u.drafting and u.reused <= u.hidden for u in used)
     assert used[0].reused_share > used[1].reused_share
+
+
+def test_the_lookahead_thread_runs_on_the_cpus_it_is_given(producer_dir, audio):  # noqa: F811
+    cpu = max(os.sched_getaffinity(0))
+    seen: list[set[int]] = []
+
+    class Where(ThreadLog):
+        def propose(self, prefix, n, stop_below=None):
+            seen.append(os.sched_getaffinity(0))
+            return super().propose(prefix, n, stop_below)
+
+    with ThreadedDrafter(Where(whisper_drafter(load_whisper(producer_dir), audio)), (cpu,)) as beside:
+        assert beside.start([4], 3).result().tokens  # on the worker, pinned
+        assert beside.propose([4], 3).tokens  # on the caller's thread, as it was
+    assert seen[0] == {cpu} and seen[1] == os.sched_getaffinity(0)

@@ -290,8 +290,11 @@ class NativeHost:
         if decoupled:
             source = NativeSource(self.shared, t0, "producer", target.vocab_size)
             self.start_evt.set()
-        # Prefix lookahead drafts its next proposal in a thread beside the target call (native/lookahead.py).
-        beside = ThreadedDrafter(drafter) if drafter is not None and scheme_spec(scheme_name).overlaps else None
+        # Prefix lookahead drafts its next proposal in a thread beside the target call, on the producer's
+        # CPUs (idle in a serial run) when this host has a producer (native/lookahead.py).
+        beside = None
+        if drafter is not None and scheme_spec(scheme_name).overlaps:
+            beside = ThreadedDrafter(drafter, None if self.spec is None else self.spec.placement.cpus)
         scheme = make_scheme(scheme_name, max_output=max_output, eos_id=target.eos_id, drafter=beside or drafter,
                              source=source, costs=costs, **params)
         scheme.start(root)

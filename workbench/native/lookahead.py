@@ -5,18 +5,27 @@ proposal before the target call; here it runs on one worker thread while the ver
 target (torch releases the interpreter lock inside its kernels), and the scheme collects or discards
 it after the call. The scheme never proposes while a lookahead runs (it collects or discards it
 first), so one thread at a time touches the drafter's state, in the scheme's order. The thread
-inherits the verifier's CPUs: on one core the overlap only interleaves, which is all a single-core
-host can do. ``spans`` keeps each lookahead's drafting interval on ``perf_counter`` for the stages.
+runs on ``cpus`` when given (the native host passes its producer's, idle in a serial run, so the
+overlap is physical, as As²d's producer is on its own core); else on the verifier's CPUs, where it
+only interleaves with the call. ``spans`` keeps each lookahead's drafting interval on
+``perf_counter`` for the stages.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from workbench.decoding.protocols import Drafter, Proposal
 from workbench.decoding.records import RoundRecord, Stage
+
+
+def _pin(cpus: tuple[int, ...] | None) -> None:
+    """Pin the calling (worker) thread to ``cpus``; torch's thread count stays the verifier's."""
+    if cpus is not None and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, set(cpus))
 
 
 class _Running:
@@ -35,10 +44,11 @@ class _Running:
 class ThreadedDrafter:
     """A drafter whose ``start`` drafts on a worker thread; ``close`` (or a ``with`` block) ends the thread."""
 
-    def __init__(self, drafter: Drafter) -> None:
+    def __init__(self, drafter: Drafter, cpus: tuple[int, ...] | None = None) -> None:
         self.drafter = drafter
         self.spans: list[tuple[float, float]] = []
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="as2d-lookahead")
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="as2d-lookahead",
+                                        initializer=_pin, initargs=(cpus,))
 
     def __enter__(self) -> ThreadedDrafter:
         return self
