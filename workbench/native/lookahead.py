@@ -3,12 +3,14 @@
 ``decoding.schemes.lookahead.PrefixLookahead`` asks an ``Overlapping`` drafter to ``start`` a
 proposal before the target call; here it runs on one worker thread while the verifier thread runs the
 target (torch releases the interpreter lock inside its kernels), and the scheme collects or discards
-it after the call. The scheme never proposes while a lookahead runs (it collects or discards it
-first), so one thread at a time touches the drafter's state, in the scheme's order. The thread
-runs on ``cpus`` when given (the native host passes its producer's, idle in a serial run, so the
-overlap is physical, as As²d's producer is on its own core); else on the verifier's CPUs, where it
-only interleaves with the call. ``spans`` keeps each lookahead's drafting interval on
-``perf_counter`` for the stages.
+it at its next decision. The scheme never proposes while a lookahead runs, so one thread at a time
+touches the drafter's state, in the scheme's order. The thread runs on ``cpus`` when given (the
+native host passes its producer's, idle in a serial run, so the overlap is physical, as As²d's
+producer is on its own core); else on the verifier's CPUs, where it only interleaves with the call.
+Both threads share one interpreter: the drafter's Python-side work per forward (small models have
+much of it) still takes turns with the verifier's, and the target's calls run slower beside it, so a
+thread hides less than a drafter process would. ``spans`` keeps each lookahead's drafting interval
+on ``perf_counter`` for the stages.
 """
 
 from __future__ import annotations
