@@ -18,8 +18,8 @@ def test_bench_runs_every_method_and_documents_its_frames(host_cfg, windows, tmp
     profile = load_profile("host")  # any profile gives as2d_online per-width costs; the CLI uses this machine's
     methods = default_methods(host_cfg, None, profile, batches=[1, 8, 1], fallbacks=[Fallback(12, 0.2)])
     names = [m.name for m in methods]
-    assert {"target_only@1t", "target_only@2t", "sd", "asp", "as2d/tiny-producer", "as2d_online/tiny-producer",
-            "as2d/tiny-producer@batch1", "as2d/tiny-producer@batch8"} <= set(names)
+    assert {"target_only@1t", "target_only@2t", "sd", "lookahead", "asp", "as2d/tiny-producer",
+            "as2d_online/tiny-producer", "as2d/tiny-producer@batch1", "as2d/tiny-producer@batch8"} <= set(names)
     assert len(names) == len(set(names))  # a repeated size is one method
     if len(ALLOWED_CPUS) > 1:  # the producer's core can join: +cores, and +cores with the fallback rule
         rule = next(m for m in methods if m.name == "as2d_online/tiny-producer+cores+fallback:12:0.2")

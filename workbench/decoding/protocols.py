@@ -79,3 +79,26 @@ class Drafter(Protocol):
     """
 
     def propose(self, prefix: Sequence[int], n: int, stop_below: float | None = None) -> Proposal: ...
+
+
+class Pending(Protocol):
+    """A proposal being drafted beside a target call (prefix lookahead)."""
+
+    def result(self) -> Proposal:
+        """The proposal, once drafted (waits for it)."""
+        ...
+
+    def discard(self) -> None:
+        """Drop the proposal; afterwards the drafter is free for the next ``propose``."""
+        ...
+
+
+@runtime_checkable
+class Overlapping(Drafter, Protocol):
+    """A drafter that can draft beside the target call (the native host's: a thread).
+
+    ``start(prefix, n)`` begins ``propose(prefix, n)`` at once and returns without waiting. A
+    drafter without ``start`` is asked only when the scheme needs the tokens (same tokens, no
+    overlap in real time; a priced clock charges the overlap from ``Call.overlap``)."""
+
+    def start(self, prefix: Sequence[int], n: int) -> Pending: ...

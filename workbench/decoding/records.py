@@ -18,6 +18,7 @@ Outcome = Literal["correction", "bonus", "eos", "cap"]
 
 FRESH = -1  # provenance of a token a prefix-conditioned drafter proposed this round
 RECYCLED = -2  # provenance of a token reused from a rejected draft (ASP recycling)
+LOOKAHEAD = -3  # provenance of a token drafted beside the previous target call (prefix lookahead)
 SOURCE_STRIDE = 1 << 24  # stored provenance = source * stride + position (positions stay far below)
 
 
@@ -26,7 +27,7 @@ class SourcePosition(NamedTuple):
 
     Records and files keep one integer per chain token (``encode``): the plain position for the
     first (or only) source, ``source * SOURCE_STRIDE + position`` for the others; ``FRESH`` and
-    ``RECYCLED`` (negative) name no buffer and pass through unchanged."""
+    ``RECYCLED``, ``LOOKAHEAD`` (negative) name no buffer and pass through unchanged."""
 
     source: int
     position: int
@@ -64,13 +65,16 @@ class Call:
 
     root: int
     chain: tuple[int, ...] = ()
-    provenance: tuple[int, ...] = ()  # buffer position per chain token, or FRESH / RECYCLED
+    provenance: tuple[int, ...] = ()  # buffer position per chain token, or FRESH / RECYCLED / LOOKAHEAD
     k1_reason: K1Reason | None = None
     ready: int = 0  # usable candidates available after the root before the budget cut
     work: DraftWork = NO_WORK
     cursor_before: int | None = None
     anchor: int | None = None  # buffer position matched to the root, if any
     confidences: tuple[float, ...] | None = None
+    # Drafting that runs beside this target call, not before it (prefix lookahead's next proposal);
+    # a priced clock charges it on the drafter while the call runs. Records keep only ``work``.
+    overlap: DraftWork = NO_WORK
 
     @property
     def width(self) -> int:

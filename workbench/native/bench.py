@@ -1,4 +1,4 @@
-"""Native host benchmark: As²d against the best target-only, HF assisted generation, serial SD and ASP.
+"""Native host benchmark: As²d against the best target-only, HF assisted generation, SD, lookahead and ASP.
 
 It runs on the bench corpus's **test split** by default (``--split dev`` for tuning, ``--split demo``
 for the demo's smoke windows). "Best target-only" is the fastest of target-only on 1 and 2 threads,
@@ -72,7 +72,7 @@ def default_methods(model_cfg: dict[str, Any], same_vocab_cfg: dict[str, Any] | 
                     as2d_kernels: Sequence[str] | None = None, fallbacks: Sequence[Fallback] = (),
                     mnn_producer: bool = False) -> list[Method]:
     """target-only (1 and 2 threads), HF assisted (same-vocab int8 base; cross-tokenizer tiny.en),
-    SD and ASP with the serial drafter, As²d with each producer; with this machine's ``profile``
+    SD, prefix lookahead and ASP with the serial drafter, As²d with each producer; with this machine's ``profile``
     also as2d_online (chain length per round from the machine's per-width costs, up to ``online_cap``)
     and, on two or more CPUs, the same with the producer's core joining the verifier once the producer
     has finished (``+cores``, ``driver.JoiningCores``), and that with each of ``fallbacks``
@@ -106,7 +106,8 @@ def default_methods(model_cfg: dict[str, Any], same_vocab_cfg: dict[str, Any] | 
             tok = (AutoTokenizer.from_pretrained(pair.target_dir),
                    AutoTokenizer.from_pretrained(resolve_weights(ModelSpec.from_dict(pair.producer_cfg))))
         ms.append(Method(f"hf_assisted/{main.source}", "hf", main, 1, assistant=pair.producer, tokenizers=tok))
-    ms += [Method("sd", "native", main, 1, "sd"), Method("asp", "native", main, 1, "asp"),
+    ms += [Method("sd", "native", main, 1, "sd"), Method("lookahead", "native", main, 1, "lookahead"),
+           Method("asp", "native", main, 1, "asp"),
            Method(f"as2d/{main.source}", "native", main, 1, "as2d")]
     if main.costs is not None:
         ms += online_methods(main, main.costs, fallbacks=fallbacks)

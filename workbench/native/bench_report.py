@@ -28,7 +28,9 @@ SUMMARY_COLUMNS = ("method", "tps", "ratio_target_only", "ratio_serial", "ratio_
 WINDOW_COLUMNS = ("method", "window_id", "tokens", "time", "ratio", "matched", "acceptance", "coverage", "readiness",
                   "not_ready", "no_match", "correction", "cost", "V_share", "T_over_bound", "reason", "fell_back_at")
 GOALS = {"speedup": 2.0, "vs_serial": 1.5, "slower_share": 0.05, "exact": 1.0}
-SERIAL = ("sd", "asp")  # the serial speculative baselines (a drafter that waits for each round)
+# The prefix-conditioned speculative baselines (a drafter that needs each round's committed prefix;
+# prefix lookahead overlaps a guess of it with the call, D.4.5)
+SERIAL = ("sd", "lookahead", "asp")
 
 
 def best_target_only(runs: pl.DataFrame) -> str:

@@ -32,6 +32,7 @@ from workbench.decoding import (
 )
 from workbench.errors import RunnerError
 
+from .lookahead import ThreadedDrafter, lookahead_stages
 from .messages import Done, Failed, Loaded, Message, PrepareWindow, Quit, Ready
 from .producer import Placement, ProducerSpec, producer_main, spawn_start_method
 from .shared import NativeSource, SharedBuffer
@@ -289,7 +290,12 @@ class NativeHost:
         if decoupled:
             source = NativeSource(self.shared, t0, "producer", target.vocab_size)
             self.start_evt.set()
-        scheme = make_scheme(scheme_name, max_output=max_output, eos_id=target.eos_id, drafter=drafter,
+        # Prefix lookahead drafts its next proposal in a thread beside the target call, on the producer's
+        # CPUs (idle in a serial run) when this host has a producer (native/lookahead.py).
+        beside = None
+        if drafter is not None and scheme_spec(scheme_name).overlaps:
+            beside = ThreadedDrafter(drafter, None if self.spec is None else self.spec.placement.cpus)
+        scheme = make_scheme(scheme_name, max_output=max_output, eos_id=target.eos_id, drafter=beside or drafter,
                              source=source, costs=costs, **params)
         scheme.start(root)
         fault = None
@@ -303,6 +309,10 @@ class NativeHost:
                 self.stop_evt.set()
             if joined is not None and joined.joined_at_round is not None:
                 self.verifier.apply()
+            if beside is not None:
+                beside.close()
+        if beside is not None:  # each lookahead's drafting beside the calls, on the decode clock
+            stages += lookahead_stages(beside, records, t0)
         result = NativeResult(window_id, scheme_name, tuple(scheme.output), tuple(records), tuple(stages),
                               t_eos, t_eos, capped=bool(records) and records[-1].outcome == "cap",
                               placement=dict(self.placement), origin=t0,

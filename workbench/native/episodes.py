@@ -24,13 +24,13 @@ from .samples import SAMPLE_SCHEMA, sample
 from .sweep import width_probe
 from .windows import AudioWindow
 
-# Settings of the host protocol (bench, calibration, agreement): SD verifies at As²d's widest width
-# b+1, and ASP's cap 15 keeps physical K <= 16, the widths calibration measures (D.2.3 uses 14).
+# Settings of the host protocol (bench, calibration, agreement): SD and prefix lookahead verify at
+# As²d's widest width b+1, and ASP's cap 15 keeps physical K <= 16, the widths calibration measures (D.2.3 uses 14).
 ASP_HOST_CAP = 15
 
 
 def host_overrides(budget: int) -> dict[str, dict[str, Any]]:
-    return {"sd": {"width": budget + 1}, "asp": {"cap": ASP_HOST_CAP}}
+    return {"sd": {"width": budget + 1}, "lookahead": {"width": budget + 1}, "asp": {"cap": ASP_HOST_CAP}}
 
 
 def default_placements() -> tuple[Placement, Placement]:

@@ -148,27 +148,53 @@ def _one_plan(window: Window, source: str | None, profile: DeviceProfile) -> Pro
 
 
 class _SerialClock:
-    """Target-only, SD, ASP: drafting, verification and loop work strictly in sequence."""
+    """Target-only, SD, ASP: drafting, verification and loop work strictly in sequence.
 
-    __slots__ = ("t", "price", "step_s", "after_s")
+    Prefix lookahead drafts its next proposal beside the call (``Call.overlap``): the drafter runs
+    from the call's start at its coexistence rate while the call pays the concurrent verify cost,
+    and the call's rest after the drafter finishes the idle cost (as a producer beside the call). The
+    drafter is one resource: the next round's drafting, or its use of the lookahead, waits for it.
+    """
+
+    __slots__ = ("t", "price", "step_s", "after_s", "free", "factor", "spans", "rounds")
 
     def __init__(self, price: Pricing, speculative: bool) -> None:
         self.t = 0.0
         self.price = price
         self.step_s = None if speculative else price.step_s  # target-only pays the plain step cost
         self.after_s = price.loop_s if speculative else 0.0
+        self.free = 0.0  # when the drafter has finished its lookahead
+        self.factor = price.profile.source(price.profile.serial_drafter).concurrent_factor if speculative else 1.0
+        self.spans: list[Stage] = []  # lookahead drafting beside the calls
+        self.rounds = 0
 
     def decide(self) -> float:
         return self.t
 
     def start(self, call: Call, t_decide: float) -> float:
-        return t_decide + self.price.draft(call.work)
+        t = t_decide if self.free <= t_decide else self.free
+        return t + self.price.draft(call.work)
 
     def end(self, call: Call, t_start: float) -> float:
-        t_end = t_start + (self.step_s if self.step_s is not None else self.price.verify(call.width, False))
+        if self.step_s is not None:
+            t_end = t_start + self.step_s
+        elif call.overlap.forwards:
+            t_end = self._beside(call, t_start)
+        else:
+            t_end = t_start + self.price.verify(call.width, False)
         self.t = t_end + self.after_s
+        self.rounds += 1
         return t_end
 
+    def _beside(self, call: Call, t_start: float) -> float:
+        price = self.price
+        drafting = price.draft(call.overlap) * self.factor
+        conc, idle = price.verify(call.width, True), price.verify(call.width, False)
+        self.free = t_start + drafting
+        self.spans.append(("producer", "lookahead", t_start, self.free, self.rounds))
+        if drafting >= conc:
+            return t_start + conc
+        return self.free + (1.0 - drafting / conc) * idle
 
 class _ProducerClock:
     """As²d and its w/o-BC ablation: the verifier's rounds against a concurrently running producer."""
@@ -269,7 +295,9 @@ def _run_serial(window: Window, cfg: ReplayConfig, price: Pricing, target: Refer
     scheme.start(target.prefill())
     clock = _SerialClock(price, cfg.spec.speculative)
     times = run_rounds(scheme, target, _in_context(clock, scheme, price))
-    return _result(window, cfg, price, scheme, times, clock.t, clock.after_s, "loop")
+    # Lookahead drafting the target did not wait for still finishes on the drafter (it is not stopped).
+    return _result(window, cfg, price, scheme, times, max(clock.t, clock.free), clock.after_s, "loop",
+                   tuple(clock.spans))
 
 
 def _run_decoupled(window: Window, cfg: ReplayConfig, price: Pricing, producer: Producer | MultiProducer,

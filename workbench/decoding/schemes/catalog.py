@@ -31,6 +31,7 @@ from .as2d import As2d, CandidateSource
 from .asp import ASP_CAP, ASP_THRESHOLD, SpecASR
 from .base import Scheme
 from .hybrid import As2dHybrid
+from .lookahead import PrefixLookahead
 from .online import As2dOnline
 from .sd import StandardSD
 from .source_choice import As2dSourceChoice
@@ -69,6 +70,9 @@ class SchemeSpec:
     # A method-file key listing values of the chain setting that the paper's row averages (SD's
     # ``widths``: K = 5-8, D.1.3); ``None``: one configuration per method.
     averages: str | None = None
+    # Drafts its next proposal beside the target call (prefix lookahead): a native run hands its drafter a
+    # thread (``native/lookahead.py``), a priced clock charges ``Call.overlap`` beside the call.
+    overlaps: bool = False
 
     @property
     def speculative(self) -> bool:
@@ -133,6 +137,10 @@ def _target_only(*, max_output: int, eos_id: int | None, **_: Any) -> Scheme:
 
 def _sd(*, max_output: int, eos_id: int | None, drafter: Drafter, width: int, **_: Any) -> Scheme:
     return StandardSD(drafter, width, max_output, eos_id)
+
+
+def _lookahead(*, max_output: int, eos_id: int | None, drafter: Drafter, width: int, **_: Any) -> Scheme:
+    return PrefixLookahead(drafter, width, max_output, eos_id)
 
 
 def _asp(*, max_output: int, eos_id: int | None, drafter: Drafter, threshold: float, cap: int, **_: Any) -> Scheme:
@@ -210,9 +218,10 @@ def _as2d_sources(*, max_output: int, eos_id: int | None, source: CandidateSourc
 def _spec(name: str, label: str, factory: Callable[..., Scheme], *, decoupled: bool = False,
           needs_drafter: bool = False, chain: str | None = None, tag: str = "", needs_costs: bool = False,
           multi_source: bool = False, on_phone: bool = False, beyond_paper: bool = False, as2d_family: bool = False,
-          averages: str | None = None, **defaults: Any) -> SchemeSpec:
+          averages: str | None = None, overlaps: bool = False, **defaults: Any) -> SchemeSpec:
     return SchemeSpec(name, label, decoupled, needs_drafter, MappingProxyType(defaults), chain, tag, factory,
-                      needs_costs, multi_source, on_phone, beyond_paper, as2d_family or beyond_paper, averages)
+                      needs_costs, multi_source, on_phone, beyond_paper, as2d_family or beyond_paper, averages,
+                      overlaps)
 
 
 # Alignment (C.3): search span, how long unmatched positions stay eligible (None: the span), and the
@@ -229,6 +238,10 @@ _ALIGN_GUARDED: dict[str, Any] = {**_ALIGN, "guard": False}
 CATALOG: Mapping[str, SchemeSpec] = MappingProxyType({s.name: s for s in (
     _spec("target_only", "Target only", _target_only, on_phone=True),
     _spec("sd", "SD", _sd, needs_drafter=True, chain="width", tag="K", on_phone=True, averages="widths",
+          width=DEFAULT_SD_WIDTH),
+    # The older prefix-dependent baseline of Table 13 (D.4.5): SD at the same width whose next
+    # proposal is drafted beside the current verification, discarded unless the round accepts all.
+    _spec("lookahead", "Prefix lookahead", _lookahead, needs_drafter=True, chain="width", tag="K", overlaps=True,
           width=DEFAULT_SD_WIDTH),
     _spec("asp", "SpecASR ASP", _asp, needs_drafter=True, chain="cap", tag="cap", on_phone=True,
           threshold=ASP_THRESHOLD, cap=ASP_CAP),
