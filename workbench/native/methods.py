@@ -21,7 +21,7 @@ from .producer import ALLOWED_CPUS
 
 # The method families of the host benchmark (``native.methods`` of job native_host): each scheme's
 # native runs, and HF assisted generation (a baseline driven by transformers' generate).
-FAMILIES = ("target_only", "hf_assisted", "sd", "asp", "as2d", "as2d_online")
+FAMILIES = ("target_only", "hf_assisted", "sd", "lookahead", "asp", "as2d", "as2d_online")
 
 
 class Method:
