@@ -97,8 +97,6 @@ def test_the_grid_runs_every_source_natively_and_every_run_is_exact(grid_run) ->
     assert control["extra_tokens"] == 0 and control["target_calls"] == control["tokens"] - 1  # K1 after prefill
     # every call commits its accepted candidates plus one target token: calls + extra = tokens after prefill
     assert (runs["target_calls"] + runs["extra_tokens"] == runs["tokens"] - 1).all()
-    producer = runs.filter(pl.col("arm") == "as2d/tiny-producer/K4").row(0, named=True)
-    assert producer["extra_tokens"] > 0  # the producer shares the target's weights: its chains are accepted
     # Table 14's shape, recomputed from the runs: pooled TPS, gain over the control, task TPS (D.1.2)
     for row in grid.iter_rows(named=True):
         r = runs.filter(pl.col("arm") == row["arm"]).row(0, named=True)
