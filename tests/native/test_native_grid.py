@@ -118,3 +118,22 @@ def test_the_table14_notebook_draws_the_run_beside_the_paper(grid_run, monkeypat
     assert tables["paper (phones)"]["tps"].to_list()[0] == 14.58
     assert {"as2d/pocketsphinx_en/K4", "target_only"} <= set(tables["this run"]["arm"])
     assert "grid" in result.charts
+
+
+@pytest.mark.parametrize(("override", "names"), [
+    ("grid.widths=[1,4]", "grid.widths: need maximum chain widths K >= 2"),
+    ("grid.sources=[producer,sensevoice]", "grid.sources: unknown ['sensevoice']"),
+    ("grid.sources=[parakeet_ctc]", "model.parakeet_ctc: the parakeet_ctc grid source needs its block"),
+    ("grid.repeats=0", "grid.repeats: need an integer >= 1"),
+])
+def test_a_bad_grid_setting_is_one_line_naming_it(override: str, names: str) -> None:
+    from hydra import compose, initialize_config_dir
+
+    from workbench.jobs import native_grid
+    from workbench.jobs.base import ConfigError
+
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base=None):
+        cfg = compose("config", overrides=["experiment=native_grid", override])
+    with pytest.raises(ConfigError) as err:
+        native_grid.validate(cfg)
+    assert str(err.value).startswith(names) and "\n" not in str(err.value)

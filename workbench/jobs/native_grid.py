@@ -44,6 +44,9 @@ def validate(cfg: DictConfig) -> None:
     bad = [s for s in cfg.grid.sources or [] if s != PRODUCER and s not in CHUNK_SOURCES]
     if bad:
         raise ConfigError("grid.sources", f"unknown {bad}; choose from {[PRODUCER, *CHUNK_SOURCES]}")
+    if "parakeet_ctc" in sources(cfg, PRODUCER) and not cfg.model.get("parakeet_ctc"):
+        raise ConfigError("model.parakeet_ctc", "the parakeet_ctc grid source needs its block: "
+                          "+model.parakeet_ctc={name: ..., family: parakeet_ctc, local_path: ...}")
 
 
 def sources(cfg: DictConfig, producer: str) -> list[str]:
