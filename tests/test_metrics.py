@@ -142,3 +142,29 @@ def test_work_by_config_accounts_every_second_of_sd_at_two_widths() -> None:
     k8, k12 = (t.filter((pl.col("config") == c) & (pl.col("dataset") == "all")).row(0, named=True)
                for c in ("sd/K8", "sd/K12"))
     assert k12["rounds"] < k8["rounds"]  # wider calls, fewer of them (the paper's Table 10 pattern)
+
+
+def test_task_tps_counts_useful_tokens_on_hand_built_trajectories() -> None:
+    """D.1.2 / D.4.4: task TPS leaves out the first token (chosen in prefill) and a final EOS; a capped
+    output has no EOS to leave out, and an output prefill already ended has no useful token."""
+    from tests.replay.replay_fixtures import EOS, constant_profile, exact_window
+    from workbench.replay.trajectory import Window
+
+    ended = exact_window(6)  # 10, 11, 12, 13, 14, EOS
+    capped = Window("capped", "test", tuple(range(10, 16)), EOS, 1000, 6, None, {}).validate()
+    at_once = Window("prefill", "test", (EOS,), EOS, 1000, 8, None, {}).validate()
+    profile = constant_profile()
+    results = [replay(w, ReplayConfig("target_only"), profile) for w in (ended, capped, at_once)]
+    results.append(replay(ended, ReplayConfig("as2d", source="qwen", budget=3), profile))
+    assert [r.tokens for r in results] == [6, 6, 1, 6]
+    assert [r.useful_tokens for r in results] == [4, 5, 0, 4]
+    assert metrics.useful_tokens(6, True) == 4 and metrics.useful_tokens(6, False) == 5
+    assert metrics.useful_tokens(1, True) == 0 and metrics.useful_tokens(0, False) == 0
+    frame = results_frame(results)
+    assert frame["useful_tokens"].to_list() == [4, 5, 0, 4]
+    assert metrics.task_tps(frame) == pytest.approx(13 / frame["time"].sum())
+    assert metrics.task_tps(frame) < metrics.tps_pooled(frame)  # never the committed-token count
+    by = metrics.task_tps(frame, by=["config"])
+    assert isinstance(by, pl.DataFrame)
+    t_only = frame.filter(pl.col("config") == by["config"][0])
+    assert by["tps_useful"][0] == pytest.approx(9 / t_only["time"].sum())

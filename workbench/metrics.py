@@ -3,7 +3,8 @@
 Inputs are polars DataFrames:
 
 * **windows** -- one row per (window, configuration): ``window_id``, ``config``, ``tokens``
-  (committed target tokens), ``time`` (charged decode seconds);
+  (committed target tokens), ``time`` (charged decode seconds) and, for task TPS,
+  ``useful_tokens`` (``useful_tokens`` below);
 * **rounds** -- round records (``workbench.decoding.ROUND_COLUMNS``), one row per target call;
 * **stages** -- completed stage intervals: ``resource`` (producer / verifier / other),
   ``start``, ``end``, and ``T`` (the run's charged time), plus grouping keys.
@@ -23,6 +24,24 @@ import polars as pl
 def tps_pooled(windows: pl.DataFrame, by: Sequence[str] | None = None) -> pl.DataFrame | float:
     """Committed tokens over charged time, pooled (per group when ``by`` is given)."""
     expr = (pl.col("tokens").sum() / pl.col("time").sum()).alias("tps")
+    if by:
+        return windows.group_by(list(by), maintain_order=True).agg(expr)
+    return float(windows.select(expr).item())
+
+
+def useful_tokens(n_tokens: int, ends_with_eos: bool) -> int:
+    """Task TPS's numerator for one output (D.1.2, D.4.4): its tokens less the first, chosen in
+    prefill before the decode clock starts, and less the EOS when the output ends with one (a capped
+    output has none). The one place this rule lives: every task table counts through it."""
+    if n_tokens <= 0:
+        return 0
+    return max(n_tokens - 1 - int(ends_with_eos), 0)
+
+
+def task_tps(windows: pl.DataFrame, by: Sequence[str] | None = None) -> pl.DataFrame | float:
+    """Task TPS as the paper counts it (D.1.2): ``useful_tokens`` over charged time, pooled (per group
+    when ``by`` is given; the column is then ``tps_useful``)."""
+    expr = (pl.col("useful_tokens").sum() / pl.col("time").sum()).alias("tps_useful")
     if by:
         return windows.group_by(list(by), maintain_order=True).agg(expr)
     return float(windows.select(expr).item())

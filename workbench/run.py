@@ -36,6 +36,7 @@ JOBS = {
     "ablation": "replay",
     "tasks": "tasks",  # Table 3: translation / spoken QA under the pair's own phone costs
     "native_host": "native",
+    "native_grid": "native_grid",  # the native drafter x budget grid, Table 14
     "calibrate_host": "calibrate",
     "demo": "demo",
     "context_probe": "context_probe",  # Fig. 3(b), B.3.2

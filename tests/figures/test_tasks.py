@@ -44,7 +44,8 @@ def _windows(dataset: str) -> pl.DataFrame:
         rows.append(dict(method="sd", config="sd/k8", window_id=wid, tokens=10, time=0.8))
         rows.append(dict(method="as2d", config="as2d/b3", window_id=wid, tokens=10, time=0.5))
     return pl.DataFrame(rows).with_columns(pl.lit("k70_pro").alias("device"), pl.lit(dataset).alias("dataset"),
-                                           (pl.col("tokens") / pl.col("time")).alias("tps"))
+                                           (pl.col("tokens") / pl.col("time")).alias("tps"),
+                                           (pl.col("tokens") - 2).alias("useful_tokens"))  # each ends with EOS
 
 
 @pytest.fixture(scope="module")
@@ -65,17 +66,20 @@ def store(tmp_path_factory) -> str:
 def test_task_tps_pools_per_configuration_and_gains_over_the_fastest_baseline() -> None:
     t = tasks.task_tps(_windows("spoken_squad"))
     tps = {r["method"]: r["tps"] for r in t.iter_rows(named=True)}
-    # SD: K5 pools 20/4 = 5, K8 pools 20/1.6 = 12.5 -> mean 8.75; target-only 10; As²d 20
-    assert tps == {"as2d": 20.0, "sd": 8.75, "target_only": 10.0}
+    # over useful tokens (10 - first - EOS = 8 per window, D.1.2):
+    # SD: K5 pools 16/4 = 4, K8 pools 16/1.6 = 10 -> mean 7; target-only 8; As²d 16
+    assert tps == pytest.approx({"as2d": 16.0, "sd": 7.0, "target_only": 8.0})
     (gain,) = t.filter(pl.col("method") == "as2d")["gain_pct"].to_list()
     assert gain == pytest.approx(100.0)  # over target-only, the fastest baseline here
+    with pytest.raises(MissingTable, match="useful_tokens"):  # a run logged before task TPS counted them
+        tasks.task_tps(_windows("spoken_squad").drop("useful_tokens"))
 
 
 def test_table3_reads_speed_and_quality_from_the_run(store: str) -> None:
     result = tasks.table3_tasks("as2d-replay", uri=store)
     speed = next(v for k, v in result.tables.items() if "pooled TPS" in k)
     row = speed.row(0, named=True)
-    assert row["dataset"] == "covost2_en_zh" and row["as2d"] == 20.0 and row["gain_pct"] == pytest.approx(100.0)
+    assert row["dataset"] == "covost2_en_zh" and row["as2d"] == 16.0 and row["gain_pct"] == pytest.approx(100.0)
     quality = next(v for k, v in result.tables.items() if "task quality" in k).row(0, named=True)
     assert quality["windows"] == 2 and quality["mean_score"] == 60.0 and quality["bleu"] == 31.5
     paper = next(v for k, v in result.tables.items() if k.startswith("paper"))

@@ -153,3 +153,18 @@ def test_int64_token_ids_and_one_token_windows_agree_in_both_runners(tmp_path: P
         assert p_win["output"] == c_win["output"] == req["windows"][0]["reference"]["tokens"], req["run_id"]
         for key in ("tokens", "rounds", "time", "t_eos", "cleanup"):
             assert p_win[key] == pytest.approx(c_win[key], abs=1e-9), (req["run_id"], key)
+
+
+def test_the_cpp_runner_refuses_the_ondemand_mode_as_protocol_md_says(tmp_path: Path) -> None:
+    """PROTOCOL.md: the C++ runner has no on-demand mode (it reads no audio) and answers ``bad_request``
+    naming the field; the Python runner implements the mode."""
+    req = copy.deepcopy(_base())
+    req["mode"] = "ondemand"
+    req["ondemand"] = {"trace_id": "t", "trace_s": 90.0, "window_s": 8.0, "prepare": "before_request",
+                       "instruction": None, "requests": [{"window_id": w["window_id"], "request_s": 60.0,
+                                                          "audio_start_s": 52.0} for w in req["windows"]]}
+    (answer,) = _cpp(tmp_path, [req])
+    assert answer["type"] == "error" and answer["code"] == "bad_request", answer
+    assert "'mode'" in answer["message"] and "ondemand" in answer["message"], answer["message"]
+    doc = (REPO / "phone_runner/PROTOCOL.md").read_text()
+    assert "the C++ runner does not yet and answers `bad_request` (field `mode`)" in doc

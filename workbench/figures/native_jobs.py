@@ -1,10 +1,11 @@
-"""Fig. 7 / Table 15 (native on-demand requests) and Fig. 9 / Table 16 (sustained streaming).
+"""Fig. 7 / Table 15 (native on-demand requests), Fig. 9 / Table 16 (sustained streaming) and
+Table 14 (the native drafter x budget grid).
 
 Each builder takes a notebook's selector (``selection``): by default the newest runs of the job's own
-experiment (``as2d-ondemand``, ``as2d-streaming``; the demo logs neither table), or a run, a sweep or
-an experiment by parameter. The table is read from the newest selected run that logged it, and every
-chart's subtitle names the selection. Without such a run the builder raises one line naming the
-command that makes it (``report.guarded`` prints it).
+experiment (``as2d-ondemand``, ``as2d-streaming``, ``as2d-native_grid``; the demo logs none of them),
+or a run, a sweep or an experiment by parameter. The table is read from the newest selected run that
+logged it, and every chart's subtitle names the selection. Without such a run the builder raises one
+line naming the command that makes it (``report.guarded`` prints it).
 """
 
 from __future__ import annotations
@@ -13,11 +14,11 @@ import altair as alt
 import polars as pl
 
 from .paper import _title
-from .paper_values import THIS_RUN
+from .paper_values import PAPER, THIS_RUN, table14
 from .report import Result
 from .selection import Pick, job_table
 
-ONDEMAND, STREAMING = "as2d-ondemand", "as2d-streaming"
+ONDEMAND, STREAMING, GRID = "as2d-ondemand", "as2d-streaming", "as2d-native_grid"
 
 
 def fig7_ondemand(sel: Pick = None) -> Result:
@@ -73,4 +74,27 @@ def table16_streaming(sel: Pick = None) -> Result:
     return Result("table16", tables={f"{THIS_RUN}: streaming summary": summary}, runs=[run], selection=selection)
 
 
-__all__ = ["energy_per_method", "fig7_ondemand", "fig9_streaming", "table15_energy", "table16_streaming"]
+def _gain_panel(frame: pl.DataFrame, title: str, subtitle: str) -> alt.Chart:
+    return alt.Chart(frame.select("drafter", "max_k", "gain_pct").to_pandas()).mark_line(point=True).encode(
+        x=alt.X("max_k:O", title="Maximum K per chain (root included)"),
+        y=alt.Y("gain_pct:Q", title="TPS gain over target-only (%)"),
+        color=alt.Color("drafter:N", title="Drafter")).properties(width=260, height=200,
+                                                                   title=_title(title, subtitle))
+
+
+def table14_native_grid(sel: Pick = None) -> Result:
+    """Table 14 (B.4 / D.4.5): this run's native drafter x budget grid beside the paper's, each on its own
+    axis (the paper's is one AMI window on Redmi K70 Pro; this run's is this host on its own window)."""
+    grid, run, selection = job_table(sel, GRID, "grid")
+    paper = table14().rename({"max_K": "max_k"})
+    chart = alt.hconcat(
+        _gain_panel(paper.filter(pl.col("drafter") != "target_only"), f"{PAPER}: Table 14",
+                    "one 60 s AMI dev window, Redmi K70 Pro, 5 runs per configuration"),
+        _gain_panel(grid.filter(pl.col("arm") != "target_only"), f"{THIS_RUN}: native grid", selection.title()))
+    return Result("table14", {"grid": chart},
+                  {f"{PAPER}: Table 14 (D.4.5)": paper.drop("provenance", "source"),
+                   f"{THIS_RUN}: native drafter x budget grid": grid}, [run], selection=selection)
+
+
+__all__ = ["energy_per_method", "fig7_ondemand", "fig9_streaming", "table14_native_grid", "table15_energy",
+           "table16_streaming"]

@@ -40,6 +40,7 @@ HINTS = {
 # Jobs whose tables the demo does not log: their hint names the job's command only.
 OWN_HINTS = {
     "as2d-ondemand": "python -m workbench.run experiment=ondemand",
+    "as2d-native_grid": "python -m workbench.run experiment=native_grid",
     "as2d-streaming": "python -m workbench.run experiment=streaming duration_s=600",
     "as2d-context_probe": "python -m workbench.run experiment=context_probe dataset=ami dataset.root=/data/ami",
     "as2d-ctc_probe": "python -m workbench.run experiment=ctc_probe",

@@ -86,7 +86,7 @@ def check_models(cfg: DictConfig, roles: Sequence[str] = ("target", "drafter", "
     from workbench.models.registry import MissingWeightsError, ModelSpec, resolve_weights
 
     for role in roles:
-        if role not in cfg.model:  # serial_drafter is optional: a shared-vocabulary producer serves SD/ASP
+        if cfg.model.get(role) is None:  # serial_drafter is optional: a shared-vocabulary producer serves SD/ASP
             continue
         try:
             resolve_weights(ModelSpec.from_dict(OmegaConf.to_container(cfg.model[role], resolve=True)))

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import polars as pl
 from omegaconf import DictConfig
 
+from workbench.metrics import useful_tokens
 from workbench.replay.trajectory import Window
 
 SCHEMA = {"dataset": pl.Utf8, "requests": pl.Int64, "distinct_audio": pl.Int64, "audio_hours": pl.Float64,
@@ -35,7 +36,7 @@ def _audio(cfg: DictConfig, windows: Sequence[Window]) -> dict[str, tuple[str, f
 
 
 def _useful(w: Window) -> int:
-    return w.n_tokens - 1 - int(w.eos_id is not None and w.reference[-1] == w.eos_id)
+    return useful_tokens(w.n_tokens, w.eos_id is not None and w.reference[-1] == w.eos_id)
 
 
 def _row(dataset: str, ws: Sequence[Window], audio: dict[str, tuple[str, float]]) -> dict:

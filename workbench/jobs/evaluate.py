@@ -50,7 +50,7 @@ def evaluate(windows: Sequence[Window], names: Sequence[str], profiles: Sequence
             r = replay(w, rc, profile, plan=plan)
             keys = {"device": profile.name, "method": name, "config": rc.label}
             win_rows.append({**keys, "window_id": w.window_id, "dataset": w.dataset, "tokens": r.tokens,
-                             "time": r.time})
+                             "useful_tokens": r.useful_tokens, "time": r.time})
             record("replay_windows", win_rows[-1])  # kept on the FAILED run if a later window raises
             if keep_rounds:
                 rounds.append(r.rounds_frame().with_columns(*(pl.lit(v).alias(k) for k, v in keys.items())))

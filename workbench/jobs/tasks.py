@@ -40,27 +40,21 @@ def validate(cfg: DictConfig) -> None:
     replay_validate(cfg)
 
 
-def useful_tokens(windows: list) -> pl.DataFrame:
-    """Per window: output tokens minus the first (chosen in prefill) and the EOS when the output ends with it."""
-    return pl.DataFrame({"window_id": [w.window_id for w in windows],
-                         "useful": [w.n_tokens - 1 - int(w.eos_id is not None and w.reference[-1] == w.eos_id)
-                                    for w in windows]})
-
-
-def task_table(frames: dict[str, pl.DataFrame], useful: pl.DataFrame) -> pl.DataFrame:
-    """Table 3's rows: one per (device, dataset, method), see the module docstring."""
-    win = frames["windows"].join(useful, on="window_id", how="left")
+def task_table(frames: dict[str, pl.DataFrame]) -> pl.DataFrame:
+    """Table 3's rows: one per (device, dataset, method), see the module docstring; TPS over the
+    windows frame's ``useful_tokens`` (``workbench.metrics.useful_tokens``)."""
+    win = frames["windows"]
     rounds = frames["rounds"]
     rows = []
     for (device, dataset, method), g in win.group_by("device", "dataset", "method", maintain_order=True):
-        by_cfg = g.group_by("config", maintain_order=True).agg(
-            (pl.col("useful").sum() / pl.col("time").sum()).alias("tps"))
+        by_cfg = M.task_tps(g, by=["config"])
+        assert isinstance(by_cfg, pl.DataFrame)
         r = rounds.filter((pl.col("device") == device) & (pl.col("method") == method)
                           & pl.col("window_id").is_in(g["window_id"].unique().implode()))
         n_cfg = max(1, g["config"].n_unique())
-        useful_total = int(g["useful"].sum())  # over every configuration of the method
+        useful_total = int(g["useful_tokens"].sum())  # over every configuration of the method
         rows.append({"device": device, "dataset": dataset, "method": method, "windows": g["window_id"].n_unique(),
-                     "useful_tokens": useful_total // n_cfg, "tps_useful": float(by_cfg["tps"].mean()),
+                     "useful_tokens": useful_total // n_cfg, "tps_useful": float(by_cfg["tps_useful"].mean()),
                      "acceptance": M.acceptance(r) if r.height else float("nan"),
                      "coverage": float(r["accepted"].sum() / useful_total) if useful_total else float("nan"),
                      "k_gt1_share": M.multi_token_share(r) if r.height else float("nan"),
@@ -87,7 +81,7 @@ def run(cfg: DictConfig, out: Path) -> JobResult:
     windows = load_windows(cfg)
     profiles = devices(cfg)
     frames = evaluate(windows, methods(cfg), profiles, cfg, cfg.source)
-    table = task_table(frames, useful_tokens(windows))
+    table = task_table(frames)
     flat = {f"{r['device']}.{r['dataset']}.{r['method']}.{k}": float(r[k])
             for r in table.iter_rows(named=True)
             for k in ("tps_useful", "acceptance", "coverage", "k_gt1_share", "gain_pct") if r[k] is not None}

@@ -287,7 +287,7 @@ def _result(window: Window, cfg: ReplayConfig, price: Pricing, scheme: Scheme, t
     t_eos = times.end[-1] if times.end else 0.0
     return ReplayResult(window.window_id, window.dataset, cfg, price.name, len(scheme.output), time, t_eos,
                         tuple(scheme.records), times.decide, times.start, times.end, after_s, spans, after,
-                        scheme.output[0])
+                        scheme.output[0], window.eos_id)
 
 
 def _run_serial(window: Window, cfg: ReplayConfig, price: Pricing, target: ReferenceTarget) -> ReplayResult:

@@ -13,6 +13,7 @@ from typing import Any
 import polars as pl
 
 from workbench.decoding import ROUND_COLUMNS, RoundRecord, SchemeSpec, Stage, round_stages, scheme_spec
+from workbench.metrics import useful_tokens
 
 # Column types of a rounds frame; a run that prefill already ended has no rounds but the same columns.
 ROUND_SCHEMA: dict[str, pl.DataType] = {
@@ -86,6 +87,7 @@ class ReplayResult:
     producer_spans: tuple[Stage, ...] = ()
     after: str = "loop"  # what the per-round work after the call is: the serial loop or the queue
     first_root: int | None = None  # prefill's token: the whole output when prefill already ended it
+    eos_id: int | None = None  # the target's EOS: task TPS leaves it out (``useful_tokens``)
 
     @property
     def tps(self) -> float:
@@ -99,6 +101,12 @@ class ReplayResult:
         for r in self.untimed:
             out.extend(r.committed)
         return tuple(out)
+
+    @property
+    def useful_tokens(self) -> int:
+        """Task TPS's numerator (D.1.2): without the first token, chosen in prefill, and a final EOS."""
+        last = self.untimed[-1].committed[-1] if self.untimed and self.untimed[-1].committed else self.first_root
+        return useful_tokens(self.tokens, self.eos_id is not None and last == self.eos_id)
 
     @property
     def records(self) -> tuple[RoundRecord, ...]:
@@ -118,7 +126,8 @@ class ReplayResult:
         return {"window_id": self.window_id, "dataset": self.dataset, "profile": self.profile,
                 "config": c.label, "scheme": c.scheme, "source": c.source,
                 "budget": c.spec.proposal_budget(**c.settings),
-                "tokens": self.tokens, "time": self.time, "rounds": len(self.untimed)}
+                "tokens": self.tokens, "useful_tokens": self.useful_tokens, "time": self.time,
+                "rounds": len(self.untimed)}
 
     def rounds_frame(self) -> pl.DataFrame:
         rows = [r.as_row() for r in self.records]
