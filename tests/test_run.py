@@ -218,6 +218,16 @@ def test_multirun_has_a_parent_run_with_tagged_children(tmp_path):
         "mlflow.note.content"]
     assert f"sweep parent run {pid} (FINISHED); open it: python -m workbench.ui" in res.stdout
     assert "best speedup" in res.stdout
+    # Target-only is replayed by one job and reused by the other, which names the entry and the run.
+    assert res.stdout.count("target-only on k70_pro: replayed here") == 1
+    assert res.stdout.count("target-only on k70_pro: reused 4 windows replayed by run ") == 1
+    targets = [c for c in configs if c.data.params["method"] == "target_only"]
+    (reused,) = [c for c in targets if "reused_from" in c.data.params]
+    (replayed,) = [c for c in targets if c is not reused]
+    assert reused.data.params["reused_from"] == f"run {replayed.data.tags['mlflow.parentRunId']}"
+    assert reused.data.metrics["tps"] == replayed.data.metrics["tps"]
+    assert len({c.data.params["target_only_key"] for c in configs}) == 1
+    assert list((tmp_path / "sweep" / "target_only").glob("k70_pro-*/entry.json"))
 
 
 @pytest.mark.parametrize("launcher, target", [
