@@ -80,13 +80,28 @@ class Selection:
     def budgets(self) -> list[int]:
         return sorted(set().union(*(run_budgets(r) for r in self.runs)))
 
-    def title(self) -> str:
-        """One line for a chart's subtitle: what was selected, the experiment, the data kind, the budget."""
+    def title(self, drawn: pl.DataFrame | None = None) -> str:
+        """One line for a chart's subtitle: what was selected, the experiment, the data kind, the budget.
+
+        ``drawn``: the table the chart draws (``runs.tables_by_device``, with its ``run_id`` column). When the
+        selection spans budgets and the chart draws its speculative rows from fewer (each device x method from
+        the newest job), the title names the budget drawn, the selection's budgets and how to draw another."""
         b = self.budgets
         budget = f"As²d budget b={','.join(map(str, b))}" if b else "budget not recorded"
+        shown = self._drawn_budgets(drawn)
+        if shown and shown != b:
+            budget = (f"As²d budget b={','.join(map(str, shown))} drawn of b={','.join(map(str, b))} "
+                      "(the newest job per device x method; BUDGET=<b> draws another)")
         data = "SYNTHETIC trajectories, not speech" if self.data == SYNTHETIC else "speech"
         where = [] if self.what.split(" (")[0].endswith(f"experiment {self.experiment}") else [self.experiment]
         return " · ".join([self.what, *where, data, budget])
+
+    def _drawn_budgets(self, drawn: pl.DataFrame | None) -> list[int]:
+        if drawn is None or "run_id" not in drawn.columns:
+            return []
+        rows = drawn.filter(pl.col("method") != "target_only") if "method" in drawn.columns else drawn
+        ids = set(rows["run_id"].to_list())
+        return sorted(set().union(*(run_budgets(r) for r in self.runs if r.info.run_id in ids)))
 
     def drawn(self, run: Run) -> Selection:
         """The selection narrowed to the one run a figure read its table from (the newest that logged it)."""
