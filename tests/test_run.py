@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -102,6 +103,14 @@ def test_replay_job_logs_params_metrics_and_artifacts(tmp_path):
     figs = {a.path for a in mlflow.MlflowClient().list_artifacts(run.info.run_id, "figures")}
     assert {"figures/tps_cdf.png", "figures/tps_cdf.svg"} <= figs
     assert (db.parent / "artifacts").is_dir()  # artifacts live beside the store
+    # The summary leads with speedup beside the paper's, its values rounded for display (the metrics are not).
+    md = Path(mlflow.artifacts.download_artifacts(run_id=run.info.run_id, artifact_path="summary.md",
+                                                  dst_path=str(tmp_path / "md"))).read_text()
+    cols = [c.strip() for c in md.splitlines()[2].strip("|").split("|")]
+    assert cols[:4] == ["device", "method", "speedup", "paper_speedup"], cols
+    tps = m["k70_pro.as2d.tps"]
+    assert f"| {tps:.4g} |" in md and float(f"{tps:.4g}") != tps
+    assert not re.search(r"\d\.\d{5,}", md)
 
 
 def _check_replay_tables(run, m: dict, tmp_path: Path) -> None:
@@ -228,6 +237,9 @@ def test_multirun_has_a_parent_run_with_tagged_children(tmp_path):
     assert reused.data.metrics["tps"] == replayed.data.metrics["tps"]
     assert len({c.data.params["target_only_key"] for c in configs}) == 1
     assert list((tmp_path / "sweep" / "target_only").glob("k70_pro-*/entry.json"))
+    for r in [*runs(db), *configs]:  # every run, sweep parent to configuration, has a one-line description
+        line = r.data.tags.get("mlflow.note.content", "")
+        assert line and "\n" not in line, (r.info.run_name, line)
 
 
 @pytest.mark.parametrize("launcher, target", [
