@@ -167,7 +167,7 @@ def describe_child(params: Mapping[str, str], m: Mapping[str, Any]) -> str:
     what = params.get("config") or params["method"]
     source = f", candidates from {params['source']} (costs: param priced_as)" if params.get("source") else ""
     score = ", ".join(f"{k} {_fmt(m[k])}" for k in ("tps", "speedup") if m.get(k) is not None)
-    reused = f"; rows reused from {params['reused_from']} of this sweep" if params.get("reused_from") else ""
+    reused = f"; rows reused from {params['reused_from']} (same key)" if params.get("reused_from") else ""
     return f"{what} on {params['device']} ({params['clock']} clock, {data}{source}): {score}{reused}"
 
 
