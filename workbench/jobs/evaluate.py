@@ -47,10 +47,11 @@ def evaluate(windows: Sequence[Window], names: Sequence[str], profiles: Sequence
                               "as2d_wo_bc or use a same-vocabulary producer, e.g. model=whisper_base_int8")
     todo = [(p, n, rc) for p in profiles for n in names
             for rc in replay_configs(cfg, n, profile_source(p, source, roles), p, device_budget(cfg, p))]
-    target = {"model": str(cfg.model.name), "target": OmegaConf.to_container(cfg.model.target, resolve=True)}
+    target = None if store is None else {  # the target's identity, part of target-only's key
+        "model": str(cfg.model.name), "target": OmegaConf.to_container(cfg.model.target, resolve=True)}
     for profile, name, rc in tqdm(todo, desc="replay", unit="config"):
         priced = priced_as(windows, profile, roles)
-        if store is not None and rc.scheme == "target_only":
+        if store is not None and target is not None and rc.scheme == "target_only":
             key = baseline_key(priced, profile, rc, target)
             rows, reuse = store.rows(priced, profile, key, partial(replay_config, priced, profile, name, rc, True))
             reuses.append({"device": profile.name, "key": reuse.key, "reused": reuse.reused,
