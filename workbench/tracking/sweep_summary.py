@@ -58,7 +58,9 @@ def sweep_rows(children: list) -> pl.DataFrame:
     base = frame.filter(pl.col("method") == "target_only").select(*BASE, pl.col("tps").alias("tps_target"))
     frame = frame.drop("speedup", strict=False).join(base, on=list(BASE), how="left", nulls_equal=True)
     frame = frame.with_columns((pl.col("tps") / pl.col("tps_target")).alias("speedup"))
-    return frame.select([c for c in SHOWN if c in frame.columns] + [c for c in frame.columns if c not in SHOWN])
+    last = [c for c in ("target_only_key", "reused_from") if c in frame.columns]  # provenance, after the numbers
+    rest = [c for c in frame.columns if c not in SHOWN and c not in last]
+    return frame.select([c for c in SHOWN if c in frame.columns] + rest + last)
 
 
 def sweep_metrics(frame: pl.DataFrame) -> tuple[dict[str, float], str | None]:
