@@ -41,7 +41,7 @@ def _target_only(frames):
     return frames["windows"].filter(pl.col("method") == "target_only").sort("window_id")
 
 
-def test_second_job_reuses_and_a_changed_profile_or_windows_replays_again(tmp_path):
+def test_second_job_reuses_and_a_changed_profile_windows_or_target_replays_again(tmp_path):
     lines: list[str] = []
     first = _job(_cfg("model.budget=3"), BaselineStore(tmp_path, "run A", lines.append))
     second = _job(_cfg("model.budget=7"), BaselineStore(tmp_path, "run B", lines.append))
@@ -64,7 +64,9 @@ def test_second_job_reuses_and_a_changed_profile_or_windows_replays_again(tmp_pa
     fourth = _job(_cfg("model.budget=7", "dataset.seed=1"), BaselineStore(tmp_path, "run D", lines.append))
     assert "replayed here" in lines[3]  # other windows: no reuse
     assert not _target_only(fourth)["tokens"].equals(_target_only(first)["tokens"])
-    assert len(list(tmp_path.glob("k70_pro-*/entry.json"))) == 3
+    _job(_cfg("model.budget=7", "model.target.revision=abc123"), BaselineStore(tmp_path, "run E", lines.append))
+    assert "replayed here" in lines[4]  # another target: no reuse
+    assert len(list(tmp_path.glob("k70_pro-*/entry.json"))) == 4
 
 
 def test_reused_rows_are_audited_against_the_reference(tmp_path):
