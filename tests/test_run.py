@@ -100,6 +100,10 @@ def test_replay_job_logs_params_metrics_and_artifacts(tmp_path):
     # Only the settings it used: four methods ran, so no single `method.*`; the profile is a file.
     assert not [k for k in run.data.params if k.startswith(("method.", "device."))]
     assert run.data.params["device"] == "k70_pro" and run.data.tags["SYNTHETIC"] == "true"
+    # experiment=replay puts k70_pro at its deployed budget 7, not model.budget 3: figure titles read the tag
+    from workbench.figures.selection import run_budgets
+
+    assert run.data.tags["as2d.budgets"] == "7" and run_budgets(run) == {7}
     figs = {a.path for a in mlflow.MlflowClient().list_artifacts(run.info.run_id, "figures")}
     assert {"figures/tps_cdf.png", "figures/tps_cdf.svg"} <= figs
     assert (db.parent / "artifacts").is_dir()  # artifacts live beside the store

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 import polars as pl
 from mlflow.entities import Run
 
+from workbench.tracking.run_records import BUDGETS_TAG
+
 from .runs import (
     DEMO_EXPERIMENT,
     EXPERIMENT_ENV,
@@ -44,7 +46,11 @@ def data_kind(run: Run) -> str:
 
 
 def run_budgets(run: Run) -> set[int]:
-    """The As²d proposal budgets a job run replayed (its ``model.budget`` param; the demo logs it too)."""
+    """The As²d proposal budgets a job run replayed: its devices' own budgets (the ``as2d.budgets`` tag: under
+    ``budget_from: profile`` a phone replays its deployed budget, not ``model.budget``), else ``model.budget``."""
+    tagged = run.data.tags.get(BUDGETS_TAG, "")
+    if tagged:
+        return {int(b) for b in tagged.split(",") if b.strip().isdigit()}
     raw = run.data.params.get("model.budget")
     return {int(raw)} if raw and raw.isdigit() else set()
 

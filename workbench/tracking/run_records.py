@@ -22,6 +22,7 @@ from omegaconf import DictConfig
 
 from workbench.tracking.store import flatten
 
+BUDGETS_TAG = "as2d.budgets"  # a job run's As²d budgets as its devices replayed them ("3,7"), from device_budgets
 ROLE_TAG = "as2d.role"  # "job" on a job run, "config" on a configuration's child run, "selection", "sweep"
 CHILD_METRICS = ("tps", "speedup", "acceptance", "coverage", "readiness", "k_gt1_share", "slowdown_share",
                  "mean_accepted_length", "D", "V", "O", "H", "T", "bound", "matched")
@@ -288,6 +289,7 @@ def job_run_name(cfg: DictConfig) -> str:
     return "-".join(p for p in parts if p)
 
 
-__all__ = ["LEAD", "ROLE_TAG", "baseline_params", "child_records", "describe_job", "device_names", "honest_frame",
-           "honest_label", "job_metrics", "job_run_name", "lead_columns", "parse_label", "profile_files",
-           "selection_records", "source_label", "source_names", "summary_html", "summary_markdown", "used_params"]
+__all__ = ["BUDGETS_TAG", "LEAD", "ROLE_TAG", "baseline_params", "child_records", "describe_job", "device_names",
+           "honest_frame", "honest_label", "job_metrics", "job_run_name", "lead_columns", "parse_label",
+           "profile_files", "selection_records", "source_label", "source_names", "summary_html", "summary_markdown",
+           "used_params"]
