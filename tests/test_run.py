@@ -104,6 +104,7 @@ def test_replay_job_logs_params_metrics_and_artifacts(tmp_path):
     from workbench.figures.selection import run_budgets
 
     assert run.data.tags["as2d.budgets"] == "7" and run_budgets(run) == {7}
+    assert run.info.run_name == "replay-k70_pro-b7-synthetic"  # the name says the budget it replayed
     figs = {a.path for a in mlflow.MlflowClient().list_artifacts(run.info.run_id, "figures")}
     assert {"figures/tps_cdf.png", "figures/tps_cdf.svg"} <= figs
     assert (db.parent / "artifacts").is_dir()  # artifacts live beside the store

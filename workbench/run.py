@@ -273,7 +273,8 @@ def execute(cfg: DictConfig) -> JobResult:
         mlflow.set_tags(result.tags)
         budgets = result.tables.get("device_budgets")
         if budgets is not None and budgets.height:  # each device's own budget (budget_from=profile: phones at 7)
-            mlflow.set_tag(BUDGETS_TAG, ",".join(map(str, sorted(set(budgets["budget"].to_list())))))
+            used = sorted(set(budgets["budget"].to_list()))
+            mlflow.set_tags({BUDGETS_TAG: ",".join(map(str, used)), "mlflow.runName": job_run_name(cfg, used)})
         if synthetic:
             mlflow.set_tag("SYNTHETIC", "true")
         mlflow.log_metrics(clean_metrics(job_metrics(result.metrics, result.summary)))  # per-config: children

@@ -277,12 +277,15 @@ def describe_job(cfg: DictConfig, summary: pl.DataFrame | None, synthetic: bool)
     return line + "; one child run per configuration"
 
 
-def job_run_name(cfg: DictConfig) -> str:
-    """What a job run is: ``replay-k70_pro-b3``, ``demo-5devices-b3``, ``...-synthetic``."""
+def job_run_name(cfg: DictConfig, budgets: list[int] | None = None) -> str:
+    """What a job run is: ``replay-k70_pro-b3``, ``demo-5devices-b3,7``, ``...-synthetic``. ``budgets``: the
+    budgets its devices replayed (``device_budgets``), once known; before, ``model.budget``."""
     names = device_names(cfg)
     devices = names[0] if len(names) == 1 else f"{len(names)}devices" if names else None
     model = cfg.get("model")
     budget = model.get("budget") if model is not None else None
+    if budgets:
+        budget = ",".join(map(str, budgets))
     synthetic = bool(cfg.get("dataset", {}).get("synthetic", False))
     parts = [str(cfg.get("job")), devices, f"b{budget}" if budget is not None else None,
              "synthetic" if synthetic else None]
