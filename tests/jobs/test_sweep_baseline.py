@@ -7,6 +7,9 @@ temporary sweep directory; the Hydra sweep itself is ``tests/test_run.py``'s mul
 from __future__ import annotations
 
 import dataclasses
+import os
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -103,3 +106,17 @@ def test_parallel_jobs_replay_it_once(tmp_path):
     assert len(calls) == 1
     assert sum("waiting for another job" in line for line in lines) == 1
     assert sum("reused 4 windows" in line for line in lines) == 1
+
+
+def test_the_key_is_the_same_in_another_process(tmp_path):
+    """Parallel jobs are separate processes (another hash seed): their keys must still agree."""
+    code = "from tests.jobs.test_sweep_baseline import _key; print(_key())"
+    keys = {subprocess.run([sys.executable, "-c", code], cwd=CONF.parent, capture_output=True, text=True,
+                           env={**os.environ, "PYTHONHASHSEED": seed}, check=True).stdout.strip()
+            for seed in ("1", "2")}
+    assert keys == {_key()}
+
+
+def _key() -> str:
+    cfg = _cfg()
+    return baseline_key(load_windows(cfg), devices(cfg)[0], ReplayConfig("target_only"), {"model": "m"}).digest

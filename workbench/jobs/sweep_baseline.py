@@ -96,6 +96,8 @@ def canonical(value: Any) -> Any:
         return {str(k): canonical(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
     if isinstance(value, (list, tuple)):
         return [canonical(v) for v in value]
+    if isinstance(value, (set, frozenset)):  # sorted: a set's order changes from process to process
+        return sorted((canonical(v) for v in value), key=lambda v: json.dumps(v, sort_keys=True))
     if isinstance(value, np.ndarray):
         return value.tolist()
     if value is None or isinstance(value, (bool, int, float, str)):
