@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -99,9 +100,22 @@ def test_replay_job_logs_params_metrics_and_artifacts(tmp_path):
     # Only the settings it used: four methods ran, so no single `method.*`; the profile is a file.
     assert not [k for k in run.data.params if k.startswith(("method.", "device."))]
     assert run.data.params["device"] == "k70_pro" and run.data.tags["SYNTHETIC"] == "true"
+    # experiment=replay puts k70_pro at its deployed budget 7, not model.budget 3: figure titles read the tag
+    from workbench.figures.selection import run_budgets
+
+    assert run.data.tags["as2d.budgets"] == "7" and run_budgets(run) == {7}
+    assert run.info.run_name == "replay-k70_pro-b7-synthetic"  # the name says the budget it replayed
     figs = {a.path for a in mlflow.MlflowClient().list_artifacts(run.info.run_id, "figures")}
     assert {"figures/tps_cdf.png", "figures/tps_cdf.svg"} <= figs
     assert (db.parent / "artifacts").is_dir()  # artifacts live beside the store
+    # The summary leads with speedup beside the paper's, its values rounded for display (the metrics are not).
+    md = Path(mlflow.artifacts.download_artifacts(run_id=run.info.run_id, artifact_path="summary.md",
+                                                  dst_path=str(tmp_path / "md"))).read_text()
+    cols = [c.strip() for c in md.splitlines()[2].strip("|").split("|")]
+    assert cols[:4] == ["device", "method", "speedup", "paper_speedup"], cols
+    tps = m["k70_pro.as2d.tps"]
+    assert f"| {tps:.4g} |" in md and float(f"{tps:.4g}") != tps
+    assert not re.search(r"\d\.\d{5,}", md)
 
 
 def _check_replay_tables(run, m: dict, tmp_path: Path) -> None:
@@ -218,6 +232,19 @@ def test_multirun_has_a_parent_run_with_tagged_children(tmp_path):
         "mlflow.note.content"]
     assert f"sweep parent run {pid} (FINISHED); open it: python -m workbench.ui" in res.stdout
     assert "best speedup" in res.stdout
+    # Target-only is replayed by one job and reused by the other, which names the entry and the run.
+    assert res.stdout.count("target-only on k70_pro: replayed here") == 1
+    assert res.stdout.count("target-only on k70_pro: reused 4 windows replayed by run ") == 1
+    targets = [c for c in configs if c.data.params["method"] == "target_only"]
+    (reused,) = [c for c in targets if "reused_from" in c.data.params]
+    (replayed,) = [c for c in targets if c is not reused]
+    assert reused.data.params["reused_from"] == f"run {replayed.data.tags['mlflow.parentRunId']}"
+    assert reused.data.metrics["tps"] == replayed.data.metrics["tps"]
+    assert len({c.data.params["target_only_key"] for c in configs}) == 1
+    assert list((tmp_path / "sweep" / "target_only").glob("k70_pro-*/entry.json"))
+    for r in [*runs(db), *configs]:  # every run, sweep parent to configuration, has a one-line description
+        line = r.data.tags.get("mlflow.note.content", "")
+        assert line and "\n" not in line, (r.info.run_name, line)
 
 
 @pytest.mark.parametrize("launcher, target", [

@@ -239,6 +239,7 @@ def execute(cfg: DictConfig) -> JobResult:
     """Validate, run and track one job. Bad configs fail before an MLflow run exists."""
     from .tracking import log_children
     from .tracking.run_records import (
+        BUDGETS_TAG,
         child_records,
         describe_job,
         job_metrics,
@@ -271,6 +272,10 @@ def execute(cfg: DictConfig) -> JobResult:
         result = _run_job(module, cfg, out)
         _log_skipped_files(cfg, out, result)
         mlflow.set_tags(result.tags)
+        budgets = result.tables.get("device_budgets")
+        if budgets is not None and budgets.height:  # each device's own budget (budget_from=profile: phones at 7)
+            used = sorted(set(budgets["budget"].to_list()))
+            mlflow.set_tags({BUDGETS_TAG: ",".join(map(str, used)), "mlflow.runName": job_run_name(cfg, used)})
         if synthetic:
             mlflow.set_tag("SYNTHETIC", "true")
         mlflow.log_metrics(clean_metrics(job_metrics(result.metrics, result.summary)))  # per-config: children

@@ -215,13 +215,14 @@ def test_scale_recipe_composes_the_ray_and_slurm_launchers():
     for line in recipes()["scale"]:
         env, words = argv(line, {})
         over = [o for o in overrides(words) if o != "-m"]
-        # a sweep's values compose one by one: take the first of each
-        cfg = compose_cfg([o.split(",")[0] for o in over], hydra=True)
+        # a sweep's values compose one by one: take the first of each (a [list] is one value)
+        cfg = compose_cfg([o if "[" in o else o.split(",")[0] for o in over], hydra=True)
         launcher = next(o.split("=")[1] for o in over if o.startswith("hydra/launcher="))
         assert targets[launcher] in cfg.hydra.launcher._target_
         assert cfg.job == "replay"
         if launcher == "submitit_slurm":
             assert cfg.hydra.launcher.partition == "cpu"
+        assert list(cfg.methods) == ["target_only", "as2d"]  # a budget sweep with its own baseline
 
 
 # -- your own phone --------------------------------------------------------------------------------

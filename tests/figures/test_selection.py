@@ -94,6 +94,10 @@ def test_a_sweep_draws_its_jobs_each_device_and_method_once(store: dict[str, str
     by = dict(zip(frame["method"], frame["run_id"], strict=True))
     assert by == {"as2d": store["b7"], "target_only": store["b3"]} and len(used) == 2
     assert "b=3,7" in sel.title()
+    # the chart draws As²d from the b7 job only, and its title says so
+    assert "b=7 drawn of b=3,7" in sel.title(frame)
+    assert "drawn" not in select(Selector(sweep=store["sweep"], budget=3)).title(frame.filter(
+        pl.col("run_id") == store["b3"]))
 
 
 def test_a_budget_picks_one_job_of_a_sweep(store: dict[str, str]) -> None:

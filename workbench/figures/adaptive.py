@@ -12,7 +12,7 @@ from pathlib import Path
 import altair as alt
 import polars as pl
 
-from .paper import _title
+from .paper import _title, method_color
 from .paper_values import PAPER, THIS_RUN, table2
 from .report import Result, optional
 from .runs import OWN_HINTS, latest_table
@@ -48,7 +48,7 @@ def _chart(rows: pl.DataFrame, subtitle: str) -> alt.TopLevelMixin:
     base = alt.Chart(data.to_pandas())
     bars = base.mark_bar().encode(x=alt.X("method:N", sort=ORDER, title=None),
                                   y=alt.Y("pct:Q", title="% of hindsight oracle TPS"),
-                                  color=alt.Color("method:N", sort=ORDER, legend=None))
+                                  color=method_color(data["method"], field="method", legend=False))
     goal = base.mark_rule(strokeDash=[4, 3], color="black").encode(y="mean(goal):Q")  # the goal line
     return alt.layer(bars, goal).properties(width=170, height=220).facet(
         column=alt.Column("device:N", title=None)).properties(

@@ -16,7 +16,7 @@ import polars as pl
 
 from . import analysis as A
 from . import paper_values as PV
-from .paper import METHOD_LABEL, _title
+from .paper import METHOD_LABEL, _title, method_color
 from .report import Result
 from .runs import MissingTable, tables_by_device
 from .selection import Pick, resolve
@@ -52,7 +52,7 @@ def same_input_chart(cases: pl.DataFrame, subtitle: str) -> alt.TopLevelMixin:
         x=alt.X("device:N", title=None),
         xOffset=alt.XOffset("Method:N", sort=[METHOD_LABEL.get(m, m) for m in METHODS]),
         y=alt.Y("tps:Q", title="Window throughput (tokens/s)"),
-        color=alt.Color("Method:N", sort=[METHOD_LABEL.get(m, m) for m in METHODS]),
+        color=method_color(long["Method"]),
         tooltip=["window_id", "device", "Method", "tps"]).properties(width=220, height=200)
     title = _title("The same input on every device (D.4.5): each dataset's representative window", subtitle)
     return bars.facet(facet=alt.Facet("dataset:N", title=None), columns=3).properties(title=title)

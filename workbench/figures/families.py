@@ -66,7 +66,7 @@ def fig5_tps_cdf(sel: Pick = None) -> Result:
     selection = _select(sel, "as2d-replay")
     per, runs = tables_by_device(selection, "per_window")
     windows, _ = tables_by_device(selection, "windows")
-    sub = selection.title()
+    sub = selection.title(windows)  # the budget drawn, when a sweep spans several
     pooled = A.pooled_by_dataset(windows).filter(pl.col("dataset") == "all")
     paper = PV.table8().filter(pl.col("dataset") == "all")
     keep = pl.col("method").is_in(A.BASELINES + ("as2d",))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import altair as alt
 import polars as pl
 
-from .paper import _title
+from .paper import _title, method_color
 from .paper_values import PAPER, THIS_RUN, table14
 from .report import Result
 from .selection import Pick, job_table
@@ -28,7 +28,7 @@ def fig7_ondemand(sel: Pick = None) -> Result:
     frame, run, selection = job_table(sel, ONDEMAND, "requests")
     chart = alt.Chart(frame.select("checkpoint_s", "method", "request_tps").to_pandas()).mark_line(point=True).encode(
         x=alt.X("checkpoint_s:Q", title="request position (s)"), y=alt.Y("request_tps:Q", title="request-to-EOS TPS"),
-        color=alt.Color("method:N", title="Method")).properties(
+        color=method_color(frame["method"], field="method")).properties(
         width=420, height=220, title=_title("Native on-demand requests (Fig. 7)", selection.title()))
     return Result("fig7", {"ondemand": chart}, {f"{THIS_RUN}: request latency percentiles": tail_latency(frame)},
                   [run], selection=selection)

@@ -30,16 +30,34 @@ METHOD_COLOR = {
     "As²d w/o BC": "#8c564b",
     "As²d": "#d62728",
     "As²d online": "#2ca02c",
+    # the adaptive variants beyond the paper (docs/adaptive.md), named as their figure names them
+    "as2d_guarded": "#17becf",
+    "as2d_subst": "#e377c2",
+    "as2d_hybrid": "#aec7e8",
+    "as2d_sources": "#ffbb78",
+    "as2d_adaptive": "#98df8a",
+    "online_source_hindsight": "#c7c7c7",
+    "resident_choice_hindsight": "#dbdb8d",
 }
+# Figures that show scheme names (``as2d``) or the adaptive figure's fixed As²d colour them by the label.
+METHOD_ALIAS = {**METHOD_LABEL, "as2d_fixed": METHOD_LABEL["as2d"]}
 OTHER_COLOR = "#bcbd22"  # a label outside the catalog (e.g. a native row): one fixed hue, never a reused one
 
 
-def method_color(present: list[str] | pl.Series, title: str = "Method", field: str = "Method") -> alt.Color:
-    """The shared method palette for the labels ``present`` in a chart, in catalog order."""
+def _palette_key(value: str) -> str:
+    return METHOD_ALIAS.get(value, value)
+
+
+def method_color(present: list[str] | pl.Series, title: str = "Method", field: str = "Method",
+                 legend: bool = True) -> alt.Color:
+    """The shared method palette for the methods ``present`` in a chart (labels such as ``As²d`` or scheme
+    names such as ``as2d``: the same colour either way), in catalog order."""
     labels = list(dict.fromkeys(str(x) for x in present))
-    order = [m for m in METHOD_COLOR if m in labels] + sorted(x for x in labels if x not in METHOD_COLOR)
-    return alt.Color(f"{field}:N", title=title, sort=order,
-                     scale=alt.Scale(domain=order, range=[METHOD_COLOR.get(x, OTHER_COLOR) for x in order]))
+    rank = {m: i for i, m in enumerate(METHOD_COLOR)}
+    order = sorted(labels, key=lambda x: (rank.get(_palette_key(x), len(rank)), x))
+    return alt.Color(f"{field}:N", title=title, sort=order, legend=alt.Undefined if legend else None,
+                     scale=alt.Scale(domain=order, range=[METHOD_COLOR.get(_palette_key(x), OTHER_COLOR)
+                                                         for x in order]))
 
 
 def _need(df: pl.DataFrame, cols: list[str], what: str) -> None:

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 import polars as pl
 from mlflow.entities import Run
 
+from workbench.tracking.run_records import BUDGETS_TAG
+
 from .runs import (
     DEMO_EXPERIMENT,
     EXPERIMENT_ENV,
@@ -44,7 +46,11 @@ def data_kind(run: Run) -> str:
 
 
 def run_budgets(run: Run) -> set[int]:
-    """The As²d proposal budgets a job run replayed (its ``model.budget`` param; the demo logs it too)."""
+    """The As²d proposal budgets a job run replayed: its devices' own budgets (the ``as2d.budgets`` tag: under
+    ``budget_from: profile`` a phone replays its deployed budget, not ``model.budget``), else ``model.budget``."""
+    tagged = run.data.tags.get(BUDGETS_TAG, "")
+    if tagged:
+        return {int(b) for b in tagged.split(",") if b.strip().isdigit()}
     raw = run.data.params.get("model.budget")
     return {int(raw)} if raw and raw.isdigit() else set()
 
@@ -80,13 +86,28 @@ class Selection:
     def budgets(self) -> list[int]:
         return sorted(set().union(*(run_budgets(r) for r in self.runs)))
 
-    def title(self) -> str:
-        """One line for a chart's subtitle: what was selected, the experiment, the data kind, the budget."""
+    def title(self, drawn: pl.DataFrame | None = None) -> str:
+        """One line for a chart's subtitle: what was selected, the experiment, the data kind, the budget.
+
+        ``drawn``: the table the chart draws (``runs.tables_by_device``, with its ``run_id`` column). When the
+        selection spans budgets and the chart draws its speculative rows from fewer (each device x method from
+        the newest job), the title names the budget drawn, the selection's budgets and how to draw another."""
         b = self.budgets
         budget = f"As²d budget b={','.join(map(str, b))}" if b else "budget not recorded"
+        shown = self._drawn_budgets(drawn)
+        if shown and shown != b:
+            budget = (f"As²d budget b={','.join(map(str, shown))} drawn of b={','.join(map(str, b))} "
+                      "(the newest job per device x method; BUDGET=<b> draws another)")
         data = "SYNTHETIC trajectories, not speech" if self.data == SYNTHETIC else "speech"
         where = [] if self.what.split(" (")[0].endswith(f"experiment {self.experiment}") else [self.experiment]
         return " · ".join([self.what, *where, data, budget])
+
+    def _drawn_budgets(self, drawn: pl.DataFrame | None) -> list[int]:
+        if drawn is None or "run_id" not in drawn.columns:
+            return []
+        rows = drawn.filter(pl.col("method") != "target_only") if "method" in drawn.columns else drawn
+        ids = set(rows["run_id"].to_list())
+        return sorted(set().union(*(run_budgets(r) for r in self.runs if r.info.run_id in ids)))
 
     def drawn(self, run: Run) -> Selection:
         """The selection narrowed to the one run a figure read its table from (the newest that logged it)."""

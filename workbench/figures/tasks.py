@@ -22,6 +22,7 @@ from mlflow.entities import Run
 
 from workbench import metrics as M
 
+from .paper import method_color
 from .paper_values import PAPER, THIS_RUN
 from .report import Result
 from .runs import MissingTable, load_table, store_uri, table_names
@@ -132,7 +133,8 @@ def table3_tasks(sel: Pick = None, uri: str | None = None) -> Result:
     result.tables[f"{THIS_RUN}: task quality of the target output (every method reproduces it)"] = pl.concat(
         quality, how="diagonal_relaxed")
     result.charts["tps"] = alt.Chart(tps_frame.to_pandas()).mark_bar().encode(
-        x=alt.X("method:N", title=None), y=alt.Y("tps:Q", title="pooled TPS"), color="method:N",
+        x=alt.X("method:N", title=None), y=alt.Y("tps:Q", title="pooled TPS"),
+        color=method_color(tps_frame["method"], field="method"),
         column=alt.Column("task_label:N", title=None), row=alt.Row("device:N", title=None),
     ).properties(width=140, height=160, title={"text": "Table 3: TPS per task", "subtitle": selection.title()})
     return result

@@ -8,16 +8,18 @@ from replay or from the native clock.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import polars as pl
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
 from workbench import metrics as M
 from workbench.decoding import DECOUPLED
 from workbench.replay.engine import producer_plan, replay
 from workbench.replay.profile import DeviceProfile
+from workbench.replay.result import ReplayConfig
 from workbench.replay.sources import priced_as, profile_source
 from workbench.replay.trajectory import Window
 from workbench.tracking.partial import record
@@ -25,13 +27,17 @@ from workbench.tracking.partial import record
 from .base import ConfigError
 from .budgets import device_budget
 from .config import replay_configs, source_roles
+from .sweep_baseline import BaselineStore, ConfigRows, baseline_key
 
 
 def evaluate(windows: Sequence[Window], names: Sequence[str], profiles: Sequence[DeviceProfile],
-             cfg: DictConfig, source: str, keep_rounds: bool = True) -> dict[str, pl.DataFrame]:
+             cfg: DictConfig, source: str, keep_rounds: bool = True,
+             store: BaselineStore | None = None) -> dict[str, pl.DataFrame]:
     """Replay every (device, method, window), each device at its own budget (``jobs.budgets``, A.2);
-    return windows/rounds/stages frames."""
-    win_rows, rounds, stages = [], [], []
+    return windows/rounds/stages frames. With a sweep's ``store`` (``jobs.sweep_baseline``), target-only
+    is replayed once per device and data across the sweep's jobs; ``target_only_reuse`` says where each
+    device's rows came from."""
+    win_rows, rounds, stages, reuses = [], [], [], []
     roles = source_roles(cfg)
     if "as2d_wo_bc" in names:
         blind = [w.window_id for w in windows if source in w.sources and w.sources[source].confidences is None]
@@ -41,26 +47,55 @@ def evaluate(windows: Sequence[Window], names: Sequence[str], profiles: Sequence
                               "as2d_wo_bc or use a same-vocabulary producer, e.g. model=whisper_base_int8")
     todo = [(p, n, rc) for p in profiles for n in names
             for rc in replay_configs(cfg, n, profile_source(p, source, roles), p, device_budget(cfg, p))]
+    target = None if store is None else {  # the target's identity, part of target-only's key
+        "model": str(cfg.model.name), "target": OmegaConf.to_container(cfg.model.target, resolve=True)}
     for profile, name, rc in tqdm(todo, desc="replay", unit="config"):
-        plans: dict[str, Any] = {}
-        for w in priced_as(windows, profile, roles):
-            plan = None
-            if rc.scheme in DECOUPLED:
-                plan = plans.setdefault(w.window_id, producer_plan(w, rc.source, profile))
-            r = replay(w, rc, profile, plan=plan)
-            keys = {"device": profile.name, "method": name, "config": rc.label}
-            win_rows.append({**keys, "window_id": w.window_id, "dataset": w.dataset, "tokens": r.tokens,
-                             "useful_tokens": r.useful_tokens, "time": r.time})
-            record("replay_windows", win_rows[-1])  # kept on the FAILED run if a later window raises
-            if keep_rounds:
-                rounds.append(r.rounds_frame().with_columns(*(pl.lit(v).alias(k) for k, v in keys.items())))
-                stages.append(r.stages_frame().with_columns(*(pl.lit(v).alias(k) for k, v in keys.items()
-                                                              if k != "config")))
-    out = {"windows": M.tps_per_window(pl.DataFrame(win_rows))}
+        priced = priced_as(windows, profile, roles)
+        if store is not None and target is not None and rc.scheme == "target_only":
+            key = baseline_key(priced, profile, rc, target)
+            rows, reuse = store.rows(priced, profile, key, partial(replay_config, priced, profile, name, rc, True))
+            reuses.append({"device": profile.name, "key": reuse.key, "reused": reuse.reused,
+                           "computed_by": reuse.computed_by, "path": str(reuse.path)})
+            if reuse.reused:  # kept on the FAILED run if a later window raises, like the replayed rows
+                for row in rows.windows.iter_rows(named=True):
+                    record("replay_windows", row)
+        else:
+            rows = replay_config(priced, profile, name, rc, keep_rounds)
+        win_rows.append(rows.windows)
+        if keep_rounds:
+            rounds.append(rows.rounds)
+            stages.append(rows.stages)
+    out = {"windows": M.tps_per_window(pl.concat(win_rows, how="diagonal_relaxed"))}
     if keep_rounds:
         out["rounds"] = pl.concat(rounds, how="diagonal_relaxed")
         out["stages"] = pl.concat(stages, how="diagonal_relaxed")
+    if reuses:
+        out["target_only_reuse"] = pl.DataFrame(reuses)
     return out
+
+
+def replay_config(windows: Sequence[Window], profile: DeviceProfile, name: str, rc: ReplayConfig,
+                  keep_rounds: bool) -> ConfigRows:
+    """One configuration of method ``name`` on every window (audited per replay), as ``ConfigRows``."""
+    plans: dict[str, Any] = {}
+    win_rows, rounds, stages, outputs = [], [], [], {}
+    keys = {"device": profile.name, "method": name, "config": rc.label}
+    for w in windows:
+        plan = None
+        if rc.scheme in DECOUPLED:
+            plan = plans.setdefault(w.window_id, producer_plan(w, rc.source, profile))
+        r = replay(w, rc, profile, plan=plan)
+        outputs[w.window_id] = r.output
+        win_rows.append({**keys, "window_id": w.window_id, "dataset": w.dataset, "tokens": r.tokens,
+                         "useful_tokens": r.useful_tokens, "time": r.time})
+        record("replay_windows", win_rows[-1])  # kept on the FAILED run if a later window raises
+        if keep_rounds:
+            rounds.append(r.rounds_frame().with_columns(*(pl.lit(v).alias(k) for k, v in keys.items())))
+            stages.append(r.stages_frame().with_columns(*(pl.lit(v).alias(k) for k, v in keys.items()
+                                                          if k != "config")))
+    return ConfigRows(pl.DataFrame(win_rows),
+                      pl.concat(rounds, how="diagonal_relaxed") if rounds else None,
+                      pl.concat(stages, how="diagonal_relaxed") if stages else None, outputs)
 
 
 def per_window_method(windows: pl.DataFrame) -> pl.DataFrame:

@@ -21,6 +21,7 @@ from .budgets import budget_table, check_device_budgets, device_budget
 from .config import budget, check_widths, devices, methods
 from .corpus_accounting import corpus_accounting
 from .evaluate import evaluate, per_window_method, summarize
+from .sweep_baseline import sweep_store
 from .windows import check_dataset_root, cohort_tables, load_windows, quality_report
 
 
@@ -49,7 +50,7 @@ def run(cfg: DictConfig, out: Path) -> JobResult:
     windows = load_windows(cfg)
     source = cfg.source or next(iter(windows[0].sources), None)
     profiles = devices(cfg)
-    frames = evaluate(windows, methods(cfg), profiles, cfg, source)
+    frames = evaluate(windows, methods(cfg), profiles, cfg, source, store=sweep_store())  # target-only once a sweep
     summary, flat = summarize(frames)
     flat["exactness_mismatches"] = 0.0  # audited per replay; a mismatch raises before this line
     flat["windows"] = float(len(windows))

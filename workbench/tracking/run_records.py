@@ -22,6 +22,7 @@ from omegaconf import DictConfig
 
 from workbench.tracking.store import flatten
 
+BUDGETS_TAG = "as2d.budgets"  # a job run's As²d budgets as its devices replayed them ("3,7"), from device_budgets
 ROLE_TAG = "as2d.role"  # "job" on a job run, "config" on a configuration's child run, "selection", "sweep"
 CHILD_METRICS = ("tps", "speedup", "acceptance", "coverage", "readiness", "k_gt1_share", "slowdown_share",
                  "mean_accepted_length", "D", "V", "O", "H", "T", "bound", "matched")
@@ -167,7 +168,8 @@ def describe_child(params: Mapping[str, str], m: Mapping[str, Any]) -> str:
     what = params.get("config") or params["method"]
     source = f", candidates from {params['source']} (costs: param priced_as)" if params.get("source") else ""
     score = ", ".join(f"{k} {_fmt(m[k])}" for k in ("tps", "speedup") if m.get(k) is not None)
-    return f"{what} on {params['device']} ({params['clock']} clock, {data}{source}): {score}"
+    reused = f"; rows reused from {params['reused_from']} (same key)" if params.get("reused_from") else ""
+    return f"{what} on {params['device']} ({params['clock']} clock, {data}{source}): {score}{reused}"
 
 
 LABEL_COLUMNS = ("config", "source", "selected", "screened", "deployed")
@@ -209,6 +211,20 @@ def selection_records(metrics: Mapping[str, float], tables: Mapping[str, pl.Data
     return out
 
 
+def baseline_params(tables: Mapping[str, pl.DataFrame], device: str, method: str) -> dict[str, str]:
+    """In a sweep, the key of the device's target-only rows (``target_only_key``: the sweep summary's speedups
+    divide by the target-only of the same key) and, on a target-only run that reused another job's rows,
+    the run that replayed them (``reused_from``)."""
+    reuse = tables.get("target_only_reuse")
+    rows = [] if reuse is None else reuse.filter(pl.col("device") == device).to_dicts()
+    if not rows:
+        return {}
+    out = {"target_only_key": str(rows[0]["key"])}
+    if method == "target_only" and rows[0]["reused"]:
+        out["reused_from"] = str(rows[0]["computed_by"])
+    return out
+
+
 def child_records(summary: pl.DataFrame, metrics: Mapping[str, float], tables: Mapping[str, pl.DataFrame],
                   cfg: DictConfig) -> list[dict[str, Any]]:
     """One record per summary row (``name``, ``params`` = tags, plain-named ``metrics``, ``description``),
@@ -233,7 +249,7 @@ def child_records(summary: pl.DataFrame, metrics: Mapping[str, float], tables: M
             if k in fields:
                 fields[k] = honest_label(fields[k], names)
         params = {"device": device, "method": method, "clock": clock, "job": str(cfg.get("job")), **fields,
-                  "synthetic": str(synthetic)}
+                  "synthetic": str(synthetic), **baseline_params(tables, device, method)}
         m = {k: row[k] for k in CHILD_METRICS if k in row}
         if "exactness_mismatches" in metrics:
             m["exactness_mismatches"] = metrics["exactness_mismatches"]
@@ -261,18 +277,22 @@ def describe_job(cfg: DictConfig, summary: pl.DataFrame | None, synthetic: bool)
     return line + "; one child run per configuration"
 
 
-def job_run_name(cfg: DictConfig) -> str:
-    """What a job run is: ``replay-k70_pro-b3``, ``demo-5devices-b3``, ``...-synthetic``."""
+def job_run_name(cfg: DictConfig, budgets: list[int] | None = None) -> str:
+    """What a job run is: ``replay-k70_pro-b3``, ``demo-5devices-b3,7``, ``...-synthetic``. ``budgets``: the
+    budgets its devices replayed (``device_budgets``), once known; before, ``model.budget``."""
     names = device_names(cfg)
     devices = names[0] if len(names) == 1 else f"{len(names)}devices" if names else None
     model = cfg.get("model")
     budget = model.get("budget") if model is not None else None
+    if budgets:
+        budget = ",".join(map(str, budgets))
     synthetic = bool(cfg.get("dataset", {}).get("synthetic", False))
     parts = [str(cfg.get("job")), devices, f"b{budget}" if budget is not None else None,
              "synthetic" if synthetic else None]
     return "-".join(p for p in parts if p)
 
 
-__all__ = ["LEAD", "ROLE_TAG", "child_records", "describe_job", "device_names", "honest_frame", "honest_label",
-           "job_metrics", "job_run_name", "lead_columns", "parse_label", "profile_files", "selection_records",
-           "source_label", "source_names", "summary_html", "summary_markdown", "used_params"]
+__all__ = ["BUDGETS_TAG", "LEAD", "ROLE_TAG", "baseline_params", "child_records", "describe_job", "device_names",
+           "honest_frame", "honest_label", "job_metrics", "job_run_name", "lead_columns", "parse_label",
+           "profile_files", "selection_records", "source_label", "source_names", "summary_html", "summary_markdown",
+           "used_params"]

@@ -186,15 +186,19 @@ class SweepCallback(Callback):
               f"{ui_command(mlflow.get_tracking_uri(), exp_id, parent)}")
 
 
-def parent_run_id(cfg: DictConfig) -> str | None:
-    """The sweep's parent run id when this job is part of a multirun."""
+def sweep_dir() -> Path | None:
+    """The directory of this job's sweep (``hydra.sweep.dir``) when it is part of a multirun, else ``None``."""
     try:
         from hydra.core.hydra_config import HydraConfig
 
         hc = HydraConfig.get()
     except (ValueError, ImportError):
         return None
-    if str(hc.mode) != "RunMode.MULTIRUN":
-        return None
-    marker = Path(hc.sweep.dir) / SWEEP_FILE
-    return marker.read_text().strip() if marker.exists() else None
+    return Path(hc.sweep.dir) if str(hc.mode) == "RunMode.MULTIRUN" else None
+
+
+def parent_run_id(cfg: DictConfig) -> str | None:
+    """The sweep's parent run id when this job is part of a multirun."""
+    root = sweep_dir()
+    marker = None if root is None else root / SWEEP_FILE
+    return marker.read_text().strip() if marker is not None and marker.exists() else None

@@ -22,7 +22,11 @@ from mlflow.entities import Metric
 from workbench.tracking.run_records import ROLE_TAG, summary_html, summary_markdown
 from workbench.tracking.store import DESCRIPTION_TAG
 
-KEYS = ("device", "method", "config", "source", "priced_as", "budget", "clock", "synthetic")
+KEYS = ("device", "method", "config", "source", "priced_as", "budget", "clock", "synthetic", "target_only_key",
+        "reused_from")
+# the target-only a row's speedup divides by: same device, data kind and clock, and (in a sweep that kept its
+# target-only rows, ``jobs.sweep_baseline``) the same key: profile, windows, target and replay code
+BASE = ("device", "synthetic", "clock", "target_only_key")
 SHOWN = ("run", "device", "method", "config", "synthetic", "speedup", "oracle_gap", "tps", "tps_target", "tps_selected",
          "tps_oracle", "source", "priced_as", "budget", "clock")
 
@@ -30,7 +34,9 @@ SHOWN = ("run", "device", "method", "config", "synthetic", "speedup", "oracle_ga
 def sweep_rows(children: list) -> pl.DataFrame:
     """The sweep's configuration and selection runs as rows (newest first), target-only once per device x data."""
     rows, seen = [], set()
-    for c in sorted(children, key=lambda r: r.info.start_time or 0, reverse=True):
+    # newest first; of a target-only replayed once and reused, the run that replayed it
+    order = sorted(children, key=lambda r: (r.data.params.get("reused_from") is not None, -(r.info.start_time or 0)))
+    for c in order:
         role = c.data.tags.get(ROLE_TAG)
         if role not in ("config", "selection"):
             continue
@@ -39,7 +45,7 @@ def sweep_rows(children: list) -> pl.DataFrame:
             # its TPS is on the test split only: beside the oracle's, never over the whole-set target-only
             row.update(method="selection", config=c.data.params.get("selected"), tps=None)
         if row["method"] == "target_only":
-            key = (row["device"], row["synthetic"], row["clock"])
+            key = tuple(row[k] for k in BASE)
             if key in seen:
                 continue
             seen.add(key)
@@ -49,11 +55,12 @@ def sweep_rows(children: list) -> pl.DataFrame:
     frame = pl.DataFrame(rows, infer_schema_length=None)
     if "tps" not in frame.columns:
         return frame
-    base = frame.filter(pl.col("method") == "target_only").select("device", "synthetic", "clock",
-                                                                   pl.col("tps").alias("tps_target"))
-    frame = frame.drop("speedup", strict=False).join(base, on=["device", "synthetic", "clock"], how="left")
+    base = frame.filter(pl.col("method") == "target_only").select(*BASE, pl.col("tps").alias("tps_target"))
+    frame = frame.drop("speedup", strict=False).join(base, on=list(BASE), how="left", nulls_equal=True)
     frame = frame.with_columns((pl.col("tps") / pl.col("tps_target")).alias("speedup"))
-    return frame.select([c for c in SHOWN if c in frame.columns] + [c for c in frame.columns if c not in SHOWN])
+    last = [c for c in ("target_only_key", "reused_from") if c in frame.columns]  # provenance, after the numbers
+    rest = [c for c in frame.columns if c not in SHOWN and c not in last]
+    return frame.select([c for c in SHOWN if c in frame.columns] + rest + last)
 
 
 def sweep_metrics(frame: pl.DataFrame) -> tuple[dict[str, float], str | None]:
