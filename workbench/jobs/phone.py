@@ -98,8 +98,8 @@ def _real_models(cfg: DictConfig, kind: str, dirs: dict[str, str]) -> dict[str, 
     """The request's ``models`` for a real engine: the conf/model pair by name, on the phone's engine;
     ``dirs``: role -> device folder of a pushed model (``phone.models``)."""
     name = str(cfg.model.name)
-    return {role: {"name": name, "format": kind, **({"dir": dirs[role]} if role in dirs else {})}
-            for role in ("target", "producer")}
+    roles = ("target", "producer", *(["drafter"] if "drafter" in dirs else []))  # drafter: SD / ASP on cpp
+    return {role: {"name": name, "format": kind, **({"dir": dirs[role]} if role in dirs else {})} for role in roles}
 
 
 def _decode(cfg: DictConfig, pc: Any) -> Any:

@@ -226,7 +226,7 @@ int run_request(const Request& r, LineWriter& out, bool& started) {
 // write failure here has nothing left to report to, so it is dropped (the exit status says it).
 void last_line(FILE* file, const Json& line, bool to_stdout, bool to_file) {
     std::string text = line.dump() + "\n";
-    for (int fd : {to_stdout ? 1 : -1, to_file && file ? fileno(file) : -1}) {
+    for (int fd : {to_stdout ? protocol_fd : -1, to_file && file ? fileno(file) : -1}) {
         if (fd < 0) continue;
         size_t done = 0;
         while (done < text.size()) {
@@ -322,6 +322,10 @@ int main(int argc, char** argv) {
             return 2;
         }
     }
+#ifdef AS2D_WITH_MNN
+    // The JSONL stream keeps stdout to itself: whatever MNN prints there goes to stderr instead.
+    if (int copy = ::dup(1); copy >= 0 && ::dup2(2, 1) >= 0) protocol_fd = copy;
+#endif
     PidFile pid(pid_file);
     std::string path = batch.empty() ? request : batch;
     std::ifstream in(path);

@@ -261,6 +261,8 @@ Request parse_request(const Json& j, const std::string& base_dir) {
     return r;
 }
 
+int protocol_fd = 1;
+
 Json LineWriter::start(const char* type) {
     Json o = Json::object();
     o.set("v", PROTOCOL_VERSION);
@@ -275,7 +277,7 @@ void LineWriter::write(const Json& line) {
     // mid-run leaves only whole lines behind, and a reader sees each line as soon as it exists.
     // Either failure ends the run: a host that stopped reading (broken pipe, unplugged phone) is gone,
     // and a file that cannot take a whole line (full disk) would keep a half line as its last.
-    write_all(1, text, "stdout");
+    write_all(protocol_fd, text, "stdout");
     if (file_) write_all(fileno(file_), text, "output file");
 }
 

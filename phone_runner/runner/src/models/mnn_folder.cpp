@@ -51,7 +51,13 @@ void check_features(const WindowSpec& w, size_t i, const MnnFolder& target) {
     if (w.features.empty())
         throw ProtocolFailure("bad_request", "request field '" + what + "': the Whisper target on MNN reads log-mel "
                                              "features (the host sends them with phone.runner=cpp)", w.window_id);
-    NpyArray a = read_npy_f32(w.features, what, /*header_only=*/true);
+    NpyArray a;
+    try {
+        a = read_npy_f32(w.features, "request field '" + what + "'", /*header_only=*/true);
+    } catch (ProtocolFailure& e) {
+        e.window_id = w.window_id;
+        throw;
+    }
     std::vector<int64_t> want{1, target.mel_bins, target.frames};
     if (a.shape != want && a.shape != std::vector<int64_t>(want.begin() + 1, want.end())) {
         std::string got;
@@ -112,6 +118,11 @@ void check_mnn_request(const Request& r) {
         const WindowSpec& w = r.windows[i];
         if (target.whisper) {
             check_features(w, i, target);
+            for (Token t : w.prompt)
+                if (t >= target.vocab_size)
+                    throw ProtocolFailure("bad_request", "request field 'windows[" + std::to_string(i) + "].prompt': id " +
+                                                             std::to_string(t) + " outside the target's vocabulary",
+                                          w.window_id);
         } else if (w.prompt.empty()) {
             throw ProtocolFailure("bad_request", "request field 'windows[" + std::to_string(i) + "].prompt': the MNN "
                                                  "LLM engine needs the prompt token ids", w.window_id);

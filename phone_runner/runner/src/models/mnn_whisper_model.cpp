@@ -9,6 +9,7 @@
 
 #include <MNN/MNNForwardType.h>
 #include <MNN/expr/Executor.hpp>
+#include <MNN/expr/ExecutorScope.hpp>
 #include <MNN/expr/ExprCreator.hpp>
 #include <MNN/expr/Module.hpp>
 
@@ -18,6 +19,7 @@
 namespace as2d {
 
 using MNN::Express::Executor;
+using MNN::Express::ExecutorScope;
 using MNN::Express::Module;
 using MNN::Express::VARP;
 
@@ -52,17 +54,26 @@ VARP i32(const std::vector<int>& shape, const std::vector<int>& data) {
     return v;
 }
 
-std::shared_ptr<Module> load(const std::string& path, const std::vector<std::string>& ins,
-                             const std::vector<std::string>& outs, const ModelSpec& spec) {
-    MNN::ScheduleConfig sc;
-    sc.type = spec.backend == "opencl" ? MNN_FORWARD_OPENCL : spec.backend == "vulkan" ? MNN_FORWARD_VULKAN : MNN_FORWARD_CPU;
-    sc.numThread = spec.threads;
+MNNForwardType forward_type(const ModelSpec& spec) {
+    return spec.backend == "opencl" ? MNN_FORWARD_OPENCL : spec.backend == "vulkan" ? MNN_FORWARD_VULKAN : MNN_FORWARD_CPU;
+}
+
+MNN::BackendConfig backend_config(const ModelSpec& spec) {
     MNN::BackendConfig bc;  // precision as workbench.models.mnn.runtime names it; int8: low memory (dynamic int8)
     const std::string& p = spec.precision;
     bc.precision = p == "high" || p == "fp32" ? MNN::BackendConfig::Precision_High
                  : p == "low" || p == "fp16" || p == "int8" ? MNN::BackendConfig::Precision_Low
                                                              : MNN::BackendConfig::Precision_Normal;
     bc.memory = p == "int8" ? MNN::BackendConfig::Memory_Low : MNN::BackendConfig::Memory_Normal;
+    return bc;
+}
+
+std::shared_ptr<Module> load(const std::string& path, const std::vector<std::string>& ins,
+                             const std::vector<std::string>& outs, const ModelSpec& spec) {
+    MNN::ScheduleConfig sc;
+    sc.type = forward_type(spec);
+    sc.numThread = spec.threads;
+    MNN::BackendConfig bc = backend_config(spec);
     sc.backendConfig = &bc;
     std::shared_ptr<Executor::RuntimeManager> rt(Executor::RuntimeManager::createRuntimeManager(sc));
     Module::Config mc;
@@ -91,6 +102,10 @@ MnnWhisperModel::MnnWhisperModel(const ModelSpec& spec, const MnnFolder& folder,
         begin_.at(x.as_int("begin_suppress_ids[]")) = -inf;
     max_positions_ = cfg.get("max_target_positions")->as_int("max_target_positions");
     ScopedAffinity pin(spec.cpus);  // worker threads MNN starts while loading inherit the placement
+    // Its own executor: the target and the producer run on two threads, and MNN's default executor
+    // is one per process. Every MNN call below runs inside an ExecutorScope of it (thread-local).
+    executor_ = Executor::newExecutor(forward_type(spec), backend_config(spec), spec.threads);
+    ExecutorScope scope(executor_);
     encoder_ = load(folder.dir + "/encoder.mnn", {"features"}, {"cross_k", "cross_v"}, spec);
     decoder_ = load(folder.dir + "/decoder.mnn", {"tokens", "positions", "past_k", "past_v", "cross_k", "cross_v"},
                     {"logits", "new_k", "new_v"}, spec);
@@ -106,13 +121,19 @@ MnnWhisperModel::MnnWhisperModel(const ModelSpec& spec, const MnnFolder& folder,
     state_->kv_shape = {layers, 1, heads, 0, d_model / heads};
 }
 
-MnnWhisperModel::~MnnWhisperModel() = default;
+MnnWhisperModel::~MnnWhisperModel() {
+    ExecutorScope scope(executor_);  // Vars and modules go before their executor
+    state_.reset();
+    decoder_.reset();
+    encoder_.reset();
+}
 
 void MnnWhisperModel::pin_current_thread() { ScopedAffinity(spec_.cpus, /*keep=*/true); }
 
 std::string MnnWhisperModel::describe() const { return "mnn-whisper:" + spec_.name + "@" + spec_.backend; }
 
 std::vector<MnnWhisperModel::Row> MnnWhisperModel::forward(const Tokens& ids, bool begin) {
+    ExecutorScope scope(executor_);
     State& s = *state_;
     const int k = static_cast<int>(ids.size());
     if (static_cast<int64_t>(s.length) + k > max_positions_)
@@ -149,6 +170,7 @@ std::vector<MnnWhisperModel::Row> MnnWhisperModel::forward(const Tokens& ids, bo
 void MnnWhisperModel::crop(size_t keep) {
     State& s = *state_;
     if (keep >= s.length) return;
+    ExecutorScope scope(executor_);
     // [layers, 1, heads, length, head_dim] -> the first ``keep`` positions (one host copy: rejections are rare)
     const int layers = s.kv_shape[0], heads = s.kv_shape[2], dim = s.kv_shape[4];
     std::vector<int> shape{layers, 1, heads, static_cast<int>(keep), dim};
@@ -165,6 +187,7 @@ void MnnWhisperModel::crop(size_t keep) {
 }
 
 Token MnnWhisperModel::prefill() {
+    ExecutorScope scope(executor_);
     state_->past_k = nullptr;
     state_->past_v = nullptr;
     state_->length = 0;

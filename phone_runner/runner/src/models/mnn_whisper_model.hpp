@@ -47,6 +47,7 @@ private:
     std::optional<Token> eos_id_;
     std::vector<float> mask_, begin_;              // additive: 0 or -inf per vocabulary id
     int64_t max_positions_ = 448;
+    std::shared_ptr<MNN::Express::Executor> executor_;  // declared first: destroyed last
     std::shared_ptr<MNN::Express::Module> encoder_, decoder_;
     std::unique_ptr<State> state_;
     size_t verify_base_ = 0;
