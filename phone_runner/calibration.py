@@ -88,11 +88,16 @@ def fit_profile(measures: pl.DataFrame, base: DeviceProfile, base_raw: Mapping[s
         node = {k: {"v": v["v"], **derived} if isinstance(v, dict) and "v" in v else v for k, v in spec.items()}
         kind = spec["kind"]
         op, key = ("chunk_service", "chunk_service_ms") if kind == "chunk" else ("producer_forward", "forward_ms")
-        got = ms(op, source=sname)
+        got, beside = ms(op, source=sname, concurrent=False), ms(op, source=sname, concurrent=True)
         if sname == base.serial_drafter and ms("draft_forward", source=sname):
             got = ms("draft_forward", source=sname)
         if got:
             node[key] = _stat(got, where)
+        if got and beside:  # D.2.1: the producer's service beside the verifier over its idle service
+            node["concurrent_factor"] = {
+                "v": round(statistics.median(beside) / statistics.median(got), 4),
+                "source": f"{where}: median per-token {key[:-3]} beside the verify sweep (n={len(beside)}) over "
+                          f"idle (n={len(got)})"}
         sources[sname] = node
     raw: dict[str, Any] = {
         "schema": "device-profile/1", "name": name, "device": model,

@@ -123,7 +123,8 @@ def run_torch(req: Request, base: Path, out: Any) -> dict[str, float]:
 
 def calibrate_torch(req: Request, base: Path, out: Any) -> None:
     """Calibrate mode with real weights (D.2): time target forwards at each width K and prefix
-    offset, idle and with the producer generating beside it, and the producer's service per token.
+    offset, idle and with the producer generating beside it, and the producer's service per token, alone
+    and beside the verify sweep (their ratio is the source's measured ``concurrent_factor``).
     Every ``measure`` line is one timed forward (``time.perf_counter``); nothing is copied from
     ``pricing``. What this engine does not time (serial drafter, ASP extras, chunk sources) is absent,
     so the host's fit takes it from its base profile under a stated ``derived:`` rule."""
@@ -159,8 +160,13 @@ def calibrate_torch(req: Request, base: Path, out: Any) -> None:
         with ProducerLoad(setup.producer, aw.audio, setup.max_output) as load:
             load.passes(None)  # back to back until the sweep is done (coexistence, D.2.1)
             rows = verify_sweep(setup.pair, aw, widths, reps, warm, concurrent=True, offsets=offsets)
-            load.end_load()
+            beside = load.end_load()
         emit(rows, True)
+        if source is not None and plan.get("producer_forward", True):  # its service beside the verifier
+            for rep, (n, seconds) in enumerate(beside):
+                if n:
+                    out("measure", op="producer_forward", width=None, offset=None, concurrent=True, source=source,
+                        repetition=rep, ms=1000.0 * seconds / n)
     if source is not None and plan.get("producer_forward", True):
         with ProducerLoad(setup.producer, aw.audio, setup.max_output) as load:
             passes, _ = load.passes(warm + reps)

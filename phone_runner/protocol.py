@@ -285,7 +285,12 @@ def _check_windows(obj: dict[str, Any], engine: dict[str, Any]) -> list[Any]:
         if w.get("max_output") is not None:
             _int(w, "max_output", f"windows[{i}].max_output", 1)
         prompt = w.get("prompt")
-        _need(prompt is None or _kind_ok(prompt, "ints"), f"windows[{i}].prompt", "expected token ids or null")
+        _need(prompt is None or (_kind_ok(prompt, "ints") and all(t >= 0 for t in prompt)), f"windows[{i}].prompt",
+              "expected token ids (>= 0) or null")
+        eos = w.get("eos_id")
+        _need(eos is None or (_is_int(eos) and eos >= 0), f"windows[{i}].eos_id", f"{eos!r}; expected an id or null")
+        for key in ("audio", "features"):
+            _need(w.get(key) is None or isinstance(w[key], str), f"windows[{i}].{key}", "expected a path or null")
         if engine["kind"] == "reference":
             _check_reference(w.get("reference"), f"windows[{i}].reference")
         else:

@@ -216,20 +216,32 @@ def new_run_id() -> str:
     return uuid.uuid4().hex[:12]
 
 
-def audio_entries(dev: adbutils.AdbDevice, audio: Sequence[Any], out_dir: Path) -> list[dict[str, Any]]:
+def audio_entries(dev: adbutils.AdbDevice, audio: Sequence[Any], out_dir: Path,
+                  decode: Any = None) -> list[dict[str, Any]]:
     """Push audio windows (``.npy``, sha256-skipped) and return their request entries. Paths are
-    relative to the request's folder (``runs/<id>/``), so they hold on a phone and on loopback."""
+    relative to the request's folder (``runs/<id>/``), so they hold on a phone and on loopback.
+    ``decode`` (``inputs.DecodeInputs``): each entry also carries the target's prompt ids and EOS
+    id, and -- when it has a feature shape -- the encoder's log-mel features, pushed as ``.npy``."""
     import numpy as np
+
+    from .inputs import save_npy
 
     local = out_dir / "phone" / "inputs"
     local.mkdir(parents=True, exist_ok=True)
     files, entries = {}, []
     for w in audio:
-        name = f"{hashlib.sha256(w.window_id.encode()).hexdigest()[:16]}.npy"
-        np.save(local / name, np.asarray(w.audio, dtype=np.float32), allow_pickle=False)
-        files[f"inputs/{name}"] = local / name
-        entries.append({"window_id": w.window_id, "dataset": "demo", "audio": f"../../inputs/{name}",
-                        "features": None, "prompt": None, "max_output": None, "reference": None})
+        stem = hashlib.sha256(w.window_id.encode()).hexdigest()[:16]
+        save_npy(local / f"{stem}.npy", np.asarray(w.audio))
+        files[f"inputs/{stem}.npy"] = local / f"{stem}.npy"
+        entry = {"window_id": w.window_id, "dataset": "demo", "audio": f"../../inputs/{stem}.npy",
+                 "features": None, "prompt": None, "eos_id": None, "max_output": None, "reference": None}
+        if decode is not None:
+            entry.update(prompt=list(decode.prompt), eos_id=decode.eos_id)
+            if decode.mel_bins is not None:
+                save_npy(local / f"{stem}.features.npy", decode.features(w.audio))
+                files[f"inputs/{stem}.features.npy"] = local / f"{stem}.features.npy"
+                entry["features"] = f"../../inputs/{stem}.features.npy"
+        entries.append(entry)
     deploy(dev, files, progress=False)
     return entries
 

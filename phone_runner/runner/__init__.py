@@ -52,9 +52,26 @@ TOOLCHAINS = {"host": None, "aarch64": HERE / "cmake" / "aarch64-linux-gnu.cmake
 CROSS_TOOLS = {"aarch64": ("aarch64-linux-gnu-g++", "g++-aarch64-linux-gnu")}
 
 
-def build(build_dir: Path, jobs: int = 2, arch: str = "host") -> Path:
-    """Configure and build the reference runner (no MNN) into ``build_dir``: for this host, or
-    cross-compiled (``arch="aarch64"``: static, runs under ``qemu-aarch64``)."""
+def mnn_wheel() -> list[str]:
+    """CMake options that link the MNN engine against the ``MNN`` pip wheel's library (host only)."""
+    import importlib.util
+    import sysconfig
+
+    spec = importlib.util.find_spec("_mnncengine")
+    if spec is None or not spec.origin:
+        raise RunnerBuildError("the MNN pip wheel is not installed (pip install MNN==3.6.1): the host MNN "
+                               "build links its library")
+    libpython = Path(str(sysconfig.get_config_var("LIBDIR"))) / str(sysconfig.get_config_var("LDLIBRARY"))
+    if libpython.suffix != ".so" or not libpython.is_file():
+        raise RunnerBuildError(f"{libpython} is not a shared libpython: the MNN wheel's library needs one "
+                               "(a Python built with --enable-shared)")
+    return ["-DAS2D_WITH_MNN=ON", f"-DMNN_WHEEL_LIB={spec.origin}", f"-DMNN_WHEEL_PYTHON_LIB={libpython}"]
+
+
+def build(build_dir: Path, jobs: int = 2, arch: str = "host", mnn: str | None = None) -> Path:
+    """Configure and build the runner into ``build_dir``: the reference runner (no MNN) for this host,
+    or cross-compiled (``arch="aarch64"``: static, runs under ``qemu-aarch64``); ``mnn="wheel"``: the
+    host build with the MNN engine, linked against the ``MNN`` pip wheel (:func:`mnn_wheel`)."""
     tools = [("cmake", "cmake"), ("c++", "g++")] + ([CROSS_TOOLS[arch]] if arch in CROSS_TOOLS else [])
     for tool, package in tools:
         if shutil.which(tool) is None:
@@ -63,7 +80,7 @@ def build(build_dir: Path, jobs: int = 2, arch: str = "host") -> Path:
     gen = ["-G", "Ninja"] if shutil.which("ninja") else []
     chain = [f"-DCMAKE_TOOLCHAIN_FILE={TOOLCHAINS[arch]}"] if TOOLCHAINS[arch] else []
     for cmd in (["cmake", "-S", str(HERE), "-B", str(build_dir), *gen, *chain, "-DCMAKE_BUILD_TYPE=Release",
-                 "-DAS2D_WITH_MNN=OFF"],
+                 *(mnn_wheel() if mnn == "wheel" else ["-DAS2D_WITH_MNN=OFF"])],
                 ["cmake", "--build", str(build_dir), "-j", str(jobs)]):
         done = subprocess.run(cmd, capture_output=True, text=True)
         if done.returncode != 0:
@@ -74,18 +91,22 @@ def build(build_dir: Path, jobs: int = 2, arch: str = "host") -> Path:
     return binary
 
 
-def runner_binary(arch: str = "host") -> Path:
+def runner_binary(arch: str = "host", mnn: str | None = None) -> Path:
     """An ``as2d_runner`` built from the current sources: for this host (setup's build, else a cached
-    one) or for ``arch`` (``aarch64``: cached like the host build, keyed on the sources' hash)."""
-    if arch == "host" and _fresh(SETUP_BUILD):
+    one) or for ``arch`` (``aarch64``: cached like the host build, keyed on the sources' hash);
+    ``mnn="wheel"``: the host build with the MNN engine on the pip wheel's library (cached likewise)."""
+    if mnn is not None and (mnn != "wheel" or arch != "host"):
+        raise RunnerBuildError(f"--mnn {mnn} --arch {arch}: the host build links the MNN wheel (--mnn wheel); "
+                               "a phone's MNN build is build_android.sh")
+    if arch == "host" and mnn is None and _fresh(SETUP_BUILD):
         return SETUP_BUILD
-    target = cache_root() / (source_hash() + ("" if arch == "host" else f"-{arch}"))
+    target = cache_root() / (source_hash() + ("" if arch == "host" else f"-{arch}") + ("-mnn-wheel" if mnn else ""))
     binary = target / "as2d_runner"
     if binary.exists():
         return binary
     tmp = target.with_name(f"{target.name}.tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
-    build(tmp, arch=arch)
+    build(tmp, arch=arch, mnn=mnn)
     try:
         tmp.rename(target)  # atomic: a concurrent builder either wins or finds ours
     except OSError:
@@ -94,9 +115,12 @@ def runner_binary(arch: str = "host") -> Path:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m phone_runner.runner [--arch aarch64]``: build (or find) the runner, print its path."""
+    """``python -m phone_runner.runner [--arch aarch64] [--mnn wheel]``: build (or find) the runner, print its path."""
     import argparse
 
     ap = argparse.ArgumentParser(prog="python -m phone_runner.runner", description=main.__doc__)
     ap.add_argument("--arch", choices=sorted(TOOLCHAINS), default="host")
-    print(runner_binary(ap.parse_args(argv).arch))
+    ap.add_argument("--mnn", choices=["wheel"], default=None,
+                    help="host build with the MNN engine, linked against the MNN pip wheel's library")
+    args = ap.parse_args(argv)
+    print(runner_binary(args.arch, mnn=args.mnn))

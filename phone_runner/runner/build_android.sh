@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Cross-compile as2d_runner for Android (arm64-v8a) with the MNN engine (MnnLlmModel).
+# Cross-compile as2d_runner for Android (arm64-v8a) with the MNN engine (MnnWhisperModel, MnnLlmModel).
 #
 # Run it on a machine with the Android NDK. It never downloads anything: fetching MNN is the one
 # network step, and it is yours (once):
@@ -47,14 +47,21 @@ fi
 common=(-DCMAKE_TOOLCHAIN_FILE="$TOOLCHAIN" -DANDROID_ABI="$ABI" -DANDROID_PLATFORM="android-$API_LEVEL"
         -DANDROID_STL=c++_static -DCMAKE_BUILD_TYPE=Release)
 
-echo "build_android: 1/2 MNN $MNN_TAG for $ABI (static, LLM engine, OpenCL=$OPENCL)"
+# What each adapter needs from MNN:
+# * Whisper (MnnWhisperModel): the Express Module API (inside libMNN with MNN_SEP_BUILD=OFF) to load
+#   encoder.mnn / decoder.mnn with mutable shapes (K-wide verify, a growing KV); MNN_LOW_MEMORY for
+#   int8 exports (dynamic int8 compute); MNN_ARM82 for fp16 (precision low). No MNN_BUILD_AUDIO: the
+#   host sends log-mel features, so the phone computes none.
+# * LLM folders (MnnLlmModel): MNN_BUILD_LLM and MNN_SUPPORT_TRANSFORMER_FUSE.
+echo "build_android: 1/2 MNN $MNN_TAG for $ABI (static, Express modules + LLM engine, OpenCL=$OPENCL)"
 cmake -S "$MNN_SRC" -B "$BUILD_DIR/mnn" "${common[@]}" \
   -DMNN_BUILD_SHARED_LIBS=OFF -DMNN_SEP_BUILD=OFF -DMNN_BUILD_LLM=ON -DMNN_LOW_MEMORY=ON \
   -DMNN_SUPPORT_TRANSFORMER_FUSE=ON -DMNN_ARM82=ON -DMNN_OPENCL="$OPENCL" -DMNN_USE_LOGCAT=ON \
+  -DMNN_BUILD_AUDIO=OFF -DMNN_BUILD_OPENCV=OFF \
   -DMNN_BUILD_TEST=OFF -DMNN_BUILD_BENCHMARK=OFF -DMNN_BUILD_TOOLS=OFF -DMNN_BUILD_DEMO=OFF
 cmake --build "$BUILD_DIR/mnn" -j "$JOBS" --target MNN  # static: the LLM engine is inside libMNN.a
 
-echo "build_android: 2/2 as2d_runner with MnnLlmModel"
+echo "build_android: 2/2 as2d_runner with MnnWhisperModel and MnnLlmModel"
 cmake -S "$HERE" -B "$BUILD_DIR/runner" "${common[@]}" \
   -DAS2D_WITH_MNN=ON -DMNN_SOURCE_DIR="$MNN_SRC" -DMNN_BUILD_DIR="$BUILD_DIR/mnn"
 cmake --build "$BUILD_DIR/runner" -j "$JOBS"

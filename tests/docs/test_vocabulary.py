@@ -38,9 +38,13 @@ PROVENANCE = re.compile(r"^(conf/device/[^/]+\.yaml|docs/results\.md)$")
 PROVENANCE_ONLY = {"a development run's date"}
 
 
+# Third-party files copied unchanged (their own copyright lines and dates) are not the project's text.
+THIRD_PARTY = "phone_runner/runner/third_party/"
+
+
 def tracked_text_files() -> list[str]:
     out = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
-    return [p for p in out.decode().split("\0") if p and p != SELF]
+    return [p for p in out.decode().split("\0") if p and p != SELF and not p.startswith(THIRD_PARTY)]
 
 
 def hits(path: str, text: str) -> list[str]:

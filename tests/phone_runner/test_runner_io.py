@@ -57,6 +57,12 @@ def run(tmp: Path, req: dict[str, Any] | str) -> tuple[int, list[dict[str, Any]]
 AS2D = ReplayConfig("as2d", source="qwen", budget=7)
 
 
+def _real(r: dict, kind: str, **over: Any) -> dict:
+    """``r`` on a real engine: its windows carry audio (PROTOCOL.md: real engines need audio or features)."""
+    wins = [{**w, "audio": "clip.npy"} for w in r["windows"]]
+    return {**r, "engine": {"kind": kind, "clock": "real"}, "windows": wins, **over}
+
+
 @pytest.mark.parametrize("mutate, code, needle", [
     (lambda r: "{not json", "bad_request", "not valid JSON"),
     (lambda r: {**r, "v": 2}, "bad_request", "protocol version 2"),
@@ -64,14 +70,14 @@ AS2D = ReplayConfig("as2d", source="qwen", budget=7)
     (lambda r: {**r, "scheme": {**r["scheme"], "name": "medusa"}}, "bad_request", "'scheme.name'"),
     (lambda r: {**r, "mode": "ondemand"}, "bad_request", "'mode': 'ondemand'"),  # PROTOCOL.md: not in C++ yet
     (lambda r: {**r, "windows": [{**r["windows"][0], "reference": None}]}, "bad_request", "reference"),
-    (lambda r: {**r, "engine": {"kind": "torch", "clock": "real"}}, "unsupported_backend", "torch"),
-    (lambda r: {**r, "engine": {"kind": "mnn", "clock": "real"},
-                "models": {"target": {"dir": "models/target", "backend": "npu"}}}, "unsupported_backend", "npu"),
-    (lambda r: {**r, "engine": {"kind": "mnn", "clock": "real"},
-                "models": {"target": {"dir": "models/target"}, "producer": {"dir": "models/draft"}}},
+    (lambda r: {**r, "engine": {"kind": "torch", "clock": "real"}}, "bad_request", "needs audio or features"),
+    (lambda r: _real(r, "torch"), "unsupported_backend", "torch"),
+    (lambda r: _real(r, "mnn", models={"target": {"dir": "models/target", "backend": "npu"}}),
+     "unsupported_backend", "npu"),
+    (lambda r: _real(r, "mnn", models={"target": {"dir": "models/target"}, "producer": {"dir": "models/draft"}}),
      "missing_file", "config.json"),
-    (lambda r: {**r, "engine": {"kind": "mnn", "clock": "real"},
-                "models": {"target": {"dir": "models/target", "precision": "fp8"}}}, "unsupported_backend", "fp8"),
+    (lambda r: _real(r, "mnn", models={"target": {"dir": "models/target", "precision": "fp8"}}),
+     "unsupported_backend", "fp8"),
     (lambda r: {**r, "scheme": {**r["scheme"], "settings": {**r["scheme"]["settings"], "anchor_order": "sideways"}}},
      "bad_request", "anchor_order"),
     (lambda r: {**r, "pricing": pricing_from_profile(load_profile("xiaomi_14")),

@@ -49,6 +49,13 @@ def validate(cfg: DictConfig) -> None:
         raise ConfigError("phone.engine.kind", "the reference engine echoes the base profile's prices, so its "
                           "calibration is a protocol check, not a measurement", fix="calibrate with "
                           "phone.engine.kind=torch (or mnn), or set phone.write_protocol_check=true to write it anyway")
+    if pc.runner == "cpp" and pc.engine.get("kind") == "torch":
+        raise ConfigError("phone.engine.kind", "the C++ runner has the reference and mnn engines, not torch",
+                          fix="use phone.engine.kind=mnn with phone.runner=cpp, or phone.runner=python for torch")
+    if pc.runner == "cpp" and pc.engine.get("kind") == "mnn" and cfg.model.target.get("family") != "whisper":
+        raise ConfigError("model.target.family", f"{cfg.model.target.get('family')!r}: the C++ runner's MNN "
+                          "engine runs Whisper targets (the host sends their prompt ids and log-mel features)",
+                          fix="use a Whisper pair (model=whisper_base) or phone.runner=python")
     for role, folder in pc.models.items():
         if folder is not None and not Path(str(folder)).is_dir():
             raise ConfigError(f"phone.models.{role}", f"{folder!r} is not a folder: give the local model folder "
@@ -91,8 +98,18 @@ def _real_models(cfg: DictConfig, kind: str, dirs: dict[str, str]) -> dict[str, 
     """The request's ``models`` for a real engine: the conf/model pair by name, on the phone's engine;
     ``dirs``: role -> device folder of a pushed model (``phone.models``)."""
     name = str(cfg.model.name)
-    return {role: {"name": name, "format": kind, **({"dir": dirs[role]} if role in dirs else {})}
-            for role in ("target", "producer")}
+    roles = ("target", "producer", *(["drafter"] if "drafter" in dirs else []))  # drafter: SD / ASP on cpp
+    return {role: {"name": name, "format": kind, **({"dir": dirs[role]} if role in dirs else {})} for role in roles}
+
+
+def _decode(cfg: DictConfig, pc: Any) -> Any:
+    """The C++ runner has no tokenizer or feature extractor: the host sends the target's prompt ids,
+    EOS id and encoder features (``phone_runner.inputs``). The Python runner loads the pair itself."""
+    if pc.runner != "cpp":
+        return None
+    from phone_runner.inputs import decode_inputs
+
+    return decode_inputs(OmegaConf.to_container(cfg.model, resolve=True), features=True)
 
 
 def run(cfg: DictConfig, out: Path) -> JobResult:
@@ -153,7 +170,8 @@ def calibrate_phone(cfg: DictConfig, out: Path) -> JobResult:
 
         calib = demo_windows(float(cfg.phone.get("max_seconds") or 25.0),
                              model=OmegaConf.to_container(cfg.model, resolve=True))[0][:1]
-        windows, models = audio_entries(dev, calib, out), _real_models(cfg, kind, pc.deploy_models(dev))
+        windows = audio_entries(dev, calib, out, _decode(cfg, pc))
+        models = _real_models(cfg, kind, pc.deploy_models(dev))
     req = build_request(run_id, ReplayConfig("target_only"), windows, base, pc, mode="calibrate", calibrate=plan,
                         models=models)
     local = out / "phone" / "calibrate.jsonl"
@@ -204,7 +222,7 @@ def native_phone(cfg: DictConfig, out: Path) -> JobResult:
         from workbench.native.windows import demo_windows
 
         audio = demo_windows(float(cfg.phone.get("max_seconds") or 25.0))[1][: int(limit) if limit else None]
-        entries, ids = audio_entries(dev, audio, out), [w.window_id for w in audio]
+        entries, ids = audio_entries(dev, audio, out, _decode(cfg, pc)), [w.window_id for w in audio]
         names = ["target_only", *[n for n in names if n != "target_only"]]
         source = profile_source(profile, "producer", roles)
         kind = str(pc.engine.get("kind"))

@@ -38,9 +38,11 @@ def _producer_load_main(conn: Any, spec: ProducerSpec, audio: Any, cap: int, sto
     """Generate the producer stream back to back: ``RunPasses(n)`` passes, or until ``stop`` (load mode)."""
     life = Liveness()  # a calibration whose parent died must not keep a producer spinning
     try:
-        conn.send(Loaded(spec.placement.apply()))
+        placed = spec.placement.apply()
         model = ProducerModel(spec)
         encoded = model.encode(audio)  # once: passes measure decoding only
+        # Loaded only now: a sweep "beside the producer" must not start while the producer still loads
+        conn.send(Loaded(placed))
         while True:
             msg = life.recv(conn, IDLE_TIMEOUT_S, "waiting for the next calibration request")
             if isinstance(msg, Quit):

@@ -22,8 +22,10 @@
 #include "protocol.hpp"
 #include "real_clock.hpp"
 #include "virtual_clock.hpp"
+#include "models/mnn_folder.hpp"
 #ifdef AS2D_WITH_MNN
 #include "models/mnn_llm_model.hpp"
+#include "models/mnn_whisper_model.hpp"
 #endif
 
 using namespace as2d;
@@ -54,29 +56,7 @@ void check_request(const Request& r) {
     if (r.engine_kind == "torch")
         throw ProtocolFailure("unsupported_backend", "engine.kind 'torch': the C++ runner has reference and mnn engines");
     if (r.engine_kind == "mnn") {
-        // Check the request fully first (files, backends), then whether this build can run it.
-        std::vector<std::string> roles{"target"};
-        if (r.mode == "calibrate") {
-            if (r.models.count("drafter")) roles.push_back("drafter");
-        } else if (r.scheme != "target_only") {
-            roles.push_back(is_decoupled(r.scheme) ? "producer" : "drafter");
-        }
-        for (const std::string& role : roles) {
-            auto it = r.models.find(role);
-            if (it == r.models.end()) throw ProtocolFailure("bad_request", "request field 'models." + role + "': missing");
-            const ModelSpec& m = it->second;
-            if (m.backend != "cpu" && m.backend != "opencl" && m.backend != "vulkan")
-                throw ProtocolFailure("unsupported_backend", "models." + role + ".backend '" + m.backend +
-                                                                 "': the MNN engine runs cpu, opencl or vulkan");
-            static const std::set<std::string> precisions = {"low", "normal", "high", "fp32", "fp16", "int8"};
-            if (!precisions.count(m.precision))
-                throw ProtocolFailure("unsupported_backend", "models." + role + ".precision '" + m.precision +
-                                                                 "': choose low, normal, high, fp32, fp16 or int8");
-            std::string dir = !m.dir.empty() && m.dir[0] == '/' ? m.dir : r.base_dir + "/" + m.dir;
-            if (m.dir.empty() || !std::ifstream(dir + "/config.json").good())
-                throw ProtocolFailure("missing_file", "models." + role + ".dir: no MNN model at " + dir +
-                                                          " (config.json missing; push the exported model first)");
-        }
+        check_mnn_request(r);  // the request fully first (folders, inputs), then whether this build runs it
 #ifndef AS2D_WITH_MNN
         throw ProtocolFailure("unsupported_backend", "engine.kind 'mnn': this runner was built without MNN "
                                                      "(rebuild with -DAS2D_WITH_MNN=ON, see build_android.sh)");
@@ -111,6 +91,17 @@ void check_request(const Request& r) {
                                   w.window_id);
 }
 
+#ifdef AS2D_WITH_MNN
+// The MNN model a role's folder holds: a Whisper export (features in) or an MNN LLM folder (prompt ids in).
+std::unique_ptr<Model> mnn_model(const Request& r, const std::string& role, const WindowSpec& w, const Tokens& prompt,
+                                 std::optional<Token> eos_id) {
+    MnnFolder folder = mnn_folder(r, role);
+    if (folder.whisper) return std::make_unique<MnnWhisperModel>(r.models.at(role), folder, w.features, prompt, eos_id);
+    return std::make_unique<MnnLlmModel>(r.models.at(role), r.base_dir, prompt.empty() ? w.prompt : prompt,
+                                         eos_id ? eos_id : w.traj.eos_id);
+}
+#endif
+
 RunResult run_window(const Request& r, const WindowSpec& w) {
     const bool full = r.drain == "full";
     if (r.engine_kind == "reference") {
@@ -130,18 +121,15 @@ RunResult run_window(const Request& r, const WindowSpec& w) {
         return run_real(r.scheme, r.settings, w, m, Pacer(&*r.pricing), full);
     }
 #ifdef AS2D_WITH_MNN
-    Tokens prompt;
-    if (const Json* p = r.raw.get("windows")->as_array("windows")[&w - &r.windows[0]].get("prompt"); p && !p->is_null())
-        for (const Json& x : p->as_array("prompt")) prompt.push_back(x.as_int("prompt[]"));
-    MnnLlmModel target(r.models.at("target"), r.base_dir, prompt, w.traj.eos_id);
-    std::unique_ptr<MnnLlmModel> helper;  // drafter (serial schemes) or producer (decoupled)
-    const char* role = is_decoupled(r.scheme) ? "producer" : "drafter";
+    const bool serial = r.scheme != "target_only" && !is_decoupled(r.scheme);
+    const char* role = serial ? "drafter" : "producer";
+    std::unique_ptr<Model> target = mnn_model(r, "target", w, w.prompt, w.traj.eos_id);
+    std::unique_ptr<Model> helper;  // drafter (serial schemes) or producer (decoupled); its own prompt and EOS
     if (r.scheme != "target_only") {
-        if (!r.models.count(role)) throw ProtocolFailure("bad_request", std::string("request field 'models.") + role + "': missing");
-        helper = std::make_unique<MnnLlmModel>(r.models.at(role), r.base_dir, prompt, w.traj.eos_id);
+        helper = mnn_model(r, role, w, {}, std::nullopt);
         helper->prefill();  // source prefill finishes before the clock starts (A.3)
     }
-    RealModels m{&target, helper.get(), helper.get(), r.settings.source, r.batch_tokens};
+    RealModels m{target.get(), helper.get(), helper.get(), r.settings.source, r.batch_tokens};
     return run_real(r.scheme, r.settings, w, m, Pacer(nullptr), full);
 #else
     throw ProtocolFailure("unsupported_backend", "built without MNN");
@@ -152,18 +140,15 @@ void run_calibration(const Request& r, LineWriter& out) {
     try {
         if (r.engine_kind == "reference") return calibrate(r, out, nullptr, nullptr);
 #ifdef AS2D_WITH_MNN
-        const Json* prompt_json = r.raw.get("calibrate")->get("prompt");
-        if (!prompt_json) throw ProtocolFailure("bad_request", "request field 'calibrate.prompt': the MNN engine needs prompt ids");
-        Tokens prompt;
-        for (const Json& x : prompt_json->as_array("calibrate.prompt")) prompt.push_back(x.as_int("prompt[]"));
-        MnnLlmModel target(r.models.at("target"), r.base_dir, prompt, std::nullopt);
-        target.prefill();
-        std::unique_ptr<MnnLlmModel> drafter;
+        const WindowSpec& w = r.windows.at(0);  // the calibration window: its prompt, features or audio
+        std::unique_ptr<Model> target = mnn_model(r, "target", w, w.prompt, w.traj.eos_id);
+        target->prefill();
+        std::unique_ptr<Model> drafter;
         if (r.models.count("drafter")) {
-            drafter = std::make_unique<MnnLlmModel>(r.models.at("drafter"), r.base_dir, prompt, std::nullopt);
+            drafter = mnn_model(r, "drafter", w, {}, std::nullopt);
             drafter->prefill();
         }
-        calibrate(r, out, &target, drafter.get());
+        calibrate(r, out, target.get(), drafter.get());
 #endif
     } catch (const WidthNotPriced& e) {
         throw ProtocolFailure("width_not_priced", e.what());
@@ -241,7 +226,7 @@ int run_request(const Request& r, LineWriter& out, bool& started) {
 // write failure here has nothing left to report to, so it is dropped (the exit status says it).
 void last_line(FILE* file, const Json& line, bool to_stdout, bool to_file) {
     std::string text = line.dump() + "\n";
-    for (int fd : {to_stdout ? 1 : -1, to_file && file ? fileno(file) : -1}) {
+    for (int fd : {to_stdout ? protocol_fd : -1, to_file && file ? fileno(file) : -1}) {
         if (fd < 0) continue;
         size_t done = 0;
         while (done < text.size()) {
@@ -337,6 +322,10 @@ int main(int argc, char** argv) {
             return 2;
         }
     }
+#ifdef AS2D_WITH_MNN
+    // The JSONL stream keeps stdout to itself: whatever MNN prints there goes to stderr instead.
+    if (int copy = ::dup(1); copy >= 0 && ::dup2(2, 1) >= 0) protocol_fd = copy;
+#endif
     PidFile pid(pid_file);
     std::string path = batch.empty() ? request : batch;
     std::ifstream in(path);

@@ -54,6 +54,35 @@ Confs nums(const Json& j, const std::string& what) {
     return out;
 }
 
+std::string input_path(const Json& win, const std::string& key, const std::string& w, const std::string& base_dir) {
+    const Json* v = win.get(key);
+    if (!v || v->is_null()) return "";
+    if (!v->is_string()) bad(w + "." + key, "expected a path or null, got " + v->dump());
+    const std::string& s = v->as_string(w + "." + key);
+    return s.empty() || s[0] == '/' ? s : base_dir + "/" + s;
+}
+
+// What a real engine reads (PROTOCOL.md windows[i]): prompt ids, the EOS id, audio or features.
+// The same checks as phone_runner/protocol.py, for every engine (the reference engine ignores them).
+void parse_real_inputs(const Json& win, const std::string& w, const std::string& base_dir, bool reference,
+                       WindowSpec& ws) {
+    if (const Json* p = win.get("prompt"); p && !p->is_null()) {
+        if (!p->is_array()) bad(w + ".prompt", "expected token ids (>= 0) or null");
+        for (const Json& x : p->as_array(w + ".prompt")) {
+            if (!x.is_int() || x.as_int(w + ".prompt[]") < 0) bad(w + ".prompt", "expected token ids (>= 0) or null");
+            ws.prompt.push_back(x.as_int(w + ".prompt[]"));
+        }
+    }
+    const Json* eos = win.get("eos_id");
+    if (eos && !eos->is_null() && (!eos->is_int() || eos->as_int(w + ".eos_id") < 0))
+        bad(w + ".eos_id", eos->dump() + "; expected an id or null");
+    ws.audio = input_path(win, "audio", w, base_dir);
+    ws.features = input_path(win, "features", w, base_dir);
+    if (reference) return;
+    if (ws.audio.empty() && ws.features.empty()) bad(w, "needs audio or features");
+    if (eos && !eos->is_null()) ws.traj.eos_id = eos->as_int(w + ".eos_id");
+}
+
 Trajectory parse_reference(const Json& ref, const std::string& w) {
     Trajectory t;
     t.reference = ints(need(ref, "tokens", w), w + ".tokens");
@@ -221,6 +250,7 @@ Request parse_request(const Json& j, const std::string& base_dir) {
                 if (!ref || ref->is_null()) bad(w + ".reference", "the reference engine needs the greedy reference tokens");
                 ws.traj = parse_reference(*ref, w + ".reference");
             }
+            parse_real_inputs(wins[i], w, base_dir, reference, ws);
             r.windows.push_back(std::move(ws));
         }
     } catch (const JsonError& e) {
@@ -230,6 +260,8 @@ Request parse_request(const Json& j, const std::string& base_dir) {
     }
     return r;
 }
+
+int protocol_fd = 1;
 
 Json LineWriter::start(const char* type) {
     Json o = Json::object();
@@ -245,7 +277,7 @@ void LineWriter::write(const Json& line) {
     // mid-run leaves only whole lines behind, and a reader sees each line as soon as it exists.
     // Either failure ends the run: a host that stopped reading (broken pipe, unplugged phone) is gone,
     // and a file that cannot take a whole line (full disk) would keep a half line as its last.
-    write_all(1, text, "stdout");
+    write_all(protocol_fd, text, "stdout");
     if (file_) write_all(fileno(file_), text, "output file");
 }
 

@@ -62,6 +62,10 @@ struct WriteFailure : std::runtime_error {
     bool to_stdout;
 };
 
+// The descriptor protocol lines go to: stdout, or a copy of it when a model library may print on
+// stdout itself (MNN announces the CPU's features there); fd 1 then points at stderr.
+extern int protocol_fd;
+
 class LineWriter {
 public:
     LineWriter(FILE* also_to_file) : file_(also_to_file) {}

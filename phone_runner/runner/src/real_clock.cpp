@@ -84,7 +84,11 @@ RunResult run_real(const std::string& name, const SchemeSettings& settings, cons
                    const RealModels& m, const Pacer& pacer, bool drain_full) {
     const bool decoupled = is_decoupled(name);
     const bool target_only = name == "target_only";
-    PublicationBuffer buffer(settings.source, settings.source + "-producer", w.traj.vocab_size);
+    // Real engines' windows carry no vocabulary size (0): the producer shares the target's vocabulary
+    // (mnn_folder.cpp refuses any other), so there is no bound to check against.
+    std::optional<int64_t> vocab;
+    if (w.traj.vocab_size > 0) vocab = w.traj.vocab_size;
+    PublicationBuffer buffer(settings.source, settings.source + "-producer", vocab);
     auto scheme = make_scheme(name, settings, w.max_output, w.traj.eos_id, m.drafter, decoupled ? &buffer : nullptr);
     scheme->start(m.target->prefill());
 

@@ -19,8 +19,11 @@ namespace as2d {
 
 struct WindowSpec {  // what a clock needs to run one window
     std::string window_id;
-    Trajectory traj;
+    Trajectory traj;   // reference engine; real engines: only eos_id (the request's windows[i].eos_id)
     int max_output = 1;
+    Tokens prompt;         // real engines: the target's decoder prompt ids (empty: null in the request)
+    std::string audio;     // real engines: input paths, resolved against the request's folder
+    std::string features;  // log-mel features (.npy float32 [1, mel, frames]) for an encoder-decoder target
 };
 
 RunResult run_virtual(const std::string& scheme, const SchemeSettings& settings, const WindowSpec& window,
