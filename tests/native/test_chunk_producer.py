@@ -24,7 +24,7 @@ from workbench.errors import ConfigError  # noqa: E402
 from workbench.models.external import BLOCK_SECONDS, pocketsphinx_chunks  # noqa: E402
 from workbench.models.pair import load_pair  # noqa: E402
 from workbench.models.registry import load_model_config  # noqa: E402
-from workbench.native.chunks import ChunkProducerModel, chunk_block, chunk_setup  # noqa: E402
+from workbench.native.chunks import ChunkProducerModel, chunk_block, chunk_setup, chunk_timeline  # noqa: E402
 from workbench.native.driver import NativeHost  # noqa: E402
 from workbench.native.episodes import host_setup, run_scheme  # noqa: E402
 from workbench.native.shared import SharedBuffer  # noqa: E402
@@ -66,6 +66,12 @@ def test_the_pocketsphinx_chunk_producer_runs_natively_and_every_as2d_variant_is
         ends.add(total)
     assert len(published) in ends  # whole chunks only: a chunk the stop interrupted publishes nothing
     assert {s[0] for s in run.stages} >= {"verifier", "producer"}
+    # the run's own timeline: every published token belongs to the end of one chunk's recognition, in
+    # order, and the target's progress only grows
+    rows = chunk_timeline(run)
+    assert rows and sum(r.published for r in rows) == len(published)
+    assert all(a.end <= b.start + 1e-9 and a.committed <= b.committed for a, b in zip(rows, rows[1:], strict=False))
+    assert all(r.committed <= len(run.output) for r in rows) and rows[-1].end <= run.time + 1e-9
 
 
 def test_a_stop_request_inside_a_chunk_ends_the_producer_within_one_block_and_publishes_none_of_it(setup):

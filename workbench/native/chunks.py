@@ -134,10 +134,42 @@ class ChunkProducerModel:
             prev = now
             if stop.is_set() or n >= cap:
                 return n
-        end = time.perf_counter()  # the stream ended: the audio's last chunk, or a stop inside a chunk
-        if end > prev:
+        end = time.perf_counter()  # the stream ended: after the audio's last chunk, or stopped inside a chunk
+        if stop.is_set() and end > prev:  # the interrupted chunk's work (it published nothing)
             shared.add_span(prev, end)
         return n
 
 
-__all__ = ["CHUNK_FAMILY", "CHUNK_SOURCES", "ChunkProducerModel", "chunk_block", "chunk_setup", "is_chunk_block"]
+@dataclasses.dataclass(frozen=True)
+class ChunkTiming:
+    """One chunk of a native chunk-source run, on the decode clock (s): when its recognition ran,
+    how many tokens it published at its end (0: no words, or interrupted by the stop request), and
+    how many tokens the target had committed by then (the root from prefill included)."""
+
+    chunk: int
+    start: float
+    end: float
+    published: int
+    committed: int
+
+    @property
+    def decode_s(self) -> float:
+        return self.end - self.start
+
+
+def chunk_timeline(result: Any) -> list[ChunkTiming]:
+    """Where a chunk-source run's time went, from its own records (a ``driver.NativeResult``): one row
+    per producer busy span (a chunk), against the target's progress. The drain is
+    ``result.time - result.t_eos``."""
+    spans = sorted((s[2], s[3]) for s in result.stages if s[0] == "producer")
+    ends = sorted((r.t_end, len(r.committed)) for r in result.records)
+    rows = []
+    for i, (a, b) in enumerate(spans):
+        published = sum(1 for t in result.producer_times if abs(t - b) <= 1e-9)
+        committed = 1 + sum(n for t, n in ends if t <= b)
+        rows.append(ChunkTiming(i, a, b, published, committed))
+    return rows
+
+
+__all__ = ["CHUNK_FAMILY", "CHUNK_SOURCES", "ChunkProducerModel", "ChunkTiming", "chunk_block", "chunk_setup",
+           "chunk_timeline", "is_chunk_block"]
