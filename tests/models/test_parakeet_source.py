@@ -136,3 +136,33 @@ def test_ctc_chunks_in_a_qwen_vocabulary_keep_as2d_exact(source):
     # the buffer holds exactly the CTC text in the target's vocabulary (random models rarely align,
     # so acceptance is not asserted here; exactness is)
     assert qproc.tokenizer.decode([t for b in buf for t in b.tokens]) == "".join(p.text for p in pubs)
+
+
+def test_a_stop_request_before_a_chunks_forward_ends_the_stream_without_it(source):
+    """The stop request is asked before each chunk's features and again before its forward: one that
+    arrives between them (chunk 1) runs no further forward and publishes nothing of chunk 1. Features
+    prepared beforehand (``parakeet_ctc_features``, the producer's audio preparation) give the same
+    chunks."""
+    from workbench.models.external import parakeet_ctc_features
+
+    model, processor = source
+    codec = TextCodec(_byte_level(MERGES))
+    audio = _audio(6.0, seed=4)
+    forwards: list[int] = []
+    hook = model.register_forward_hook(lambda *_: forwards.append(1))
+    try:
+        full = list(parakeet_ctc_chunks(audio, codec, model, processor))
+        per_chunk, forwards[:] = len(forwards) // len(full), []
+        asked: list[int] = []
+
+        def stop() -> bool:
+            asked.append(1)
+            return len(asked) == 4  # chunk 0: features, forward; chunk 1: features, then the request
+        stopped = list(parakeet_ctc_chunks(audio, codec, model, processor, stop=stop))
+        assert len(forwards) == per_chunk >= 1  # chunk 0's forward only
+        prepared = list(parakeet_ctc_chunks(audio, codec, model, processor,
+                                            features=parakeet_ctc_features(audio, processor)))
+    finally:
+        hook.remove()
+    assert [p.chunk for p in stopped] == [0] and stopped[0].tokens == full[0].tokens
+    assert [p.tokens for p in prepared] == [p.tokens for p in full]
