@@ -197,8 +197,11 @@ def run_request(dev: adbutils.AdbDevice, request: dict[str, Any], *, runner: Seq
             if time.monotonic() > deadline:
                 raise failed(f"device {dev.serial}: the runner took longer than phone.timeout_s = {timeout_s:.0f} s; "
                              "stopped it", run, fix="raise phone.timeout_s if the run needs longer")
-    except ProtocolError as err:
-        raise failed(f"device {dev.serial}: {err}", run) from None
+    except ProtocolError as err:  # the same runner would break the protocol again: say what to fix first
+        raise failed(f"device {dev.serial}: {err}", run,
+                     fix="the runner wrote a line outside phone_runner/PROTOCOL.md (a library printing on "
+                         "stdout, or a runner built from another protocol version): rebuild or fix the "
+                         "runner") from None
     except (TimeoutError, adbutils.AdbTimeout):
         raise failed(f"device {dev.serial}: no runner output for phone.idle_timeout_s = {idle_timeout_s:.0f} s; "
                      "stopped it", run, fix="raise phone.idle_timeout_s for slow models") from None

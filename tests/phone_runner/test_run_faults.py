@@ -68,6 +68,16 @@ def test_a_runner_dying_mid_line_names_its_exit_status(loopback: LoopbackDevice,
     assert err.kept.startswith("0 finished window(s) in ")
 
 
+def test_a_line_outside_the_protocol_says_what_to_fix_before_the_rerun(loopback: LoopbackDevice,
+                                                                      tmp_path: Path) -> None:
+    fake = _fake_runner(loopback, tmp_path, "run", "sys.stdout.write('CPU features: neon\\n')", "")
+    err = _failed_line(tmp_path, "native_phone", f"phone.python={fake}", "methods=[target_only]",
+                       "phone.engine.clock=virtual")
+    assert "line 2" in str(err)
+    assert err.fix.startswith("the runner wrote a line outside phone_runner/PROTOCOL.md")
+    assert "rebuild or fix the runner, then rerun the same command to resume" in err.fix
+
+
 @pytest.mark.parametrize("runner", ["python", "cpp"])
 def test_a_disk_that_fills_mid_run_says_no_space(loopback: LoopbackDevice, tmp_path: Path, runner: str,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
