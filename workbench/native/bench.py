@@ -339,6 +339,8 @@ def parser() -> Any:
     ap.add_argument("--out-dir", default=None, help="default outputs/native/bench_<split>[_mnn]")
     ap.add_argument("--choice", default=None, help="the dev run's choice.json (default: <dev out-dir>/choice.json)")
     ap.add_argument("--markdown", default=None, help="also write the results table (machine, command, split, date)")
+    ap.add_argument("--section", default=None,
+                    help="--markdown's section name (default native-bench-<split>[_mnn]); another name keeps that one")
     ap.add_argument("--profile", default=None,
                     help="host profile for as2d_online's costs (default: this machine's, calibrated once if needed)")
     ap.add_argument("--on-mismatch", choices=("calibrate", "refuse"), default="calibrate",
@@ -439,7 +441,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     print("\n".join(machine_lines()[1:] + goals))
     if args.markdown:
         text = markdown(frames["summary"], command, args.split, len(windows), args.repeats, chosen, goals, losers)
-        print(f"results table -> {write_section(args.markdown, f'native-bench-{args.split}{suffix}', text)}")
+        section = args.section or f"native-bench-{args.split}{suffix}"
+        print(f"results table -> {write_section(args.markdown, section, text)}")
 
 
 if __name__ == "__main__":
