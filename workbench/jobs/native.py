@@ -63,6 +63,14 @@ def host_windows(cfg: DictConfig) -> list:
     """The evaluation windows of the run's dataset, packed up to ``native.max_seconds`` under the
     target's own audio limit: a paper dataset's chosen cohort split (``dataset.split``) as it is,
     the demo corpus's stratified test split (its dev split calibrates, never evaluates)."""
+    evals = split_windows(cfg, float(cfg.native.max_seconds), "test")
+    return evals[: cfg.native.max_windows or len(evals)]
+
+
+def split_windows(cfg: DictConfig, seconds: float, split: str) -> list:
+    """The run's dataset packed into windows of up to ``seconds`` under the target's audio limit: a
+    paper dataset's chosen cohort split as it is (ids ``eval``/``dev`` by ``split``), else the demo
+    corpus's stratified ``split`` (``dev`` or ``test``)."""
     from workbench.data.datasets.windows import model_max_seconds
     from workbench.native.windows import demo_windows, pack_windows
 
@@ -70,13 +78,12 @@ def host_windows(cfg: DictConfig) -> list:
 
     model = OmegaConf.to_container(cfg.model, resolve=True)
     corpus = demo_corpus(cfg)
-    seconds = float(cfg.native.max_seconds)
     if cfg.dataset.get("loader"):
-        evals = pack_windows(corpus, corpus.clips, seconds, prefix="eval", audio_limit=model_max_seconds(model))
-    else:
-        _, evals = demo_windows(seconds, float(cfg.dataset.dev_fraction), int(cfg.dataset.seed), corpus=corpus,
-                                model=model)
-    return evals[: cfg.native.max_windows or len(evals)]
+        return pack_windows(corpus, corpus.clips, seconds, prefix="eval" if split == "test" else "dev",
+                            audio_limit=model_max_seconds(model))
+    dev, test = demo_windows(seconds, float(cfg.dataset.dev_fraction), int(cfg.dataset.seed), corpus=corpus,
+                             model=model)
+    return test if split == "test" else dev
 
 
 def mismatches(runs: pl.DataFrame) -> dict[str, float]:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from .base import ConfigError, JobResult
 from .config import budget, check_models
@@ -62,20 +62,9 @@ def sources(cfg: DictConfig, producer: str) -> list[str]:
 def grid_windows(cfg: DictConfig) -> list:
     """Development windows: the demo corpus's dev split (a paper dataset's chosen cohort split as it
     is), packed up to ``grid.max_seconds`` under the target's audio limit, the first ``grid.max_windows``."""
-    from workbench.data.datasets.windows import model_max_seconds
-    from workbench.native.windows import demo_windows, pack_windows
+    from .native import split_windows
 
-    from .demo_traces import demo_corpus
-
-    model = OmegaConf.to_container(cfg.model, resolve=True)
-    corpus = demo_corpus(cfg)
-    seconds = float(cfg.grid.max_seconds)
-    if cfg.dataset.get("loader"):
-        dev = pack_windows(corpus, corpus.clips, seconds, prefix="dev", audio_limit=model_max_seconds(model))
-    else:
-        dev, _ = demo_windows(seconds, float(cfg.dataset.dev_fraction), int(cfg.dataset.seed), corpus=corpus,
-                              model=model)
-    return dev[: int(cfg.grid.max_windows)]
+    return split_windows(cfg, float(cfg.grid.max_seconds), "dev")[: int(cfg.grid.max_windows)]
 
 
 def grid_metrics(grid: pl.DataFrame, runs: pl.DataFrame) -> dict[str, float]:
