@@ -290,3 +290,14 @@ def test_mlflow_tracking_uri_env_overrides_the_default(tmp_path):
                          timeout=300)
     assert res.returncode == 0, res.stderr[-2000:]
     assert len(runs(db)) == 1
+
+
+def test_a_tasks_sweep_replays_target_only_once(tmp_path):
+    """The tasks job shares the sweep's target-only store like replay: one job replays, the other reuses."""
+    db = tmp_path / "t.db"
+    res = run_cli("-m", "experiment=tasks", "dataset.n_windows=4", "model.budget=1,3", "budget_from=model",
+                  "device=k70_pro", "methods=[target_only,as2d]", f"tracking.uri=sqlite:///{db}",
+                  f"hydra.sweep.dir={tmp_path}/sweep")
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.count("target-only on k70_pro: replayed here") == 1
+    assert res.stdout.count("target-only on k70_pro: reused ") == 1

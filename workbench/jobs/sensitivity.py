@@ -30,6 +30,7 @@ from .base import ConfigError, JobResult
 from .config import budget, check_widths, devices, methods, source_roles
 from .evaluate import evaluate, summarize
 from .oracle import _budgets, _splits
+from .sweep_baseline import sweep_store
 from .windows import cohort_tables, load_windows
 
 SCENARIOS = ("nominal", "low", "high")
@@ -110,7 +111,7 @@ def _ablation_rows(windows: list[Window], profile: DeviceProfile, wanted: list[s
     summaries, per = [], []
     for s in wanted:
         p = profile.scenario(s, fixed_widths(cfg))
-        frames = evaluate(windows, names, [p], cfg, source, keep_rounds=False)
+        frames = evaluate(windows, names, [p], cfg, source, keep_rounds=False, store=sweep_store())
         summary, _ = summarize(frames)
         tag = (pl.lit(profile.name).alias("device"), pl.lit(s).alias("scenario"))
         summaries.append(summary.select("method", "tps", *([c for c in ("speedup",) if c in summary.columns]))

@@ -31,6 +31,7 @@ from .config import devices, methods
 from .corpus_accounting import corpus_accounting
 from .evaluate import evaluate
 from .replay import validate as replay_validate
+from .sweep_baseline import sweep_store
 from .windows import load_windows, quality_report
 
 BASELINES = ("target_only", "sd", "asp")
@@ -80,7 +81,7 @@ def task_chart(table: pl.DataFrame, subtitle: str) -> alt.TopLevelMixin:
 def run(cfg: DictConfig, out: Path) -> JobResult:
     windows = load_windows(cfg)
     profiles = devices(cfg)
-    frames = evaluate(windows, methods(cfg), profiles, cfg, cfg.source)
+    frames = evaluate(windows, methods(cfg), profiles, cfg, cfg.source, store=sweep_store())  # target-only once a sweep
     table = task_table(frames)
     flat = {f"{r['device']}.{r['dataset']}.{r['method']}.{k}": float(r[k])
             for r in table.iter_rows(named=True)
