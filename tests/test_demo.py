@@ -113,6 +113,7 @@ CANNOT_FEED = {
     "fig7_ondemand": "native on-demand requests: experiment=ondemand, not the demo",
     "table15_energy": "request energy comes with experiment=ondemand (RAPL) or a phone monitor, not the demo",
     "fig9_streaming": "sustained streaming: experiment=streaming, not the demo",
+    "table14_native_grid": "the native drafter x K grid (Table 14): experiment=native_grid, not the demo",
     "table16_streaming": "sustained streaming: experiment=streaming, not the demo",
     "table3_tasks": "translation/QA replays on CoVoST 2 / Spoken SQuAD (task quality tables), not the demo",
     "b1_acceptance": "per-corpus acceptance comes from experiment=context_probe runs, not the demo",
