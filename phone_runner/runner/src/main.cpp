@@ -124,12 +124,12 @@ RunResult run_window(const Request& r, const WindowSpec& w) {
     const bool serial = r.scheme != "target_only" && !is_decoupled(r.scheme);
     const char* role = serial ? "drafter" : "producer";
     std::unique_ptr<Model> target = mnn_model(r, "target", w, w.prompt, w.traj.eos_id);
-    std::unique_ptr<Model> helper;  // drafter (serial schemes) or producer (decoupled); its own prompt and EOS
+    std::unique_ptr<Model> proposer;  // drafter (serial schemes) or producer (decoupled); its own prompt and EOS
     if (r.scheme != "target_only") {
-        helper = mnn_model(r, role, w, {}, std::nullopt);
-        helper->prefill();  // source prefill finishes before the clock starts (A.3)
+        proposer = mnn_model(r, role, w, {}, std::nullopt);
+        proposer->prefill();  // source prefill finishes before the clock starts (A.3)
     }
-    RealModels m{target.get(), helper.get(), helper.get(), r.settings.source, r.batch_tokens};
+    RealModels m{target.get(), proposer.get(), proposer.get(), r.settings.source, r.batch_tokens};
     return run_real(r.scheme, r.settings, w, m, Pacer(nullptr), full);
 #else
     throw ProtocolFailure("unsupported_backend", "built without MNN");

@@ -22,7 +22,7 @@ struct MnnFolder {
 MnnFolder mnn_folder(const Request& r, const std::string& role);
 
 // Every check of an mnn-engine request that needs no MNN: roles, backends, folders, each window's
-// prompt / features (header and shape), and one vocabulary for target and helper.
+// prompt / features (header and shape), and one vocabulary for target and proposer (drafter or producer).
 void check_mnn_request(const Request& r);
 
 }  // namespace as2d
