@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "../model.hpp"
+#include "greedy_propose.hpp"
 #include "../protocol.hpp"
 
 namespace MNN::Transformer { class Llm; }
@@ -32,7 +33,7 @@ public:
     void pin_current_thread() override;
 
 private:
-    struct Row { Token token; double prob; };
+    using Row = GreedyRow;
     std::vector<Row> forward(const Tokens& ids);  // greedy token and its softmax prob per position
     void rollback(size_t keep);                   // keep the first ``keep`` KV entries (prompt included)
 

@@ -209,28 +209,9 @@ Tokens MnnWhisperModel::verify(Token root, const Tokens& chain) {
 void MnnWhisperModel::keep(int accepted) { crop(verify_base_ + 1 + static_cast<size_t>(accepted)); }
 
 Proposal MnnWhisperModel::propose(const Tokens& prefix, int n, std::optional<double> stop_below) {
-    Proposal p;
-    size_t common = 0;
-    while (common < kv_.size() && common < prefix.size() && kv_[common] == prefix[common]) ++common;
-    p.catchup = static_cast<int>(prefix.size() - common);
-    Row next = first_;
-    if (p.catchup > 0 || kv_.size() > common) {  // else: reuse the last logits (ASP's paired branch)
-        crop(prompt_.size() + common);
-        next = forward(Tokens(prefix.begin() + static_cast<std::ptrdiff_t>(common), prefix.end())).back();
-        p.forwards = 1;
-    }
-    kv_ = prefix;
-    p.confidences.emplace();
-    while (static_cast<int>(p.tokens.size()) < n) {
-        p.tokens.push_back(next.token);
-        p.confidences->push_back(next.prob);
-        if ((stop_below && next.prob < *stop_below) || static_cast<int>(p.tokens.size()) == n) break;
-        next = forward({next.token}).back();
-        kv_.push_back(p.tokens.back());
-        ++p.forwards;
-    }
-    first_ = next;
-    return p;
+    return greedy_propose(prefix, n, stop_below, prompt_.size(), kv_, first_,
+                          [this](size_t keep) { crop(keep); },
+                          [this](const Tokens& ids) { return forward(ids); });
 }
 
 void MnnWhisperModel::producer_start() {

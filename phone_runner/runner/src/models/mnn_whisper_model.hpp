@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "../model.hpp"
+#include "greedy_propose.hpp"
 #include "mnn_folder.hpp"
 
 namespace MNN::Express { class Module; class Executor; }
@@ -36,7 +37,7 @@ public:
     void pin_current_thread() override;
 
 private:
-    struct Row { Token token; double prob; };
+    using Row = GreedyRow;
     struct State;                                  // cross K/V and the decoder's self-attention KV
     std::vector<Row> forward(const Tokens& ids, bool begin = false);
     void crop(size_t keep);                        // keep the first ``keep`` decoder positions
