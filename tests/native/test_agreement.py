@@ -28,6 +28,9 @@ def test_agreement_reports_per_window_errors(host_cfg, windows, tmp_path):  # no
     assert (row["signed_error_pct"] > 0) == (row["tps_replay"] > row["tps_native"])
     assert row["abs_error_pct"] == pytest.approx(abs(row["signed_error_pct"]))
     assert summary["windows"] == 1 and summary["matched_windows"] == 1
+    # one repetition says nothing of its own spread: no noise floor, and the verdict says so
+    assert row["reps"] == 1 and row["noise_floor_pct"] != row["noise_floor_pct"]
+    assert "noise floor unknown" in verdict(summary)
     # The fresh profile carries a drift anchor on the calibration window, so the window was re-anchored
     # by a probe there; its frozen errors are kept beside the anchored ones.
     assert summary["anchored"] is True and row["drift_ratio"] > 0
@@ -110,3 +113,34 @@ def test_the_results_table_names_machine_command_split_and_each_terms_share(tmp_
     doc.write_text("# Results\n\n<!-- d3-agreement -->\nNot measured yet.\n<!-- /d3-agreement -->\n")
     write_section(doc, "d3-agreement", text)
     assert "Not measured yet" not in doc.read_text() and doc.read_text().count("<!-- d3-agreement -->") == 1
+
+
+def test_the_noise_floor_is_the_bootstrap_spread_of_the_native_median():
+    """A window whose repetitions agree has no floor; a spread one has one that falls as 1/sqrt(n);
+    one repetition says nothing (NaN), and the verdict names the floor and the repetitions to halve the goal."""
+    from workbench.native.agreement_report import noise_line
+    from workbench.native.noise_floor import median_noise_pct, reps_for
+
+    assert median_noise_pct([0.5, 0.5, 0.5], key="w") == 0.0
+    assert median_noise_pct([0.5]) != median_noise_pct([0.5])  # NaN
+    spread5 = median_noise_pct([0.40, 0.45, 0.50, 0.55, 0.60], key="w")
+    spread = [0.40, 0.45, 0.50, 0.55, 0.60] * 4
+    assert 3.0 < spread5 < 12.0 and median_noise_pct(spread, key="w") < 0.7 * spread5
+    assert median_noise_pct(spread, key="w") == median_noise_pct(spread, key="w")  # seeded by the key
+    assert reps_for(6.0, 5, 2.5) == 29 and reps_for(1.0, 5, 2.5) == 5 and reps_for(float("nan"), 5, 2.5) is None
+    line = noise_line({"noise_floor_pct": 6.0, "target_only_noise_floor_pct": 3.0, "reps": 5})
+    assert line == "noise floor of the native medians at 5 reps: As²d 6.00%, target-only 3.00% (--reps 29 would " \
+                   "put As²d's under 2.5%)"
+    assert "unknown" in noise_line({"noise_floor_pct": float("nan"), "reps": 1})
+
+
+def test_a_windows_drift_anchor_is_the_median_of_its_probes():
+    """One probe is one noisy run: the window is anchored on the median of the probes before its repetitions."""
+    from workbench.native.agreement import window_probes
+    from workbench.native.episodes import Episodes
+
+    ep = Episodes()
+    ep.probes.update({("a", 0): 10.0, ("a", 1): 30.0, ("a", 2): 12.0, ("b", 0): 99.0})
+    ep.width_probes.update({("a", 0): {1: 10.0, 4: 20.0}, ("a", 1): {1: 14.0, 4: 26.0}, ("a", 2): {1: 12.0, 4: 21.0}})
+    assert window_probes(ep, "a") == (12.0, {1: 12.0, 4: 21.0})
+    assert window_probes(ep, "c") == (None, None)

@@ -64,5 +64,6 @@ def native_runs(cfg: DictConfig, pair: ModelPair, windows: list[Window],
             runs.metrics["agreement.mae_pct"] = s["mae_pct"]
             runs.metrics["agreement.pooled_error_pct"] = s["pooled_error_pct"]
             runs.metrics["agreement.within_goal"] = float(s["within_goal"])
+            runs.metrics["agreement.noise_floor_pct"] = s["noise_floor_pct"]  # NaN with one repetition
             print(verdict(s))  # the D.3 line beside the demo's replay-vs-native table
     return runs

@@ -10,8 +10,8 @@ pools tokens and time. Stage decompositions (D/V/O/H) of both sides show where a
 
 **Drift anchor** (``replay/drift.py``): just before each measured repetition, one target-only run on
 the profile's calibration window measures how much this machine's speed has moved since calibration;
-the frozen profile, scaled by the ratio of the repetition the median As²d run came from, prices the
-window. Both errors are reported: ``frozen_*``
+the frozen profile, scaled by the ratio of the median of the window's probes (``window_probes``), prices
+the window. Both errors are reported: ``frozen_*``
 (the paper's protocol as is) and the anchored one, which the goal judges when the profile has an
 anchor. On a VM whose speed drifts within minutes only the anchored one says whether the cost
 *model* is right; the frozen one mostly measures the drift.
@@ -19,6 +19,10 @@ anchor. On a VM whose speed drifts within minutes only the anchored one says whe
 With a profile that anchors several widths, the probe also times idle verify calls at those widths and
 ``width_signed_error_pct`` prices each width by its own drift (``drift.width_shape``). It is reported
 beside the verdict, not in it: on this VM it helped in one run and hurt in the next (README).
+
+**Noise floor** (``noise_floor.py``): the native side is a median of ``reps`` runs; the bootstrap of
+that median gives each window the error a perfect replay would still show (``noise_floor_pct``). The
+verdict prints the mean floor beside the MAE and the repetitions that would halve the goal.
 
 **Decomposition** (``decomposition.py``): each window's signed error split into terms that add up to it
 (publication curve, readiness, verify cost concurrent / idle, loop work, drain), from the native run's
@@ -31,9 +35,7 @@ calibrated on its dev split; ``--engine mnn``: the MNN engine with its own host 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
-import os
 import shlex
 import statistics
 import sys
@@ -52,20 +54,21 @@ from workbench.replay.result import STAGE_SCHEMA, ReplayConfig, ReplayResult
 from workbench.replay.sources import profile_source
 from workbench.replay.trajectory import SourceTrack, Window
 
+from .agreement_report import GOAL_MAE_PCT, agreement_markdown, decomposition_lines, provenance, summarize, verdict
 from .calibrate import calibrate_host
-from .decomposition import TERMS, decompose, dominant_term
+from .decomposition import TERMS, decompose
 from .driver import NativeHost, NativeResult
 from .episodes import Episodes, HostSetup, host_setup, native_episodes
-from .machine import cpu_model
+from .noise_floor import median_noise_pct
 from .sweep import PROBE_WIDTHS
 from .windows import AudioWindow, demo_windows
 
-GOAL_MAE_PCT = 5.0  # D.3 agreement: within 5% (paper: 5.81% on phones)
 AGREEMENT_COLUMNS = ("window_id", "tokens", "tps_native", "tps_replay", "signed_error_pct", "abs_error_pct",
                      "time_native", "time_replay", "target_only_error_pct", "drift_ratio", "width_shape",
                      "width_signed_error_pct", "frozen_signed_error_pct",
                      "frozen_target_only_error_pct", "matched", "rounds_native",
-                     "rounds_replay", "D_native", "V_native", "O_native", "H_native", "D_replay", "V_replay",
+                     "rounds_replay", "reps", "noise_floor_pct", "target_only_noise_floor_pct",
+                     "D_native", "V_native", "O_native", "H_native", "D_replay", "V_replay",
                      "O_replay", "H_replay", *(f"d_{t}" for t in TERMS), "d_publication_lag_ms",
                      "d_readiness_native", "d_readiness_replay")
 
@@ -156,25 +159,34 @@ def window_agreement(setup: HostSetup, profile: DeviceProfile, window_id: str, t
         "frozen_target_only_error_pct": frozen_to,
         "matched": all(r.output == ref for r in [*target_only, *as2d]) and (reference is None
                                                                             or tuple(reference) == tuple(ref)),
-        "rounds_native": len(med.records), "rounds_replay": len(res.untimed),
+        "rounds_native": len(med.records), "rounds_replay": len(res.untimed), "reps": len(as2d),
+        "noise_floor_pct": median_noise_pct([r.time for r in as2d], key=window_id),
+        "target_only_noise_floor_pct": median_noise_pct([r.time for r in target_only], key=window_id),
         **dict(zip(("D_native", "V_native", "O_native", "H_native"), _overlap(med.stages, med.time), strict=True)),
         **dict(zip(("D_replay", "V_replay", "O_replay", "H_replay"), _overlap(res.stages, res.time), strict=True)),
         **{f"d_{k}": terms[k] for k in (*TERMS, "publication_lag_ms", "readiness_native", "readiness_replay")},
     }
 
 
+def window_probes(ep: Episodes, window_id: str) -> tuple[float | None, dict[int, float] | None]:
+    """The window's drift anchor: the median of the probes taken before its repetitions (and per width).
+    One probe is one run, as noisy as any other run on this machine; their median is the machine's
+    speed while the window was measured, from the calibration window only."""
+    probes = [v for (w, _), v in ep.probes.items() if w == window_id]
+    widths = [v for (w, _), v in ep.width_probes.items() if w == window_id]
+    per_width = {k: statistics.median(p[k] for p in widths if k in p) for k in {k for p in widths for k in p}}
+    return (statistics.median(probes) if probes else None), (per_width or None)
+
+
 def agreement_frame(ep: Episodes, setup: HostSetup, profile: DeviceProfile) -> pl.DataFrame:
     """``window_agreement`` for every window of ``ep`` that ran both target-only and As²d, re-anchored by
-    the drift probe of the median As²d run's repetition when ``ep`` has probes (``native_episodes``)."""
+    the median of its drift probes when ``ep`` has probes (``native_episodes``, ``window_probes``)."""
     rows = []
     for wid in dict.fromkeys(w for w, _, _, _ in ep.results):
-        to = ep.runs(wid, "target_only")
-        reps = [rep for w, s, rep, _ in ep.results if w == wid and s == "as2d"]  # in ep.runs' order
-        a2 = ep.runs(wid, "as2d")
+        to, a2 = ep.runs(wid, "target_only"), ep.runs(wid, "as2d")
         if to and a2:
-            rep = reps[median_run(a2)]
-            rows.append(window_agreement(setup, profile, wid, to, a2, ep.probes.get((wid, rep)),
-                                         ep.width_probes.get((wid, rep)), ep.references.get(wid)))
+            rows.append(window_agreement(setup, profile, wid, to, a2, *window_probes(ep, wid),
+                                         ep.references.get(wid)))
     return pl.DataFrame(rows, schema=list(AGREEMENT_COLUMNS) if not rows else None).select(AGREEMENT_COLUMNS)
 
 
@@ -217,90 +229,6 @@ def replay_agreement(
         atomic_write_parquet(out / "agreement.parquet", frame)
         atomic_write_json(out / "agreement_summary.json", summary)
     return frame, summary
-
-
-def provenance(command: str | None = None) -> dict[str, Any]:
-    """What the figure names: machine (CPU model, cores), command, date, machine load when it finished."""
-    return {"machine": f"{cpu_model()}, {os.cpu_count()} cores", "command": command or " ".join(sys.argv),
-            "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-            "load": " ".join(f"{x:.2f}" for x in os.getloadavg())}
-
-
-def summarize(frame: pl.DataFrame, profile: DeviceProfile) -> dict[str, Any]:
-    tok = frame["tokens"].sum()
-    pooled = (tok / frame["time_replay"].sum()) / (tok / frame["time_native"].sum())
-    return {"windows": frame.height, "mae_pct": float(frame["abs_error_pct"].mean()),
-            "signed_mean_pct": float(frame["signed_error_pct"].mean()), "pooled_error_pct": 100 * (pooled - 1),
-            "target_only_mae_pct": float(frame["target_only_error_pct"].abs().mean()),
-            "anchored": bool((frame["drift_ratio"] != 1.0).any()),
-            "frozen_mae_pct": float(frame["frozen_signed_error_pct"].abs().mean()),
-            "frozen_target_only_mae_pct": float(frame["frozen_target_only_error_pct"].abs().mean()),
-            "drift_min": float(frame["drift_ratio"].min()), "drift_max": float(frame["drift_ratio"].max()),
-            "width_shape_min": float(frame["width_shape"].min()), "width_shape_max": float(frame["width_shape"].max()),
-            "width_mae_pct": (float(frame["width_signed_error_pct"].abs().mean())
-                              if frame["width_signed_error_pct"].null_count() < frame.height else None),
-            "matched_windows": int(frame["matched"].sum()), "profile": profile.file, "goal_mae_pct": GOAL_MAE_PCT,
-            "within_goal": bool(frame["abs_error_pct"].mean() <= GOAL_MAE_PCT)}
-
-
-def decomposition_lines(frame: pl.DataFrame) -> list[str]:
-    """The D.3 decomposition as text: per window its signed error and each term (signed-TPS-error points,
-    they sum to the error), then each term's mean signed and mean absolute share, and the carrier."""
-    cols = [f"d_{t}" for t in TERMS]
-    head = f"{'window':<16}{'error':>8}" + "".join(f"{t[:12]:>13}" for t in TERMS) + f"{'pub lag ms':>11}"
-    out = ["D.3 decomposition (signed TPS error points; the terms sum to the error):", head]
-    for r in frame.iter_rows(named=True):
-        out.append(f"{str(r['window_id'])[:15]:<16}{r['signed_error_pct']:>+8.2f}"
-                   + "".join(f"{r[c]:>+13.2f}" for c in cols) + f"{r['d_publication_lag_ms']:>+11.1f}")
-    if frame.height:
-        out.append(f"{'mean':<16}{frame['signed_error_pct'].mean():>+8.2f}"
-                   + "".join(f"{frame[c].mean():>+13.2f}" for c in cols))
-        out.append(f"{'mean |.|':<16}{frame['abs_error_pct'].mean():>8.2f}"
-                   + "".join(f"{frame[c].abs().mean():>13.2f}" for c in cols))
-        rows = [{t: r[f"d_{t}"] for t in TERMS} for r in frame.iter_rows(named=True)]
-        out.append(f"largest term: {dominant_term(rows)}; readiness (rounds with nothing ready) native "
-                   f"{frame['d_readiness_native'].mean():.2f} vs replay {frame['d_readiness_replay'].mean():.2f}")
-    return out
-
-
-def verdict(summary: Mapping[str, Any]) -> str:
-    """The one D.3 line: MAE against the 5% goal (the paper reports 5.81% on phones)."""
-    ok = "PASS" if summary["within_goal"] else "FAIL"
-    how = "frozen profile"
-    if summary.get("anchored"):
-        widths = ""
-        if summary.get("width_mae_pct") is not None:
-            widths = (f"; each width by its own probe (widest drifting x{summary['width_shape_min']:.2f}-"
-                      f"x{summary['width_shape_max']:.2f} of K1's): MAE {summary['width_mae_pct']:.2f}%")
-        how = (f"drift-anchored (machine speed x{summary['drift_min']:.2f}-x{summary['drift_max']:.2f} of its "
-               f"calibration{widths}; frozen profile: MAE {summary['frozen_mae_pct']:.2f}%, target-only "
-               f"{summary['frozen_target_only_mae_pct']:.2f}%)")
-    return (f"D.3 replay vs native: MAE {summary['mae_pct']:.2f}% over {summary['windows']} held-out windows "
-            f"(goal <= {summary['goal_mae_pct']:g}%): {ok}; pooled {summary['pooled_error_pct']:+.2f}%, "
-            f"target-only MAE {summary['target_only_mae_pct']:.2f}%, {how}; profile {summary['profile']}")
-
-
-def agreement_markdown(frame: pl.DataFrame, summary: Mapping[str, Any], split: str) -> str:
-    """The D.3 table for docs/results.md: machine, exact command, split and date, the errors against
-    their goals, and each decomposition term's mean signed and mean absolute share."""
-    from .bench_report import machine_facts
-
-    m = machine_facts()
-    head = [f"**D.3 agreement, {split} windows** ({summary['windows']} held-out windows)", "",
-            f"- machine: {m['cpu']}, {m['cores']} cores; torch {m['torch']}, MNN {m['mnn']}; "
-            f"load average (1/5/15 min) {summary['load']}",
-            f"- command: `{summary['command']}`",
-            f"- split: {split} (the profile was calibrated on other windows)",
-            f"- run date: {summary['date'][:10]}", "",
-            "| measure | value | goal |", "|---|---|---|",
-            f"| As²d per-window MAE (%) | {summary['mae_pct']:.2f} | <= {summary['goal_mae_pct']:g} |",
-            f"| As²d pooled signed error (%) | {summary['pooled_error_pct']:+.2f} | within ±2 |",
-            f"| target-only MAE (%) | {summary['target_only_mae_pct']:.2f} | <= 3 |",
-            f"| frozen-profile As²d MAE (%) | {summary['frozen_mae_pct']:.2f} | |",
-            f"| windows whose outputs matched | {summary['matched_windows']} / {summary['windows']} | all |", ""]
-    terms = ["| term | mean signed (points) | mean absolute (points) |", "|---|---|---|"]
-    terms += [f"| {t} | {frame[f'd_{t}'].mean():+.2f} | {frame[f'd_{t}'].abs().mean():.2f} |" for t in TERMS]
-    return "\n".join(head + terms + ["", f"- {verdict(summary)}"]) + "\n"
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -354,5 +282,6 @@ def main(argv: Sequence[str] | None = None) -> None:
 if __name__ == "__main__":
     main()
 
-__all__ = ["AGREEMENT_COLUMNS", "GOAL_MAE_PCT", "agreement_frame", "anchor_window", "decomposition_lines", "median_run",
-           "replay_agreement", "replay_native_run", "summarize", "verdict", "window_agreement"]
+__all__ = ["AGREEMENT_COLUMNS", "GOAL_MAE_PCT", "agreement_frame", "agreement_markdown", "anchor_window",
+           "decomposition_lines", "median_run", "provenance", "replay_agreement", "replay_native_run", "summarize",
+           "verdict", "window_agreement", "window_probes"]

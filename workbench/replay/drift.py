@@ -9,14 +9,13 @@ every time in the profile: the machine got uniformly faster or slower, its cost 
 ratios, coexistence factors, context slope) stays as calibrated. No held-out window's own timing
 is used, so replay still predicts rather than fits.
 
-**Per-width shape.** One ratio assumes every width slowed alike. On the demo at 17:03 (drift x1.07-x1.25)
-As²d's calls, mostly K > 1, slowed less than the target-only K = 1 rounds: one ratio priced As²d 8% slow
-on 7 of 8 windows. So the profile also keeps the idle verify call at a few probe widths on that window
+**Per-width shape.** One ratio assumes every width slowed alike. When a drifting VM slows the
+target-only K = 1 rounds more than As²d's calls (mostly K > 1), one ratio prices As²d too slow. So
+the profile also keeps the idle verify call at a few probe widths on that window
 (``anchor_widths_ms``), and the probe measures them again. ``width_shape`` gives each width ``K`` its
 own drift relative to K = 1's: linear in K between probe widths, held beyond the widest. Width ``K`` is
-then scaled by ``ratio * shape(K)``.
-This is a diagnosis, not yet the model. On the next run (agreement at 17:13) it raised the MAE from
-~10% (one ratio) to 15.9%, so agreement reports it beside the verdict, not in it.
+then scaled by ``ratio * shape(K)``. It is a diagnosis, not the model: on this VM it lowered the error
+in one agreement run and raised it in the next, so agreement reports it beside the verdict, not in it.
 """
 
 from __future__ import annotations

@@ -1,0 +1,133 @@
+"""The D.3 agreement's report: its summary, the one verdict line, the decomposition as text, the
+noise floor beside the error, and the table for docs/results.md (machine, command, split, date).
+The measurement itself is ``agreement.py``."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import os
+import statistics
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+import polars as pl
+
+from workbench.replay.profile import DeviceProfile
+
+from .decomposition import TERMS, dominant_term
+from .machine import cpu_model
+from .noise_floor import reps_for
+
+GOAL_MAE_PCT = 5.0  # D.3 agreement: within 5% (paper: 5.81% on phones)
+
+
+def provenance(command: str | None = None) -> dict[str, Any]:
+    """What the figure names: machine (CPU model, cores), command, date, machine load when it finished."""
+    return {"machine": f"{cpu_model()}, {os.cpu_count()} cores", "command": command or " ".join(sys.argv),
+            "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+            "load": " ".join(f"{x:.2f}" for x in os.getloadavg())}
+
+
+def _mean(frame: pl.DataFrame, col: str) -> float:
+    """Mean over the windows that have a value (NaN: a window measured once has no spread, or a frame
+    written before the column existed)."""
+    vals = [v for v in (frame[col].to_list() if col in frame.columns else []) if v is not None and math.isfinite(v)]
+    return statistics.fmean(vals) if vals else math.nan
+
+
+def noise_line(summary: Mapping[str, Any]) -> str:
+    """The native medians' own noise beside the MAE (``noise_floor.py``), and the repetitions that
+    would put the As²d floor under half the goal."""
+    floor, reps = summary.get("noise_floor_pct", math.nan), int(summary.get("reps", 0))
+    if not math.isfinite(floor):
+        return "noise floor unknown (one repetition per window)"
+    need = reps_for(floor, reps, GOAL_MAE_PCT / 2)
+    return (f"noise floor of the native medians at {reps} reps: As²d {floor:.2f}%, target-only "
+            f"{summary['target_only_noise_floor_pct']:.2f}% (--reps {need} would put As²d's under "
+            f"{GOAL_MAE_PCT / 2:g}%)")
+
+
+def summarize(frame: pl.DataFrame, profile: DeviceProfile) -> dict[str, Any]:
+    tok = frame["tokens"].sum()
+    pooled = (tok / frame["time_replay"].sum()) / (tok / frame["time_native"].sum())
+    return {"windows": frame.height, "mae_pct": float(frame["abs_error_pct"].mean()),
+            "signed_mean_pct": float(frame["signed_error_pct"].mean()), "pooled_error_pct": 100 * (pooled - 1),
+            "target_only_mae_pct": float(frame["target_only_error_pct"].abs().mean()),
+            "anchored": bool((frame["drift_ratio"] != 1.0).any()),
+            "frozen_mae_pct": float(frame["frozen_signed_error_pct"].abs().mean()),
+            "frozen_target_only_mae_pct": float(frame["frozen_target_only_error_pct"].abs().mean()),
+            "drift_min": float(frame["drift_ratio"].min()), "drift_max": float(frame["drift_ratio"].max()),
+            "width_shape_min": float(frame["width_shape"].min()), "width_shape_max": float(frame["width_shape"].max()),
+            "width_mae_pct": (float(frame["width_signed_error_pct"].abs().mean())
+                              if frame["width_signed_error_pct"].null_count() < frame.height else None),
+            "reps": int(frame["reps"].min()) if "reps" in frame.columns and frame.height else 0,
+            "noise_floor_pct": _mean(frame, "noise_floor_pct"),
+            "target_only_noise_floor_pct": _mean(frame, "target_only_noise_floor_pct"),
+            "matched_windows": int(frame["matched"].sum()), "profile": profile.file, "goal_mae_pct": GOAL_MAE_PCT,
+            "within_goal": bool(frame["abs_error_pct"].mean() <= GOAL_MAE_PCT)}
+
+
+def decomposition_lines(frame: pl.DataFrame) -> list[str]:
+    """The D.3 decomposition as text: per window its signed error and each term (signed-TPS-error points,
+    they sum to the error), then each term's mean signed and mean absolute share, and the carrier."""
+    cols = [f"d_{t}" for t in TERMS]
+    head = f"{'window':<16}{'error':>8}" + "".join(f"{t[:12]:>13}" for t in TERMS) + f"{'pub lag ms':>11}"
+    out = ["D.3 decomposition (signed TPS error points; the terms sum to the error):", head]
+    for r in frame.iter_rows(named=True):
+        out.append(f"{str(r['window_id'])[:15]:<16}{r['signed_error_pct']:>+8.2f}"
+                   + "".join(f"{r[c]:>+13.2f}" for c in cols) + f"{r['d_publication_lag_ms']:>+11.1f}")
+    if frame.height:
+        out.append(f"{'mean':<16}{frame['signed_error_pct'].mean():>+8.2f}"
+                   + "".join(f"{frame[c].mean():>+13.2f}" for c in cols))
+        out.append(f"{'mean |.|':<16}{frame['abs_error_pct'].mean():>8.2f}"
+                   + "".join(f"{frame[c].abs().mean():>13.2f}" for c in cols))
+        rows = [{t: r[f"d_{t}"] for t in TERMS} for r in frame.iter_rows(named=True)]
+        out.append(f"largest term: {dominant_term(rows)}; readiness (rounds with nothing ready) native "
+                   f"{frame['d_readiness_native'].mean():.2f} vs replay {frame['d_readiness_replay'].mean():.2f}")
+    return out
+
+
+def verdict(summary: Mapping[str, Any]) -> str:
+    """The one D.3 line: MAE against the 5% goal (the paper reports 5.81% on phones)."""
+    ok = "PASS" if summary["within_goal"] else "FAIL"
+    how = "frozen profile"
+    if summary.get("anchored"):
+        widths = ""
+        if summary.get("width_mae_pct") is not None:
+            widths = (f"; each width by its own probe (widest drifting x{summary['width_shape_min']:.2f}-"
+                      f"x{summary['width_shape_max']:.2f} of K1's): MAE {summary['width_mae_pct']:.2f}%")
+        how = (f"drift-anchored (machine speed x{summary['drift_min']:.2f}-x{summary['drift_max']:.2f} of its "
+               f"calibration{widths}; frozen profile: MAE {summary['frozen_mae_pct']:.2f}%, target-only "
+               f"{summary['frozen_target_only_mae_pct']:.2f}%)")
+    return (f"D.3 replay vs native: MAE {summary['mae_pct']:.2f}% over {summary['windows']} held-out windows "
+            f"(goal <= {summary['goal_mae_pct']:g}%): {ok}; pooled {summary['pooled_error_pct']:+.2f}%, "
+            f"target-only MAE {summary['target_only_mae_pct']:.2f}%, {how}; {noise_line(summary)}; "
+            f"profile {summary['profile']}")
+
+
+def agreement_markdown(frame: pl.DataFrame, summary: Mapping[str, Any], split: str) -> str:
+    """The D.3 table for docs/results.md: machine, exact command, split and date, the errors against
+    their goals, and each decomposition term's mean signed and mean absolute share."""
+    from .bench_report import machine_facts
+
+    m = machine_facts()
+    head = [f"**D.3 agreement, {split} windows** ({summary['windows']} held-out windows)", "",
+            f"- machine: {m['cpu']}, {m['cores']} cores; torch {m['torch']}, MNN {m['mnn']}; "
+            f"load average (1/5/15 min) {summary['load']}",
+            f"- command: `{summary['command']}`",
+            f"- split: {split} (the profile was calibrated on other windows)",
+            f"- run date: {summary['date'][:10]}", "",
+            "| measure | value | goal |", "|---|---|---|",
+            f"| As²d per-window MAE (%) | {summary['mae_pct']:.2f} | <= {summary['goal_mae_pct']:g} |",
+            f"| As²d pooled signed error (%) | {summary['pooled_error_pct']:+.2f} | within ±2 |",
+            f"| target-only MAE (%) | {summary['target_only_mae_pct']:.2f} | <= 3 |",
+            f"| frozen-profile As²d MAE (%) | {summary['frozen_mae_pct']:.2f} | |",
+            f"| noise floor of the native As²d medians (%), {summary['reps']} reps | "
+            f"{summary['noise_floor_pct']:.2f} | |",
+            f"| noise floor of the native target-only medians (%) | {summary['target_only_noise_floor_pct']:.2f} | |",
+            f"| windows whose outputs matched | {summary['matched_windows']} / {summary['windows']} | all |", ""]
+    terms = ["| term | mean signed (points) | mean absolute (points) |", "|---|---|---|"]
+    terms += [f"| {t} | {frame[f'd_{t}'].mean():+.2f} | {frame[f'd_{t}'].abs().mean():.2f} |" for t in TERMS]
+    return "\n".join(head + terms + ["", f"- {verdict(summary)}"]) + "\n"

@@ -1,0 +1,42 @@
+"""The measurement noise under a D.3 error: how far a median of ``n`` native repetitions can sit
+from this machine's typical latency.
+
+D.3 compares replay with the *median* native latency of ``n`` repetitions. Even a replay that
+priced the window perfectly would show an error: the median of ``n`` noisy runs is itself a
+sample. Its spread follows from the repetitions themselves. A bootstrap of the median (draw ``n``
+repetitions with replacement, take their median) gives the expected ``|median* / median - 1|``,
+the window's **noise floor** in signed-TPS-error points (TPS is tokens over latency, so the TPS
+error of a median latency is ``median / t - 1``). A D.3 MAE near the mean floor says these
+repetitions cannot resolve the cost model's error on this machine; the floor shrinks as
+``1/sqrt(n)``, so :func:`reps_for` says how many repetitions would put it under a given error.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections.abc import Sequence
+
+import numpy as np
+
+DRAWS = 4000  # bootstrap draws: the floor's own Monte Carlo error is well under 0.1 point
+
+
+def median_noise_pct(times: Sequence[float], *, key: str = "", draws: int = DRAWS) -> float:
+    """Expected ``100 |median* / median - 1|`` over bootstrap medians ``median*`` of ``times``
+    (seeded by ``key``, e.g. the window id, so a frame recomputes to the same value). NaN below two
+    repetitions: one run says nothing about its own spread."""
+    t = np.asarray(times, dtype=float)
+    if t.size < 2 or not np.all(np.isfinite(t)) or np.any(t <= 0):
+        return math.nan
+    rng = np.random.default_rng(zlib.crc32(key.encode()))
+    boot = np.median(t[rng.integers(0, t.size, size=(draws, t.size))], axis=1)
+    return float(100 * np.mean(np.abs(boot / np.median(t) - 1)))
+
+
+def reps_for(floor_pct: float, reps: int, target_pct: float) -> int | None:
+    """Repetitions whose floor would be ``target_pct``, given ``floor_pct`` at ``reps`` (the median's
+    error falls as ``1/sqrt(n)``); ``None`` when the floor is unknown."""
+    if not (math.isfinite(floor_pct) and reps >= 1 and target_pct > 0):
+        return None
+    return max(reps, math.ceil(reps * (floor_pct / target_pct) ** 2))
