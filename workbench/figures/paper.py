@@ -182,15 +182,26 @@ def budget_tradeoff(df: pl.DataFrame, title: str = "Source and budget trade-off 
 
 def replay_error(df: pl.DataFrame, title: str = "Replay vs native TPS error per window (D.3)",
                  subtitle: str | None = None) -> alt.Chart:
-    """Columns window_id, signed_error_pct."""
+    """Columns window_id, signed_error_pct; with noise_floor_pct (D.3's native noise floor,
+    ``workbench.native.noise_floor``) a black whisker from -floor to +floor on each bar: an error inside it is
+    within what the native median's own spread allows."""
     _need(df, ["window_id", "signed_error_pct"], "replay_error")
-    return alt.Chart(df).mark_bar().encode(
-        x=alt.X("window_id:N", title="Validation window", sort=None),
-        y=alt.Y("signed_error_pct:Q", title="Signed TPS error, replay vs native (%)"),
+    x = alt.X("window_id:N", title="Validation window", sort=list(dict.fromkeys(df["window_id"].to_list())))
+    bars = alt.Chart(df).mark_bar().encode(
+        x=x, y=alt.Y("signed_error_pct:Q", title="Signed TPS error, replay vs native (%)"),
         color=alt.Color("direction:N", title="Replay vs native",
                         scale=alt.Scale(domain=["replay faster", "replay slower"], range=["steelblue", "darkorange"])),
-    ).transform_calculate(direction="datum.signed_error_pct > 0 ? 'replay faster' : 'replay slower'").properties(
-        width=420, height=240, title=_title(title, subtitle))
+    ).transform_calculate(direction="datum.signed_error_pct > 0 ? 'replay faster' : 'replay slower'")
+    layers: list[alt.Chart] = [bars]
+    if "noise_floor_pct" in df.columns and df["noise_floor_pct"].is_not_nan().any():
+        floor = alt.Chart(df.filter(pl.col("noise_floor_pct").is_not_nan())).encode(x=x).transform_calculate(
+            lo="-datum.noise_floor_pct", hi="datum.noise_floor_pct")
+        layers += [floor.mark_rule(color="black", opacity=0.45, strokeWidth=3).encode(y="lo:Q", y2="hi:Q"),
+                   floor.mark_tick(color="black", thickness=2, size=18).encode(y="lo:Q"),
+                   floor.mark_tick(color="black", thickness=2, size=18).encode(y="hi:Q")]
+        note = "whiskers: +- the noise floor of the native median"
+        subtitle = f"{subtitle}; {note}" if subtitle else note
+    return alt.layer(*layers).properties(width=420, height=240, title=_title(title, subtitle))
 
 
 def decomposition(df: pl.DataFrame, title: str = "Overlap decomposition D, V, O, H (D.2.7)",
