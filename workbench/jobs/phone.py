@@ -13,6 +13,7 @@ Device problems (no phone, several phones, unauthorized, full disk) are one ``Ph
 
 from __future__ import annotations
 
+import math
 import statistics
 from pathlib import Path
 from typing import Any
@@ -203,6 +204,7 @@ def native_phone(cfg: DictConfig, out: Path) -> JobResult:
     from phone_runner.records import audit
     from phone_runner.session import audio_entries, build_request, new_run_id, phone_windows, run_config
     from workbench import metrics as M
+    from workbench.native.noise_floor import median_noise_pct
     from workbench.replay.engine import replay
     from workbench.replay.sources import priced_as, profile_source
 
@@ -254,22 +256,26 @@ def native_phone(cfg: DictConfig, out: Path) -> JobResult:
         if res.monitor.height:
             tables.setdefault("monitor", []).append(res.monitor.with_columns(pl.lit(rc.label).alias("config")))
         agree = phone_windows(fr, rc.source, max_output, refs) if real else refs
-        errs = []
+        errs, floors = [], []
         for wid in ids:  # replay under the device profile vs the phone (D.3), median repetition
             times = sorted(fr["windows"].filter(pl.col("window_id") == wid)["time"].to_list())
             w = agree[wid]
             errs.append(100 * (replay(w, rc, profile).tps / (w.n_tokens / times[len(times) // 2]) - 1))
+            floors.append(median_noise_pct(times, key=wid))  # what the median's own spread allows
+        known = [f for f in floors if math.isfinite(f)]
         rows.append({"device": info["model"], "method": rc.label, "clock": pc.engine.get("clock", "real"),
                      "tps": M.tps_pooled(fr["windows"]), "acceptance": M.acceptance(fr["rounds"]),
                      "coverage": M.coverage(fr["rounds"]), "readiness": M.readiness(fr["rounds"]),
                      "agreement_mae_pct": statistics.fmean(abs(e) for e in errs),
-                     "agreement_signed_pct": statistics.fmean(errs), "flagged": n_flag})
+                     "agreement_signed_pct": statistics.fmean(errs),
+                     "agreement_noise_floor_pct": statistics.fmean(known) if known else math.nan,
+                     "flagged": n_flag})
     summary = pl.DataFrame(rows)
     metrics: dict[str, float] = {"exactness_mismatches": 0.0, "flagged_windows": float(flagged),
                                  "resumed_windows": float(resumed), "windows": float(len(ids))}
     for r in rows:
-        for k in ("tps", "acceptance", "coverage", "readiness", "agreement_mae_pct"):
-            if isinstance(r[k], float):
+        for k in ("tps", "acceptance", "coverage", "readiness", "agreement_mae_pct", "agreement_noise_floor_pct"):
+            if isinstance(r[k], float) and math.isfinite(r[k]):
                 metrics[f"phone.{r['method']}.{k}"] = r[k]
     out_tables = {k: pl.concat(v, how="diagonal_relaxed") for k, v in tables.items()}
     out_tables["table6"] = pl.DataFrame([table6_row(info)])
