@@ -8,7 +8,11 @@ a run is in progress (:meth:`LoopbackDevice.set_online`, :meth:`set_max_freq`, :
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -140,6 +144,64 @@ class LoopbackDevice:
 
 def _repo_root() -> Path:
     return Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 at the time of asking."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def adb_server(adb: str | None = None) -> Iterator[int]:
+    """A real adb server on a free port of its own, yielding that port. ``ANDROID_ADB_SERVER_PORT`` points
+    at it meanwhile (``phone_runner.adb`` reads it as adb does), so a server or phones on 5037 are never
+    touched; the server is killed and the variable restored on the way out, also on an exception."""
+    from phone_runner.adb import adb_executable
+
+    adb = adb or adb_executable()
+    port = free_port()
+    env = {**os.environ, "ANDROID_ADB_SERVER_PORT": str(port)}
+    old = os.environ.get("ANDROID_ADB_SERVER_PORT")
+    try:
+        subprocess.run([adb, "start-server"], env=env, check=True, capture_output=True, timeout=60)
+        os.environ["ANDROID_ADB_SERVER_PORT"] = str(port)
+        yield port
+    finally:
+        subprocess.run([adb, "kill-server"], env=env, capture_output=True, timeout=60)
+        if old is None:
+            os.environ.pop("ANDROID_ADB_SERVER_PORT", None)
+        else:
+            os.environ["ANDROID_ADB_SERVER_PORT"] = old
+
+
+def wait_state(port: int, serial: str, states: tuple[str, ...], timeout: float = 20.0) -> str:
+    """The state (``device``, ``unauthorized``, ``offline``, ``absent``) the adb server on ``port`` reports
+    for ``serial`` once it is one of ``states``; a device that stays otherwise for ``timeout`` s is an error."""
+    import adbutils
+
+    from phone_runner.errors import PhoneError
+
+    client = adbutils.AdbClient(port=port)
+    deadline = time.monotonic() + timeout
+    state = "absent"
+    while time.monotonic() < deadline:
+        state = next((d.state for d in client.list() if d.serial == serial), "absent")
+        if state in states:
+            return state
+        time.sleep(0.1)
+    raise PhoneError(f"loopback device {serial} stayed {state!r}, expected {states}")
+
+
+def start_loopback(root: str | Path, adb_port: int, **over: Any) -> LoopbackDevice:
+    """A loopback phone under ``root``, connected to the adb server on ``adb_port`` and in the state its
+    description asks for (``device``, or ``unauthorized`` with ``authorized=False``)."""
+    dev = LoopbackDevice(root, **over).start()
+    dev.connect(adb_port)
+    want = ("device",) if over.get("authorized", True) else ("unauthorized",)
+    wait_state(adb_port, dev.serial, want)
+    return dev
 
 
 def main(argv: list[str] | None = None) -> int:

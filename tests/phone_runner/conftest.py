@@ -6,17 +6,14 @@ The adb server is Debian's ``adb``; it runs on a private port so the tests never
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from phone_runner.testing.loopback import LoopbackDevice
-
-from .loopback_fixtures import _free_port, start_loopback
+from phone_runner.testing.loopback import LoopbackDevice, start_loopback
+from phone_runner.testing.loopback import adb_server as private_adb_server
 
 
 @pytest.fixture(scope="session")
@@ -24,19 +21,8 @@ def adb_server() -> Iterator[int]:
     """The port of a real adb server started for this session."""
     adb = shutil.which("adb")
     assert adb, "Debian's adb is not installed: run scripts/setup.sh as root (apt-get install adb)"
-    port = _free_port()
-    env = {**os.environ, "ANDROID_ADB_SERVER_PORT": str(port)}
-    subprocess.run([adb, "start-server"], env=env, check=True, capture_output=True, timeout=60)
-    old = os.environ.get("ANDROID_ADB_SERVER_PORT")
-    os.environ["ANDROID_ADB_SERVER_PORT"] = str(port)  # phone_runner.adb reads it like adb does
-    try:
+    with private_adb_server(adb) as port:
         yield port
-    finally:
-        subprocess.run([adb, "kill-server"], env=env, capture_output=True, timeout=60)
-        if old is None:
-            os.environ.pop("ANDROID_ADB_SERVER_PORT", None)
-        else:
-            os.environ["ANDROID_ADB_SERVER_PORT"] = old
 
 
 @pytest.fixture

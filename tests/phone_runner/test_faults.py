@@ -15,13 +15,12 @@ import pytest
 from phone_runner.deploy import deploy
 from phone_runner.hostrun import RunFailed, WindowStore, run_request
 from phone_runner.protocol import pricing_from_profile, window_payload
-from phone_runner.testing.loopback import LoopbackDevice
+from phone_runner.testing.loopback import LoopbackDevice, start_loopback
 from workbench.jobs.base import ConfigError
 from workbench.replay.profile import load_profile
 from workbench.replay.synthetic import SyntheticSpec, synthetic_windows
 from workbench.run import execute
 
-from .loopback_fixtures import start_loopback
 from .test_phone_jobs import job_cfg, runs
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,9 +9,7 @@ from pathlib import Path
 import adbutils
 import pytest
 
-from phone_runner.testing.loopback import LoopbackDevice
-
-from .loopback_fixtures import _wait_state, start_loopback
+from phone_runner.testing.loopback import LoopbackDevice, start_loopback, wait_state
 
 
 def _dev(port: int, lb: LoopbackDevice) -> adbutils.AdbDevice:
@@ -75,7 +73,7 @@ def test_unauthorized_and_unplugged_states(adb_server: int, tmp_path: Path) -> N
     phone = start_loopback(tmp_path / "phone", adb_server)
     try:
         phone.stop()  # unplug
-        assert _wait_state(adb_server, phone.serial, ("offline", "absent")) in ("offline", "absent")
+        assert wait_state(adb_server, phone.serial, ("offline", "absent")) in ("offline", "absent")
     finally:
         for dev in (locked, phone):
             dev.stop()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import adbutils
 
-from .loopback_fixtures import _wait_state
+from phone_runner.testing.loopback import wait_state
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -23,7 +23,7 @@ def test_the_loopback_phone_starts_by_hand_and_unplugs_on_sigterm(adb_server: in
         assert proc.stdout is not None
         lines = [proc.stdout.readline() for _ in range(2)]
         serial = next(w for w in lines[1].split() if w.startswith("127.0.0.1:"))
-        _wait_state(adb_server, serial, ("device",))
+        wait_state(adb_server, serial, ("device",))
         dev = adbutils.AdbClient(port=adb_server).device(serial)
         assert dev.shell(["getprop", "ro.product.model"]).strip() == "Loopback K70"
         assert f"phone.serial={serial}" in lines[1] + proc.stdout.readline()

@@ -14,12 +14,10 @@ import yaml
 from hydra import compose, initialize_config_dir
 
 from phone_runner.hostrun import DeviceLost
-from phone_runner.testing.loopback import LoopbackDevice
+from phone_runner.testing.loopback import LoopbackDevice, start_loopback
 from workbench.errors import ConfigError
 from workbench.replay.profile import load_profile
 from workbench.run import execute
-
-from .loopback_fixtures import start_loopback
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 
