@@ -21,3 +21,13 @@ def test_the_floor_is_a_whisker_per_window_that_has_one():
     floors = {r["window_id"]: r["noise_floor_pct"] for r in spec["datasets"][spec["layer"][1]["data"]["name"]]}
     assert floors == {"w2": 4.0, "w3": 3.0}  # a window measured once has no whisker
     assert _marks(replay_error(df.drop("noise_floor_pct")).to_dict()) == ["bar"]
+
+
+def test_a_frame_measured_once_exports(tmp_path):
+    """One repetition per window: every floor is NaN, which JSON cannot carry; the chart still exports."""
+    from workbench.figures.export import save_chart
+
+    df = pl.DataFrame({"window_id": ["w1"], "signed_error_pct": [5.0], "noise_floor_pct": [float("nan")],
+                       "drift_ratio": [float("nan")]})
+    assert _marks(replay_error(df).to_dict()) == ["bar"]
+    assert {p.suffix for p in save_chart(replay_error(df), tmp_path / "err")} >= {".png", ".svg"}

@@ -187,14 +187,16 @@ def replay_error(df: pl.DataFrame, title: str = "Replay vs native TPS error per 
     within what the native median's own spread allows."""
     _need(df, ["window_id", "signed_error_pct"], "replay_error")
     x = alt.X("window_id:N", title="Validation window", sort=list(dict.fromkeys(df["window_id"].to_list())))
-    bars = alt.Chart(df).mark_bar().encode(
+    # only the drawn columns: a NaN elsewhere in the frame (a floor from one repetition) is not valid JSON
+    bars = alt.Chart(df.select("window_id", "signed_error_pct")).mark_bar().encode(
         x=x, y=alt.Y("signed_error_pct:Q", title="Signed TPS error, replay vs native (%)"),
         color=alt.Color("direction:N", title="Replay vs native",
                         scale=alt.Scale(domain=["replay faster", "replay slower"], range=["steelblue", "darkorange"])),
     ).transform_calculate(direction="datum.signed_error_pct > 0 ? 'replay faster' : 'replay slower'")
     layers: list[alt.Chart] = [bars]
     if "noise_floor_pct" in df.columns and df["noise_floor_pct"].is_not_nan().any():
-        floor = alt.Chart(df.filter(pl.col("noise_floor_pct").is_not_nan())).encode(x=x).transform_calculate(
+        floor = alt.Chart(df.filter(pl.col("noise_floor_pct").is_not_nan()).select("window_id", "noise_floor_pct")
+                          ).encode(x=x).transform_calculate(
             lo="-datum.noise_floor_pct", hi="datum.noise_floor_pct")
         layers += [floor.mark_rule(color="black", opacity=0.45, strokeWidth=3).encode(y="lo:Q", y2="hi:Q"),
                    floor.mark_tick(color="black", thickness=2, size=18).encode(y="lo:Q"),
