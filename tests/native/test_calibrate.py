@@ -100,6 +100,22 @@ def test_publication_rows_price_the_producer_as_it_ran():
     assert publication_rows("w", "as2d", 0, (-0.9,)) == [] and len(publication_rows("w", "as2d", 0, (0.01,))) == 1
 
 
+def test_a_word_published_at_once_shares_its_interval_among_its_tokens():
+    """Tok_T holds a word back until it is complete: tokens at 20 ms, then a three-token word at 50 ms,
+    then one at 60 ms. The word's 30 ms are 10 ms per token (not 30, 0, 0); the first publication's
+    group (two tokens at 20 ms) starts the clock of the intervals."""
+    from workbench.native.episodes import publication_groups
+
+    times = (-0.9, 0.020, 0.020, 0.050, 0.050, 0.050, 0.060)
+    assert publication_groups(times) == [1, 2, 3, 1]
+    rows = publication_rows("w", "as2d", 0, times)
+    iv = [(r["offset"], r["ms"]) for r in rows if r["kind"] == "producer_interval"]
+    assert iv == [(3, pytest.approx(10.0)), (4, pytest.approx(10.0)), (5, pytest.approx(10.0)),
+                  (6, pytest.approx(10.0))]
+    (tok,) = [r for r in rows if r["kind"] == "producer_token"]
+    assert tok["ms"] == pytest.approx(10.0) and tok["tokens"] == 4  # 40 ms over the 4 tokens after the first group
+
+
 def test_calibration_fits_the_kernel_plan_and_measures_under_it(host_cfg, windows):
     # kernels: auto -- the plan per width comes from this calibration's kernel sweep, never a constant
     cfg = {**host_cfg, "target": {**host_cfg["target"], "kernels": "auto"}}

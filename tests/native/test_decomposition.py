@@ -53,8 +53,8 @@ class _LogClock:
         return self.t
 
 
-def native_like_run() -> NativeResult:
-    times = true_times()
+def native_like_run(times: list[float] | None = None) -> NativeResult:
+    times = times or true_times()
     buf = PublicationBuffer("producer", "p0", VOCAB)
     for tok, t in zip(PRODUCED, times, strict=True):
         buf.publish([tok], t)
@@ -179,6 +179,32 @@ def test_the_chart_stacks_terms_that_sum_to_each_windows_error():
     assert sums["pct"].to_list() == pytest.approx(err.sort("window_id")["signed_error_pct"].to_list(), abs=1e-9)
     spec = d3_terms.terms_chart(err, "test").to_dict()
     assert len(spec["layer"]) == 3
+
+
+def held_back(times: list[float], sizes: tuple[int, ...] = (1, 3, 2)) -> list[float]:
+    """The same curve published in words of ``sizes`` tokens (Tok_T): a word appears when its last token is made."""
+    out, i, g = list(times[:1]), 1, 0
+    while i < len(times):
+        s = min(sizes[g % len(sizes)], len(times) - i)
+        out += [times[i + s - 1]] * s
+        i, g = i + s, g + 1
+    return out
+
+
+def test_replay_releases_a_held_back_word_when_its_last_token_is_made():
+    """A log whose producer publishes whole words: calibration shares each word's interval among its
+    tokens, replay releases the word after its last token's operation, and the round times match."""
+    from workbench.native.decomposition import replay_held
+
+    run = native_like_run(held_back(true_times()))
+    assert run.output == REFERENCE and len(set(run.producer_times)) < len(run.producer_times)
+    profile, source, window, res = _replay(run, growth=True)
+    assert len(res.t_end) == len(run.records)
+    for native, replayed in zip((r.t_end for r in run.records), res.t_end, strict=True):
+        assert replayed == pytest.approx(native, rel=0.01)
+    _, published = replay_held(window, SETTINGS, profile, source)
+    assert published[1] < published[2] == published[3] == published[4] < published[5] == published[6]
+    assert published[4] == pytest.approx(run.producer_times[4], rel=0.01)
 
 
 def test_a_slope_within_the_noise_is_no_growth_and_one_stall_moves_nothing():

@@ -58,7 +58,7 @@ from .agreement_report import GOAL_MAE_PCT, agreement_markdown, decomposition_li
 from .calibrate import calibrate_host
 from .decomposition import TERMS, decompose
 from .driver import NativeHost, NativeResult
-from .episodes import Episodes, HostSetup, host_setup, native_episodes
+from .episodes import Episodes, HostSetup, host_setup, native_episodes, publication_groups
 from .noise_floor import median_noise_pct
 from .sweep import PROBE_WIDTHS
 from .windows import AudioWindow, demo_windows
@@ -82,9 +82,12 @@ def replay_native_run(run: NativeResult, reference: Sequence[int], profile: Devi
                       settings: Mapping[str, Any], eos_id: int | None, vocab_size: int, max_output: int,
                       window_id: str | None = None) -> tuple[Window, ReplayResult]:
     """Replay one native As²d run's trajectory (reference + published producer stream) under ``profile``,
-    with the settings the native run used."""
+    with the settings the native run used. The host prices its producer per target token, and a word
+    the native producer published at once (``publication_groups``: Tok_T holds it back until complete)
+    is released together, after its last token's operation, as a trace's forward counts release it."""
     tokens = tuple(run.producer_tokens)
-    track = SourceTrack(source, tokens, None, (1,) * len(tokens))  # the host prices its producer per target token
+    ops = tuple(n for size in publication_groups(run.producer_times) for n in (*(0,) * (size - 1), size))
+    track = SourceTrack(source, tokens, None, ops if len(ops) == len(tokens) else (1,) * len(tokens))
     w = Window(window_id or run.window_id, "host", tuple(reference), eos_id, vocab_size, max_output, None,
                {source: track}).validate()
     return w, replay(w, ReplayConfig("as2d", source=source, **settings), profile)

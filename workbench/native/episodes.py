@@ -149,21 +149,42 @@ def run_scheme(host: NativeHost, setup: HostSetup, window: AudioWindow, scheme: 
 
 
 # ------------------------------------------------------------------------ repeated episodes
+def publication_groups(times: Sequence[float]) -> list[int]:
+    """Sizes of the runs of tokens published together (one publication time), in stream order. A
+    cross-vocabulary producer holds a word back until it is complete (Tok_T), so a word of several
+    target tokens appears at once: the event record replay and calibration read, as traces do."""
+    sizes: list[int] = []
+    for i, t in enumerate(times):
+        if i and t == times[i - 1]:
+            sizes[-1] += 1
+        else:
+            sizes.append(1)
+    return sizes
+
+
 def publication_rows(window_id: str, scheme: str, rep: int, times: Sequence[float]) -> list[dict[str, Any]]:
     """The producer as it really ran beside the target (D.3): its first publication after the clock
     (``producer_first``) and its mean interval per token from then on (``producer_token``, ``tokens``
-    intervals). Calibration prices coexistence from these rather than from a synthetic load."""
+    intervals). Calibration prices coexistence from these rather than from a synthetic load.
+
+    ``producer_interval``: each token's share of the interval that released it, at its stream position
+    (``offset``): a group of ``s`` tokens published together after a gap ``d`` gives each ``d / s``, so a
+    held-back word is neither ``s - 1`` free tokens nor one slow one (``publication_groups``)."""
     after = [t for t in times if t > 0]  # the prompt-prefill token is published before the clock
     if not after:
         return []
     rows = [sample("producer_first", window_id, scheme=scheme, rep=rep, ms=1000 * after[0])]
-    if len(after) > 1 and after[-1] > after[0]:
+    sizes = publication_groups(after)
+    later = len(after) - sizes[0]  # tokens published after the first publication
+    if later and after[-1] > after[0]:
         rows.append(sample("producer_token", window_id, scheme=scheme, rep=rep, concurrent=True,
-                           ms=1000 * (after[-1] - after[0]) / (len(after) - 1), tokens=len(after) - 1))
-    # each token's own interval at its stream position (``offset``): the publication curve (D.3)
-    first = len(times) - len(after)
-    rows += [sample("producer_interval", window_id, scheme=scheme, rep=rep, concurrent=True, offset=first + i,
-                    ms=1000 * (b - a)) for i, (a, b) in enumerate(zip(after, after[1:], strict=False), start=1)]
+                           ms=1000 * (after[-1] - after[0]) / later, tokens=later))
+    before, k = len(times) - len(after), sizes[0]  # k: index in ``after`` of the next group's first token
+    for size in sizes[1:]:
+        share = 1000 * (after[k] - after[k - 1]) / size
+        rows += [sample("producer_interval", window_id, scheme=scheme, rep=rep, concurrent=True,
+                        offset=before + k + j, ms=share) for j in range(size)]
+        k += size
     return rows
 
 

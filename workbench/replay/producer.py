@@ -60,7 +60,9 @@ class ProducerPlan:
             batch, pub = None, 0.0
         produced = pending = 0
         for i, n in enumerate(track.op_tokens):
-            w += (op_ms[i] if op_ms is not None else cost.op_at(produced)) / 1000.0  # growth with context (D.3)
+            # growth with context (D.3): the producer's context is the operations it has run, whether or
+            # not they released a token yet (a held-back word's tokens are made one operation each)
+            w += (op_ms[i] if op_ms is not None else cost.op_at(i)) / 1000.0
             ends.append(w)
             produced += n
             pending += n
