@@ -106,7 +106,8 @@ def fit_profile(measures: pl.DataFrame, base: DeviceProfile, base_raw: Mapping[s
         # the base's own rules travel with the base fields copied below (a source's growth rule, ...)
         "rules": {**dict(base_raw.get("rules") or {}),
                   rule: f"Not measured by calibrate_phone: taken from the base profile {base.name} ({base.file})."},
-        "target_step_ms": _stat(step, where) if step else {"v": idle[1]["v"], "source": idle[1]["source"]},
+        "target_step_ms": (_stat(step, where + ", native target-only runs: decode time per round") if step
+                           else {"v": idle[1]["v"], "source": idle[1]["source"]}),
         "loop_residual_ms": base_num(["loop_residual_ms"]), "queue_ms": base_num(["queue_ms"]),
         "alignment_ms": base_num(["alignment_ms"]),
         "verifier": {"idle_ms": idle,

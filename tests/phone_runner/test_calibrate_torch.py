@@ -54,6 +54,10 @@ def test_torch_calibration_measures_widths_that_match_the_host_sweep(loopback: L
     assert "measured on Loopback K70" in raw["verifier"]["idle_ms"][4]["source"]
     assert "torch engine" in raw["verifier"]["idle_ms"][4]["source"] and res.tags["profile_kind"] == "measured"
     assert sorted(written.verifier.idle_ms) == list(WIDTHS)
+    # the step target-only is priced at comes from native target-only runs on the phone (decode time per
+    # round, the runner's loop work included), not from one timed K1 forward
+    assert "native target-only runs: decode time per round" in raw["target_step_ms"]["source"]
+    assert "n=5," in raw["target_step_ms"]["source"] and written.target_step_ms != written.verify_ms(1)
     # not the base profile's prices echoed back
     assert max(abs(written.verify_ms(k) / base.verify_ms(k) - 1) for k in WIDTHS) > 0.10
     # the phone's forwards are this host's forwards. A shared 2-core machine drifts by more than 10 %

@@ -179,6 +179,10 @@ def calibrate_phone(cfg: DictConfig, out: Path) -> JobResult:
     run, _ = run_request(dev, req, runner=pc.argv(), run_rel=f"runs/{run_id}", store=WindowStore(out / "phone_state"),
                          local_out=local, timeout_s=pc.timeout_s, idle_timeout_s=pc.idle_timeout_s, resumable=False)
     measures = frames(run)["measures"]
+    if kind != "reference":
+        steps = _native_steps(dev, pc, windows, base, models, out, info["serial_hash"], plan.get("reps", 5),
+                              int(cfg.model.get("max_new_tokens", 224)))
+        measures = pl.concat([measures, steps], how="diagonal_relaxed")
     name = str(cfg.phone.name)
     engine = str((run.header or {}).get("engine", {}).get("kind", kind))  # what the runner says it ran
     raw = fit_profile(measures, base, base_raw, name=name, model=info["model"], serial_hash=info["serial_hash"],
@@ -194,6 +198,28 @@ def calibrate_phone(cfg: DictConfig, out: Path) -> JobResult:
                      {"profile": str(target), "serial_hash": info["serial_hash"], "device_model": info["model"],
                       "engine": engine, "profile_kind": "measured" if engine in REAL_ENGINES else PROTOCOL_CHECK},
                      files=[out / "phone" / f"{name}.yaml", local])
+
+
+def _native_steps(dev: Any, pc: Any, windows: list[Any], base: Any, models: Any, out: Path, serial_hash: str,
+                  reps: int, max_output: int) -> pl.DataFrame:
+    """``target_step`` measures: target-only run natively on the calibration window, decode time over
+    rounds per repetition (the host's D.2 rule). The step replay charges then carries the runner's own
+    work around each forward (argmax, bookkeeping), which a timed forward alone leaves out. A private
+    resume folder: a calibration never reuses windows of an earlier run."""
+    import dataclasses
+
+    from phone_runner.session import build_request, new_run_id, run_config
+    from workbench.replay.result import ReplayConfig
+
+    own = dataclasses.replace(pc, repetitions=max(1, int(reps)), warmups=max(1, pc.warmups),
+                              state_dir=str(out / "phone_state" / "target_step"))
+    req = build_request(new_run_id(), ReplayConfig("target_only"), windows, base, own, max_output=max_output,
+                        models=models)
+    fr = run_config(dev, own, req, None, base, out, serial_hash=serial_hash, rest=False).frames
+    per = fr["rounds"].group_by("window_id", "repetition").len("rounds")
+    runs = fr["windows"].join(per, on=["window_id", "repetition"])
+    return pl.DataFrame({"op": "target_step", "ms": [1000 * t / n for t, n in zip(runs["time"], runs["rounds"],
+                                                                                  strict=True) if n]})
 
 
 def native_phone(cfg: DictConfig, out: Path) -> JobResult:
