@@ -82,17 +82,10 @@ def compose_job(tmp: Path, widths: list[int], reps: int, *over: str) -> Any:
 
 def host_sweep(model: dict[str, Any], widths: list[int], reps: int) -> dict[int, float]:
     """The host's D.2 verify sweep on the test's window and placement: median ms per width."""
-    from workbench.native.episodes import host_setup
-    from workbench.native.producer import Placement, restoring_placement
-    from workbench.native.sweep import verify_sweep
+    from workbench.native.calibrate import idle_width_medians
     from workbench.native.windows import demo_windows
 
-    window = demo_windows(6.0, model=model)[0][0]
-    with restoring_placement():
-        setup = host_setup(model, verifier=Placement(1))
-        setup.verifier.apply()
-        rows = verify_sweep(setup.pair, window, widths, reps, 1, concurrent=False, offsets=[0])
-    return {k: statistics.median(r["ms"] for r in rows if r["width"] == k) for k in widths}
+    return idle_width_medians(model, widths, reps, demo_windows(6.0, model=model)[0][0])
 
 
 def phone_calibration(tmp: Path, widths: list[int], reps: int, serial: str) -> dict[int, float]:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import statistics
 from pathlib import Path
 
 import pytest
@@ -20,17 +19,10 @@ WIDTHS = (1, 4, 8)
 
 def _host_sweep(model: dict, reps: int) -> dict[int, float]:
     """The same width sweep in this process: the host's own D.2 sweep on the same window and placement."""
-    from workbench.native.episodes import host_setup
-    from workbench.native.producer import Placement, restoring_placement
-    from workbench.native.sweep import verify_sweep
+    from workbench.native.calibrate import idle_width_medians
     from workbench.native.windows import demo_windows
 
-    window = demo_windows(6.0, model=model)[0][0]
-    with restoring_placement():
-        setup = host_setup(model, verifier=Placement(1))
-        setup.verifier.apply()
-        rows = verify_sweep(setup.pair, window, WIDTHS, reps, 1, concurrent=False, offsets=[0])
-    return {k: statistics.median(r["ms"] for r in rows if r["width"] == k) for k in WIDTHS}
+    return idle_width_medians(model, WIDTHS, reps, demo_windows(6.0, model=model)[0][0])
 
 
 @pytest.mark.slow

@@ -122,6 +122,21 @@ def calibrate_host(
     return parse_profile(profile_raw, file=str(target or "<host calibration>")), raw
 
 
+def idle_width_medians(model_cfg: dict[str, Any], widths: Sequence[int], reps: int,
+                       window: AudioWindow) -> dict[int, float]:
+    """The idle verify sweep alone (D.2), on one core at decoder offset 0: median ms per width. What a
+    phone calibration with a real engine on the loopback phone (this host's forwards) is checked against."""
+    import statistics
+
+    from .producer import Placement
+
+    with restoring_placement():
+        setup = host_setup(model_cfg, verifier=Placement(1))
+        setup.verifier.apply()
+        rows = verify_sweep(setup.pair, window, widths, reps, 1, concurrent=False, offsets=[0])
+    return {k: statistics.median(r["ms"] for r in rows if r["width"] == k) for k in widths}
+
+
 def write_profile(profile: dict[str, Any], path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
