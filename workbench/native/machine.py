@@ -17,9 +17,10 @@ from .producer import ALLOWED_CPUS
 FIELDS = ("cpu", "cores", "threads", "torch", "engine", "calibration")
 # Bump when calibration measures something new that replay prices (2: per-width anchors, the verifier
 # beside the producer from live As2d calls, R_LIVE-V; 3: MNN modules run the threads they are given,
-# mnn.runtime.load_module; 4: the per-width kernel plan, and the verifier costs measured under it):
+# mnn.runtime.load_module; 4: the per-width kernel plan, and the verifier costs measured under it; 5: a word
+# the producer publishes at once shares its interval among its tokens, episodes.publication_rows):
 # older cached profiles are then measured again.
-CALIBRATION_VERSION = 4
+CALIBRATION_VERSION = 5
 
 # CPUs this process may use, read once at import (``producer.ALLOWED_CPUS``): calibration and runs pin
 # themselves to one core (placements), which must not change which machine this is.
