@@ -7,7 +7,9 @@ a run is in progress (:meth:`LoopbackDevice.set_online`, :meth:`set_max_freq`, :
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import socket
 import subprocess
 import time
@@ -170,10 +172,28 @@ def adb_server(adb: str | None = None) -> Iterator[int]:
         yield port
     finally:
         subprocess.run([adb, "kill-server"], env=env, capture_output=True, timeout=60)
+        for pid in server_pids(port):  # adb can leave its forked server behind when kill-server misses it
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         if old is None:
             os.environ.pop("ANDROID_ADB_SERVER_PORT", None)
         else:
             os.environ["ANDROID_ADB_SERVER_PORT"] = old
+
+
+def server_pids(port: int) -> list[int]:
+    """Processes of an adb server listening on ``port`` (``adb -L tcp:<port> fork-server server``)."""
+    mark = f"tcp:{port}".encode()
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                argv = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:  # gone meanwhile, or not ours to read
+                continue
+            if argv and Path(argv[0].decode(errors="replace")).name == "adb" and mark in argv and b"server" in argv:
+                pids.append(int(entry.name))
+    return pids
 
 
 def wait_state(port: int, serial: str, states: tuple[str, ...], timeout: float = 20.0) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import adbutils
@@ -83,3 +84,24 @@ def test_unauthorized_and_unplugged_states(adb_server: int, tmp_path: Path) -> N
 def test_port_range_the_adb_server_scans_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="5555-5585"):
         LoopbackDevice(tmp_path, port=5560)
+
+
+def test_a_private_adb_server_is_gone_even_when_kill_server_misses_it(monkeypatch) -> None:
+    """``adb kill-server`` that does not reach the server (here: never sent) leaves no server behind:
+    the private server is ended by its own port on the way out."""
+    from phone_runner.testing import loopback as L
+
+    real_run = subprocess.run
+
+    def run(argv, *a, **kw):  # every adb call as is, except the kill-server that would end it
+        if list(argv)[-1:] == ["kill-server"]:
+            return subprocess.CompletedProcess(argv, 0, b"", b"")
+        return real_run(argv, *a, **kw)
+
+    monkeypatch.setattr(L.subprocess, "run", run)
+    with L.adb_server() as port:
+        assert L.server_pids(port), "the private server runs while in use"
+    deadline = time.monotonic() + 10
+    while L.server_pids(port) and time.monotonic() < deadline:  # SIGKILL is delivered, then reaped
+        time.sleep(0.1)
+    assert L.server_pids(port) == []
