@@ -7,6 +7,7 @@ process's spec and placement, and every scheme's settings, checked by the scheme
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -153,13 +154,7 @@ def publication_groups(times: Sequence[float]) -> list[int]:
     """Sizes of the runs of tokens published together (one publication time), in stream order. A
     cross-vocabulary producer holds a word back until it is complete (Tok_T), so a word of several
     target tokens appears at once: the event record replay and calibration read, as traces do."""
-    sizes: list[int] = []
-    for i, t in enumerate(times):
-        if i and t == times[i - 1]:
-            sizes[-1] += 1
-        else:
-            sizes.append(1)
-    return sizes
+    return [len(list(group)) for _, group in itertools.groupby(times)]
 
 
 def publication_rows(window_id: str, scheme: str, rep: int, times: Sequence[float]) -> list[dict[str, Any]]:
