@@ -354,7 +354,12 @@ def _end_with_the_sweep() -> None:
     threading.Thread(target=watch, name="as2d-sweep-watch", daemon=True).start()
 
 
-@hydra.main(config_path="../conf", config_name="config", version_base="1.3")
+# An absolute path: the `as2d` console script imports this module as `workbench.run`, and Hydra would
+# then look for a `conf` Python package, which a strict editable install does not put on sys.path.
+CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
+
+
+@hydra.main(config_path=CONF_DIR, config_name="config", version_base="1.3")
 def _hydra_main(cfg: DictConfig) -> None:
     _CURRENT_RUN.clear()
     _end_with_the_sweep()
