@@ -83,6 +83,10 @@ def test_info_calibrate_and_native_runs_land_in_mlflow(loopback: LoopbackDevice,
         assert res.metrics[f"phone.{row['method']}.agreement_noise_floor_pct"] == 0.0
         tps[row["method"].split("/")[0]] = row["tps"]
     assert set(tps) == {"target_only", "as2d", "asp"} and tps["as2d"] > tps["target_only"]
+    # D.3 per window (the table the MAE is the mean of): native median beside its replay, every config
+    agree = pl.read_parquet(tmp_path / "out/tables/agreement.parquet")
+    assert agree.height == res.summary.height * int(res.metrics["windows"])
+    assert agree["time_native"].to_list() == pytest.approx(agree["time_replay"].to_list(), rel=1e-9)
     done = [r for r in runs(tmp_path) if r.data.tags.get("job") == "native_phone"]
     assert [r.info.status for r in done] == ["FINISHED"]
     assert done[0].data.tags["serial_hash"] == res.tags["serial_hash"] != "LOOPBACK0001"

@@ -222,6 +222,10 @@ def _native_steps(dev: Any, pc: Any, windows: list[Any], base: Any, models: Any,
                                                                                   strict=True) if n]})
 
 
+AGREEMENT_SCHEMA = {"config": pl.Utf8, "window_id": pl.Utf8, "tokens": pl.Int64, "time_native": pl.Float64,
+                    "time_replay": pl.Float64, "signed_error_pct": pl.Float64, "noise_floor_pct": pl.Float64}
+
+
 def native_phone(cfg: DictConfig, out: Path) -> JobResult:
     from tqdm.auto import tqdm
 
@@ -264,6 +268,7 @@ def native_phone(cfg: DictConfig, out: Path) -> JobResult:
         source = profile_source(profile, cfg.get("source") or next(iter(windows[0].sources), None), roles)
         max_output = max(w.max_output for w in windows)
     rows, tables, flagged, resumed = [], {}, 0, 0
+    agreement: list[dict[str, Any]] = []  # D.3 per window: the native median beside its replay
     configs = [rc for name in names for rc in replay_configs(cfg, name, source, profile)]
     for rc in tqdm(configs, desc="phone configs"):
         req = build_request(new_run_id(), rc, entries, profile, pc, max_output=max_output, models=models)
@@ -286,8 +291,12 @@ def native_phone(cfg: DictConfig, out: Path) -> JobResult:
         for wid in ids:  # replay under the device profile vs the phone (D.3), median repetition
             times = sorted(fr["windows"].filter(pl.col("window_id") == wid)["time"].to_list())
             w = agree[wid]
-            errs.append(100 * (replay(w, rc, profile).tps / (w.n_tokens / times[len(times) // 2]) - 1))
+            replayed = replay(w, rc, profile)
+            errs.append(100 * (replayed.tps / (w.n_tokens / times[len(times) // 2]) - 1))
             floors.append(median_noise_pct(times, key=wid))  # what the median's own spread allows
+            agreement.append({"config": rc.label, "window_id": wid, "tokens": w.n_tokens,
+                              "time_native": times[len(times) // 2], "time_replay": replayed.time,
+                              "signed_error_pct": errs[-1], "noise_floor_pct": floors[-1]})
         known = [f for f in floors if math.isfinite(f)]
         rows.append({"device": info["model"], "method": rc.label, "clock": pc.engine.get("clock", "real"),
                      "tps": M.tps_pooled(fr["windows"]), "acceptance": M.acceptance(fr["rounds"]),
@@ -305,6 +314,7 @@ def native_phone(cfg: DictConfig, out: Path) -> JobResult:
                 metrics[f"phone.{r['method']}.{k}"] = r[k]
     out_tables = {k: pl.concat(v, how="diagonal_relaxed") for k, v in tables.items()}
     out_tables["table6"] = pl.DataFrame([table6_row(info)])
+    out_tables["agreement"] = pl.DataFrame(agreement, schema=AGREEMENT_SCHEMA)
     return JobResult(metrics, {**out_tables, "summary": summary}, {}, summary,
                      {"serial_hash": info["serial_hash"], "device_model": info["model"],
                       "flagged_windows": str(flagged), "runner": pc.runner,
