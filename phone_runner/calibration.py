@@ -9,8 +9,12 @@ The verify width sweep (K1-K16 at prefix offsets 0/64/128, idle and with the pro
 the target step, the serial drafter's forward, ASP paired-branch / probability-row / KV refresh
 costs and each source's service time are medians over the repetitions, each written as
 ``{v, source: "measured on <model> (serial <hash>) <date>, n=<n>, median, IQR <a>-<b> ms"}``.
-What the runner does not measure (loop residual, queue, alignment, publication and startup
-costs, coexistence factors) comes from a base profile under a stated ``derived:`` rule.
+With a real engine, ``calibrate_phone`` also runs As²d natively on its calibration window; the
+producer's publications there give its coexistence factor, growth and startup as on the host
+(R_LIVE, R_GROWTH: ``live_producer``): what replay must predict is the producer beside the target
+in a decode loop, which a synthetic load beside the verify sweep stresses differently. What the
+runner does not measure (loop residual, queue, alignment, publication costs) comes from a base
+profile under a stated ``derived:`` rule.
 """
 
 from __future__ import annotations
@@ -54,9 +58,11 @@ def _stat(xs: list[float], where: str) -> dict[str, Any]:
 
 
 def fit_profile(measures: pl.DataFrame, base: DeviceProfile, base_raw: Mapping[str, Any], *, name: str,
-                model: str, serial_hash: str, engine: str, date: str | None = None) -> dict[str, Any]:
+                model: str, serial_hash: str, engine: str, date: str | None = None,
+                publications: pl.DataFrame | None = None) -> dict[str, Any]:
     """A ``device-profile/1`` mapping from ``measure`` rows; validated before it is returned.
-    ``engine``: the engine the runner's header names (only a real one makes the numbers measured)."""
+    ``engine``: the engine the runner's header names (only a real one makes the numbers measured).
+    ``publications``: a native As²d run's publication records (``live_producer``)."""
     date = date or datetime.date.today().isoformat()
     where = provenance(engine, model, serial_hash, date)
     label = "measured" if engine in REAL_ENGINES else PROTOCOL_CHECK
@@ -98,6 +104,10 @@ def fit_profile(measures: pl.DataFrame, base: DeviceProfile, base_raw: Mapping[s
                 "v": round(statistics.median(beside) / statistics.median(got), 4),
                 "source": f"{where}: median per-token {key[:-3]} beside the verify sweep (n={len(beside)}) over "
                           f"idle (n={len(got)})"}
+        live = (live_producer(publications.filter(pl.col("source_id") == sname), node[key]["v"], where)
+                if publications is not None and kind != "chunk" and engine in REAL_ENGINES else None)
+        if live:
+            node.update(live)
         sources[sname] = node
     raw: dict[str, Any] = {
         "schema": "device-profile/1", "name": name, "device": model,
@@ -123,6 +133,38 @@ def fit_profile(measures: pl.DataFrame, base: DeviceProfile, base_raw: Mapping[s
                       "kv_refresh_ms": refresh or {1: {"v": 0.0, **derived}}}
     parse_profile(raw, file=f"conf/device/{name}.yaml (fitted)")  # refuse to write an invalid profile
     return raw
+
+
+def live_producer(publications: pl.DataFrame, op_idle: float, where: str) -> dict[str, Any]:
+    """The producer as it ran beside the target in native As²d runs (the host's R_LIVE and R_GROWTH,
+    ``workbench.native.fit``): per-token publication intervals (each token of a batch its share) as a
+    line in stream position; coexistence factor = the line at ``ref_tokens`` over the idle per-token
+    cost ``op_idle``; startup = the first publication after the clock minus two operations on the line.
+    Empty when the runs published too little to fit a line."""
+    from workbench.native.episodes import SAMPLE_SCHEMA, publication_rows
+    from workbench.native.fit import publication_curve
+
+    rows: list[dict[str, Any]] = []
+    for (wid, rep), g in publications.sort("offset").group_by("window_id", "repetition", maintain_order=True):
+        times = [float(t) for t, toks in zip(g["publish_time"], g["tokens"], strict=True) for _ in toks]
+        rows += publication_rows(str(wid), "as2d", int(rep), times)
+    raw = pl.DataFrame(rows, schema=SAMPLE_SCHEMA)
+    curve = publication_curve(raw)
+    if curve is None or op_idle <= 0:
+        return {}
+    src = f"{where}, n={curve.n} native As2d publication intervals"
+    first = raw.filter(pl.col("kind") == "producer_first")["ms"].to_list()
+    out: dict[str, Any] = {
+        "concurrent_factor": {"v": round(curve.at(curve.ref) / op_idle, 4),
+                              "source": f"{src}, their line at ref_tokens / idle per-token time (R_LIVE)"},
+        "growth": {"per_token": {"v": round(curve.b / curve.at(curve.ref), 6),
+                                 "source": f"{src}, least squares slope over the interval at ref_tokens (R_GROWTH)"},
+                   "ref_tokens": {"v": round(curve.ref, 2), "source": f"{src}, median stream position (R_GROWTH)"}}}
+    if first:
+        out["startup_ms"] = {"v": round(max(0.0, statistics.median(first) - curve.at(0) - curve.at(1)), 4),
+                             "source": f"{where}, n={len(first)} native As2d runs, median first publication "
+                                       "after the clock minus two operations on the line (R_LIVE)"}
+    return out
 
 
 def profile_yaml(raw: Mapping[str, Any]) -> str:

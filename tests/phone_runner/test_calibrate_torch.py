@@ -50,6 +50,10 @@ def test_torch_calibration_measures_widths_that_match_the_host_sweep(loopback: L
     # round, the runner's loop work included), not from one timed K1 forward
     assert "native target-only runs: decode time per round" in raw["target_step_ms"]["source"]
     assert "n=5," in raw["target_step_ms"]["source"] and written.target_step_ms != written.verify_ms(1)
+    # the producer is priced as it ran beside the target in native As²d runs on the phone (R_LIVE)
+    producer = raw["sources"][next(iter(raw["sources"]))]
+    assert "native As2d publication intervals" in producer["concurrent_factor"]["source"]
+    assert "R_LIVE" in producer["startup_ms"]["source"] and "Loopback K70" in producer["startup_ms"]["source"]
     # not the base profile's prices echoed back
     assert max(abs(written.verify_ms(k) / base.verify_ms(k) - 1) for k in WIDTHS) > 0.10
     # the phone's forwards are this host's forwards. A shared 2-core machine drifts by more than 10 %

@@ -4,6 +4,7 @@ is the source's measured concurrent_factor (D.2.1); without those lines the base
 from __future__ import annotations
 
 import polars as pl
+import pytest
 from omegaconf import OmegaConf
 
 from phone_runner.calibration import fit_profile
@@ -35,3 +36,37 @@ def test_the_producer_beside_the_sweep_gives_a_measured_concurrent_factor() -> N
 def test_without_those_lines_the_base_factor_stays_marked_derived() -> None:
     src = _fit(beside=False)["sources"]["whisper-tiny.en"]
     assert src["concurrent_factor"]["derived"] == "R_BASE" and src["forward_ms"]["v"] == 6.1
+
+
+def _publications(a_ms: float, b_ms: float, startup_ms: float, n: int = 40, reps: int = 3) -> pl.DataFrame:
+    """A native As²d run's publications whose per-token interval is the line ``a + b * position``: the
+    prompt-prefill token before the clock, then one token per publication."""
+    rows = []
+    for rep in range(reps):
+        t = (startup_ms + a_ms + (a_ms + b_ms)) / 1000  # the first token after the clock: startup + two ops
+        rows.append({"window_id": "w", "repetition": rep, "source_id": "whisper-tiny.en", "offset": 0,
+                     "publish_time": -0.001, "tokens": [1]})
+        for pos in range(1, n):
+            if pos > 1:
+                t += (a_ms + b_ms * pos) / 1000
+            rows.append({"window_id": "w", "repetition": rep, "source_id": "whisper-tiny.en", "offset": pos,
+                         "publish_time": t, "tokens": [pos + 1]})
+    return pl.DataFrame(rows)
+
+
+def test_a_native_as2d_run_prices_the_producer_as_it_ran_beside_the_target():
+    base = load_profile("host")
+    base_raw = OmegaConf.to_container(OmegaConf.load(base.file), resolve=True)
+    raw = fit_profile(_measures(True), base, base_raw, name="t", model="Phone", serial_hash="abc", engine="torch",
+                      publications=_publications(8.0, 0.05, 20.0))
+    src = raw["sources"]["whisper-tiny.en"]
+    ref = src["growth"]["ref_tokens"]["v"]
+    assert src["concurrent_factor"]["v"] == pytest.approx((8.0 + 0.05 * ref) / 6.1, rel=1e-3)  # over idle 6.1
+    assert src["growth"]["per_token"]["v"] == pytest.approx(0.05 / (8.0 + 0.05 * ref), rel=1e-3)
+    assert src["startup_ms"]["v"] == pytest.approx(20.0, abs=1e-3)
+    assert "R_LIVE" in src["concurrent_factor"]["source"] and "measured on Phone" in src["startup_ms"]["source"]
+    parse_profile(raw, file="fitted")
+    # the reference engine ran no model: its echoed publications price nothing
+    echo = fit_profile(_measures(True), base, base_raw, name="t", model="Phone", serial_hash="abc",
+                       engine="reference", publications=_publications(8.0, 0.05, 20.0))
+    assert "R_LIVE" not in echo["sources"]["whisper-tiny.en"]["concurrent_factor"]["source"]

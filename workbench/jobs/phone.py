@@ -178,15 +178,15 @@ def calibrate_phone(cfg: DictConfig, out: Path) -> JobResult:
     local = out / "phone" / "calibrate.jsonl"
     run, _ = run_request(dev, req, runner=pc.argv(), run_rel=f"runs/{run_id}", store=WindowStore(out / "phone_state"),
                          local_out=local, timeout_s=pc.timeout_s, idle_timeout_s=pc.idle_timeout_s, resumable=False)
-    measures = frames(run)["measures"]
+    measures, publications = frames(run)["measures"], None
     if kind != "reference":
-        steps = _native_steps(dev, pc, windows, base, models, out, info["serial_hash"], plan.get("reps", 5),
-                              int(cfg.model.get("max_new_tokens", 224)))
+        steps, publications = _native_measures(cfg, dev, pc, windows, base, models, out, info["serial_hash"],
+                                               plan.get("reps", 5))
         measures = pl.concat([measures, steps], how="diagonal_relaxed")
     name = str(cfg.phone.name)
     engine = str((run.header or {}).get("engine", {}).get("kind", kind))  # what the runner says it ran
     raw = fit_profile(measures, base, base_raw, name=name, model=info["model"], serial_hash=info["serial_hash"],
-                      engine=engine)
+                      engine=engine, publications=publications)
     target = Path(cfg.phone.get("profile_dir") or "conf/device") / f"{name}.yaml"
     atomic_write_text(target, profile_yaml(raw))
     atomic_write_text(out / "phone" / f"{name}.yaml", profile_yaml(raw))
@@ -200,26 +200,36 @@ def calibrate_phone(cfg: DictConfig, out: Path) -> JobResult:
                      files=[out / "phone" / f"{name}.yaml", local])
 
 
-def _native_steps(dev: Any, pc: Any, windows: list[Any], base: Any, models: Any, out: Path, serial_hash: str,
-                  reps: int, max_output: int) -> pl.DataFrame:
-    """``target_step`` measures: target-only run natively on the calibration window, decode time over
-    rounds per repetition (the host's D.2 rule). The step replay charges then carries the runner's own
-    work around each forward (argmax, bookkeeping), which a timed forward alone leaves out. A private
-    resume folder: a calibration never reuses windows of an earlier run."""
+def _native_measures(cfg: DictConfig, dev: Any, pc: Any, windows: list[Any], base: Any, models: Any, out: Path,
+                     serial_hash: str, reps: int) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Target-only and As²d run natively on the calibration window (the host's D.2 rule), each
+    ``reps`` times: ``target_step`` measures (target-only decode time over rounds per repetition: the
+    step replay charges then carries the runner's own work around each forward, which a timed forward
+    alone leaves out) and As²d's publication records (the producer as it ran beside the target,
+    ``calibration.live_producer``). Private resume folders: a calibration never reuses windows of an
+    earlier run."""
     import dataclasses
 
     from phone_runner.session import build_request, new_run_id, run_config
     from workbench.replay.result import ReplayConfig
+    from workbench.replay.sources import profile_source
 
-    own = dataclasses.replace(pc, repetitions=max(1, int(reps)), warmups=max(1, pc.warmups),
-                              state_dir=str(out / "phone_state" / "target_step"))
-    req = build_request(new_run_id(), ReplayConfig("target_only"), windows, base, own, max_output=max_output,
-                        models=models)
-    fr = run_config(dev, own, req, None, base, out, serial_hash=serial_hash, rest=False).frames
+    from .config import replay_configs, source_roles
+
+    max_output = int(cfg.model.get("max_new_tokens", 224))
+    as2d = replay_configs(cfg, "as2d", profile_source(base, "producer", source_roles(cfg)), base)[0]
+    got = {}
+    for rc in (ReplayConfig("target_only"), as2d):
+        own = dataclasses.replace(pc, repetitions=max(1, int(reps)), warmups=max(1, pc.warmups),
+                                  state_dir=str(out / "phone_state" / f"native_{rc.scheme}"))
+        req = build_request(new_run_id(), rc, windows, base, own, max_output=max_output, models=models)
+        got[rc.scheme] = run_config(dev, own, req, None, base, out, serial_hash=serial_hash, rest=False).frames
+    fr = got["target_only"]
     per = fr["rounds"].group_by("window_id", "repetition").len("rounds")
     runs = fr["windows"].join(per, on=["window_id", "repetition"])
-    return pl.DataFrame({"op": "target_step", "ms": [1000 * t / n for t, n in zip(runs["time"], runs["rounds"],
-                                                                                  strict=True) if n]})
+    steps = pl.DataFrame({"op": "target_step", "ms": [1000 * t / n for t, n in zip(runs["time"], runs["rounds"],
+                                                                                   strict=True) if n]})
+    return steps, got["as2d"]["publications"]
 
 
 AGREEMENT_SCHEMA = {"config": pl.Utf8, "window_id": pl.Utf8, "tokens": pl.Int64, "time_native": pl.Float64,
