@@ -157,11 +157,11 @@ def live_producer(publications: pl.DataFrame, op_idle: float, where: str) -> dic
     out: dict[str, Any] = {
         "concurrent_factor": {"v": round(curve.at(curve.ref) / op_idle, 4),
                               "source": f"{src}, their line at ref_tokens / idle per-token time (R_LIVE)"},
-        "growth": {"per_token": {"v": round(curve.b / curve.at(curve.ref), 6),
+        "growth": {"per_token": {"v": round(curve.growth_per_token(), 6),
                                  "source": f"{src}, least squares slope over the interval at ref_tokens (R_GROWTH)"},
                    "ref_tokens": {"v": round(curve.ref, 2), "source": f"{src}, median stream position (R_GROWTH)"}}}
     if first:
-        out["startup_ms"] = {"v": round(max(0.0, statistics.median(first) - curve.at(0) - curve.at(1)), 4),
+        out["startup_ms"] = {"v": round(curve.startup(statistics.median(first)), 4),
                              "source": f"{where}, n={len(first)} native As2d runs, median first publication "
                                        "after the clock minus two operations on the line (R_LIVE)"}
     return out

@@ -22,6 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 from .errors import MismatchError, WorkbenchError
 from .jobs.base import ConfigError, JobResult, save_result
 from .jobs.checks import check_common
+from .jobs.config import CONF
 from .tracking import DESCRIPTION_TAG, clean_metrics, experiment_name, log_dir_artifacts, parent_run_id, tracked_run
 from .tracking import flatten as flatten_cfg
 
@@ -356,10 +357,7 @@ def _end_with_the_sweep() -> None:
 
 # An absolute path: the `as2d` console script imports this module as `workbench.run`, and Hydra would
 # then look for a `conf` Python package, which a strict editable install does not put on sys.path.
-CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
-
-
-@hydra.main(config_path=CONF_DIR, config_name="config", version_base="1.3")
+@hydra.main(config_path=str(CONF), config_name="config", version_base="1.3")
 def _hydra_main(cfg: DictConfig) -> None:
     _CURRENT_RUN.clear()
     _end_with_the_sweep()

@@ -184,6 +184,15 @@ class PublicationCurve:
     def at(self, pos: float) -> float:
         return self.a + self.b * pos
 
+    def growth_per_token(self) -> float:
+        """The slope over the interval at ``ref``: the profile's ``growth.per_token``."""
+        return self.b / self.at(self.ref)
+
+    def startup(self, first_ms: float) -> float:
+        """The first publication after the clock minus the two operations replay prices before it
+        (the prompt-prefill token is an operation too)."""
+        return max(0.0, first_ms - self.at(0) - self.at(1))
+
 
 def publication_curve(raw: pl.DataFrame) -> PublicationCurve | None:
     """Least squares over every native publication interval (``producer_interval`` samples)."""
@@ -206,7 +215,7 @@ def publication_curve(raw: pl.DataFrame) -> PublicationCurve | None:
 def _growth(f: Fit, curve: PublicationCurve) -> dict[str, Any]:
     src = f"fitted on host {f.date}, n={curve.n} native As2d publication intervals"
     how = "least squares slope" if curve.b else f"slope within {GROWTH_SIGNIFICANCE:g} standard errors of 0, taken as 0"
-    return {"per_token": {"v": round(curve.b / curve.at(curve.ref), 6), "source": f"{src}, {how} over "
+    return {"per_token": {"v": round(curve.growth_per_token(), 6), "source": f"{src}, {how} over "
                           "the interval at ref_tokens (R_GROWTH)"},
             "ref_tokens": {"v": round(curve.ref, 2), "source": f"{src}, median stream position (R_GROWTH)"}}
 
