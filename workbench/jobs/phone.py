@@ -210,7 +210,8 @@ def _native_measures(cfg: DictConfig, dev: Any, pc: Any, windows: list[Any], bas
     earlier run."""
     import dataclasses
 
-    from phone_runner.session import build_request, new_run_id, run_config
+    from phone_runner.records import audit
+    from phone_runner.session import build_request, new_run_id, phone_windows, run_config
     from workbench.replay.result import ReplayConfig
     from workbench.replay.sources import profile_source
 
@@ -218,12 +219,16 @@ def _native_measures(cfg: DictConfig, dev: Any, pc: Any, windows: list[Any], bas
 
     max_output = int(cfg.model.get("max_new_tokens", 224))
     as2d = replay_configs(cfg, "as2d", profile_source(base, "producer", source_roles(cfg)), base)[0]
-    got = {}
+    got, refs = {}, {}
     for rc in (ReplayConfig("target_only"), as2d):
         own = dataclasses.replace(pc, repetitions=max(1, int(reps)), warmups=max(1, pc.warmups),
                                   state_dir=str(out / "phone_state" / f"native_{rc.scheme}"))
         req = build_request(new_run_id(), rc, windows, base, own, max_output=max_output, models=models)
-        got[rc.scheme] = run_config(dev, own, req, None, base, out, serial_hash=serial_hash, rest=False).frames
+        res = run_config(dev, own, req, None, base, out, serial_hash=serial_hash, rest=False)
+        if rc.scheme == "target_only":  # the phone's own greedy output is the reference As²d must equal
+            refs = phone_windows(res.frames, None, max_output)
+        audit(res.run, refs, base)  # exactness (C.4), readiness, widths, order: a violation raises
+        got[rc.scheme] = res.frames
     fr = got["target_only"]
     per = fr["rounds"].group_by("window_id", "repetition").len("rounds")
     runs = fr["windows"].join(per, on=["window_id", "repetition"])
