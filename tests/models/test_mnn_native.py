@@ -101,3 +101,21 @@ def test_a_torch_target_with_its_producer_on_mnn_stays_exact():
         run = run_scheme(host, mixed, window, "as2d")
     assert run.output == ref.output
     assert len(run.producer_tokens) > 0 and sum(r.accepted for r in run.records) > 0
+
+
+def test_a_same_vocabulary_producer_on_mnn_beside_the_mnn_target_stays_exact(setup):
+    """The MNN bench's second producer (``mnn_bench.mnn_methods(same_vocab_cfg=...)``): Whisper-base
+    int8 on MNN in the producer process, publishing in the target's own vocabulary (no Tok_T
+    conversion); the output is MNN target-only's and most of its proposals are accepted."""
+    block = {**load_model_config("whisper_base_int8")["drafter"], "batch_tokens": setup.pair.batch_tokens,
+             "engine": "mnn", "mnn": dict(setup.pair.config["mnn"])}
+    second = host_setup(setup.pair.with_producer(block), verifier=setup.verifier, producer=setup.producer.placement)
+    assert second.source == "whisper-base-int8" and second.producer.drafter["engine"] == "mnn"
+    window = AudioWindow("librivox-0880", ("0880",),
+                         load_audio(LIBRIVOX / "sense_and_sensibility_01_austen_64kb-0880.wav"))
+    with NativeHost(second.producer, second.verifier) as host:
+        ref = run_scheme(host, setup, window, "target_only")
+        run = run_scheme(host, second, window, "as2d")
+    assert run.output == ref.output
+    proposed = sum(len(r.chain) for r in run.records)
+    assert proposed > 0 and sum(r.accepted for r in run.records) >= 0.5 * proposed

@@ -42,7 +42,7 @@ from workbench.replay.profile import DeviceProfile, MissingWidthError, load_prof
 from workbench.replay.result import STAGE_SCHEMA
 
 from .bench_inputs import bench_eval_windows, dataset_config, with_window_facts
-from .bench_report import SUMMARY_COLUMNS, goal_lines, per_window, summarize
+from .bench_report import SUMMARY_COLUMNS, goal_lines, per_window, round_breakdown, summarize
 from .chunks import CHUNK_SOURCES, chunk_setup
 from .driver import Fallback, NativeHost
 from .episodes import host_setup, run_scheme, scheme_settings
@@ -141,6 +141,13 @@ def default_methods(model_cfg: dict[str, Any], same_vocab_cfg: dict[str, Any] | 
         setup2 = host_setup(pair.with_producer(alt), verifier=main.verifier, producer=main.producer.placement)
         if setup2.source != main.source:
             ms.append(Method(f"as2d/{setup2.source}", "native", setup2, 1, "as2d"))
+            if main.costs is not None:
+                ms += online_methods(setup2, main.costs)
+            if mnn_producer:  # the same producer on MNN (faster than torch on some CPUs, slower on others)
+                on_mnn2 = producer_on_mnn(setup2, model_cfg.get("mnn") or {})
+                ms.append(Method(f"as2d/{setup2.source}@mnn", "native", on_mnn2, 1, "as2d"))
+                if main.costs is not None:
+                    ms += online_methods(on_mnn2, main.costs, tag="@mnn")
     # the pair's external chunk sources (model.external_sources), each in its own producer process
     ms += [Method(f"as2d/{name}", "native", chunk_setup(main, name), 1, "as2d")
            for name in pair.external if name in CHUNK_SOURCES]
@@ -278,9 +285,14 @@ def _methods(args: Any, cfg: dict[str, Any], profile: DeviceProfile | None) -> t
     from workbench.models.registry import load_model_config
 
     if args.engine == "mnn":
+        from .fingerprint import host_profile
         from .mnn_bench import mnn_methods
 
-        methods, mnn, torch_setup = mnn_methods(cfg, profile_costs(profile) if profile else None)
+        torch_cfg = {**cfg, "engine": "torch"}
+        methods, mnn, torch_setup = mnn_methods(
+            cfg, profile_costs(profile) if profile else None, fallbacks=[Fallback.parse(f) for f in args.fallbacks],
+            torch_profile=host_profile(torch_cfg, args.on_mismatch),
+            same_vocab_cfg=load_model_config(args.same_vocab_model) if args.same_vocab_model else None)
         print("engine mnn: target_only@Nt is MNN target-only (the exactness reference), target_only@Nt/torch torch's")
         return methods, "mnn/as2d", (mnn, torch_setup)
     alt = load_model_config(args.same_vocab_model) if args.same_vocab_model else None
@@ -320,6 +332,8 @@ def _print_reports(frames: dict[str, pl.DataFrame], chosen: str | None, prefix: 
         if report.height:
             print(f"Per window report of {chosen}")
             print(report.drop("method"))
+            print(f"Where the rounds of {chosen} went")
+            print(round_breakdown(frames, chosen))
     return report.filter(pl.col("ratio") < 1.0) if report.height else report
 
 
@@ -440,7 +454,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"split {args.split}, windows: {len(windows)}, repeats: {args.repeats}")
     print("\n".join(machine_lines()[1:] + goals))
     if args.markdown:
-        text = markdown(frames["summary"], command, args.split, len(windows), args.repeats, chosen, goals, losers)
+        text = markdown(frames["summary"], command, args.split, len(windows), args.repeats, chosen, goals, losers,
+                        round_breakdown(frames, chosen) if chosen else None)
         section = args.section or f"native-bench-{args.split}{suffix}"
         print(f"results table -> {write_section(args.markdown, section, text)}")
 

@@ -134,6 +134,40 @@ def per_window(frames: dict[str, pl.DataFrame], methods: Sequence[str] | None = 
     return pl.DataFrame(out, schema_overrides=schema, infer_schema_length=None).select(WINDOW_COLUMNS)
 
 
+BREAKDOWN_COLUMNS = ("kind", "rounds", "round_share", "time_share", "tokens_per_round", "call_ms")
+
+
+def round_breakdown(frames: dict[str, pl.DataFrame], method: str) -> pl.DataFrame:
+    """Where ``method``'s rounds and time went, pooled over windows (``BREAKDOWN_COLUMNS``).
+
+    One row per kind of target call: ``verify`` (candidates rode along) and one ``plain:<k1_reason>``
+    per reason a round stepped alone (not ready, no match = an alignment loss, exhausted = the
+    producer had published nothing beyond the cursor, correction, cost, ...); then ``target_only``,
+    the best target-only's own step. A ratio short of its goal shows here as many plain rounds, few
+    tokens per verify, or a plain step dearer than target-only's (the target on fewer threads while
+    the producer runs)."""
+    rounds = frames["rounds"]
+    cols = {"kind": pl.Utf8, "rounds": pl.Int64, "round_share": pl.Float64, "time_share": pl.Float64,
+            "tokens_per_round": pl.Float64, "call_ms": pl.Float64}
+    if not rounds.height:
+        return pl.DataFrame(schema=cols)
+    timed = rounds.with_columns(ms=(pl.col("t_end") - pl.col("t_start")) * 1e3, n=pl.col("committed").list.len())
+    own = timed.filter(pl.col("config") == method).with_columns(
+        kind=pl.when(pl.col("width") > 1).then(pl.lit("verify"))
+        .otherwise(pl.lit("plain:") + pl.col("k1_reason").fill_null("none")))
+    total_n, total_ms = max(own.height, 1), max(float(own["ms"].sum()), 1e-9)
+    rows = own.group_by("kind").agg(rounds=pl.len(), round_share=pl.len() / total_n,
+                                    time_share=pl.col("ms").sum() / total_ms,
+                                    tokens_per_round=pl.col("n").mean(), call_ms=pl.col("ms").median())
+    ref = timed.filter(pl.col("config") == best_target_only(frames["runs"]))
+    if ref.height:
+        rows = pl.concat([rows.sort("rounds", descending=True), pl.DataFrame(
+            {"kind": ["target_only"], "rounds": [ref.height], "round_share": [None], "time_share": [None],
+             "tokens_per_round": [float(ref["n"].mean())], "call_ms": [float(ref["ms"].median())]})],
+            how="vertical_relaxed")
+    return rows.select([pl.col(c).cast(t) for c, t in cols.items()])
+
+
 def goal_lines(summary: pl.DataFrame, chosen: str | None, prefix: str = "as2d", hf: bool = False) -> list[str]:
     """One PASS/FAIL line per goal, judged on ``chosen`` (the As²d configuration picked on dev).
 
@@ -190,7 +224,8 @@ def _f(v: float | None) -> str:
 
 
 def markdown(summary: pl.DataFrame, command: str, split: str, n_windows: int, repeats: int,
-             chosen: str | None, goals: Sequence[str], losers: pl.DataFrame | None = None) -> str:
+             chosen: str | None, goals: Sequence[str], losers: pl.DataFrame | None = None,
+             breakdown: pl.DataFrame | None = None) -> str:
     """A results table for docs/results.md: machine, exact command, split, date, then one row per method."""
     m = machine_facts()
     reps = f"{repeats} repeat{'s' if repeats != 1 else ''}"
@@ -217,8 +252,56 @@ def markdown(summary: pl.DataFrame, command: str, split: str, n_windows: int, re
             tail.append(f"| {r['window_id']} | {_f(r['ratio'])} | {_f(r['acceptance'])} | {_f(r['readiness'])} | "
                         f"{_f(r['no_match'])} | {_f(r['T_over_bound'])} | {r['reason']} | "
                         f"{'' if back is None else back} |")
+    if breakdown is not None and breakdown.height:
+        tail += ["", breakdown_markdown(breakdown, chosen)]
     return "\n".join(head + lines + tail) + "\n"
 
 
-__all__ = ["GOALS", "SUMMARY_COLUMNS", "WINDOW_COLUMNS", "best_target_only", "goal_lines", "loss_reason",
-           "machine_facts", "markdown", "per_window", "summarize"]
+def breakdown_markdown(breakdown: pl.DataFrame, method: str | None) -> str:
+    """``round_breakdown`` as a markdown table."""
+    out = [f"Where the rounds of `{method}` went (pooled over windows; call_ms: median target call):", "",
+           "| kind | rounds | round share | time share | tokens per round | call ms |", "|---|---|---|---|---|---|"]
+    out += [f"| {r['kind']} | {r['rounds']} | {_f(r['round_share'])} | {_f(r['time_share'])} | "
+            f"{_f(r['tokens_per_round'])} | {_f(r['call_ms'])} |" for r in breakdown.iter_rows(named=True)]
+    return "\n".join(out)
+
+
+__all__ = ["BREAKDOWN_COLUMNS", "GOALS", "SUMMARY_COLUMNS", "WINDOW_COLUMNS", "best_target_only", "breakdown_markdown",
+           "goal_lines", "loss_reason", "machine_facts", "markdown", "per_window", "round_breakdown", "summarize"]
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m workbench.native.bench_report OUT_DIR --method M``: the round breakdown of a finished
+    bench run (its ``bench_rounds`` and ``bench_runs`` parquet), printed and, with ``--markdown``,
+    written as its own section under the machine and the command that made it."""
+    import argparse
+    import shlex
+    import sys
+    from pathlib import Path
+
+    from workbench.io import write_section
+
+    ap = argparse.ArgumentParser(description="Where a bench method's rounds and time went (a finished run).")
+    ap.add_argument("run", help="a bench run's out-dir (outputs/native/bench_<split>)")
+    ap.add_argument("--method", required=True, help="the method to break down (e.g. the dev choice)")
+    ap.add_argument("--markdown", default=None, help="also write it as a section of this document")
+    ap.add_argument("--section", default="native-bench-rounds")
+    args = ap.parse_args(argv)
+    frames = {k: pl.read_parquet(Path(args.run) / f"bench_{k}.parquet") for k in ("rounds", "runs")}
+    table = round_breakdown(frames, args.method)
+    with pl.Config(tbl_rows=-1, float_precision=3):
+        print(table)
+    if args.markdown:
+        m = machine_facts()
+        runs = frames["runs"]
+        split = ",".join(sorted(set(runs["split"].drop_nulls().to_list()))) if "split" in runs.columns else "?"
+        command = "python -m workbench.native.bench_report " + shlex.join(sys.argv[1:] if argv is None else argv)
+        head = [f"- machine: {m['cpu']}, {m['cores']} cores; torch {m['torch']}, MNN {m['mnn']}",
+                f"- command: `{command}` (the bench run in `{args.run}`, split {split})",
+                f"- run date: {datetime.date.today().isoformat()}", ""]
+        body = "\n".join(head) + breakdown_markdown(table, args.method) + "\n"
+        print(f"-> {write_section(args.markdown, args.section, body)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -22,6 +22,7 @@ import polars as pl
 
 from workbench.decoding.costs import RoundCosts
 
+from .driver import Fallback
 from .methods import Method, online_methods
 
 MNN_REF = "target_only@1t"  # the bench's reference name; here it is MNN's target-only (renamed on print)
@@ -47,7 +48,9 @@ def mnn_target_only(model_cfg: dict[str, Any], suffix: str = "/mnn") -> list[Any
     return methods
 
 
-def mnn_methods(model_cfg: dict[str, Any], costs: RoundCosts | None = None) -> tuple[list[Any], Any, Any]:
+def mnn_methods(model_cfg: dict[str, Any], costs: RoundCosts | None = None, *, torch_profile: Any = None,
+                fallbacks: Sequence[Fallback] = (),
+                same_vocab_cfg: dict[str, Any] | None = None) -> tuple[list[Any], Any, Any]:
     """(methods, MNN setup, torch setup) for ``run_bench``.
 
     MNN fixes a module's threads when it loads, so 2-thread target-only is a second MNN target loaded
@@ -55,7 +58,13 @@ def mnn_methods(model_cfg: dict[str, Any], costs: RoundCosts | None = None) -> t
     machine's MNN ``profile`` also as2d_online (every calibrated width) and, on two or more CPUs, the
     same with the producer's core joining once the producer has finished (``+cores``: the target
     switches to a decoder loaded with that many threads, ``MnnWhisperTarget.use_threads``).
-    ``costs``: this machine's MNN per-width round costs (``bench.profile_costs``), None: no online."""
+    ``costs``: this machine's MNN per-width round costs (``bench.profile_costs``), None: no online;
+    ``fallbacks``: also ``+cores`` with each of these fallback rules (``driver.Fallback``), as on torch.
+    ``torch_profile``: this machine's torch host profile; torch target-only then runs by its kernel
+    plan (plain, packed or padded per width), so the best target-only is the best over engines *and*
+    kernels, not MNN against torch's plain kernels. ``same_vocab_cfg``: a second producer's
+    ``conf/model`` (the target's vocabulary, e.g. Whisper-base int8), also on MNN, as fixed As²d and
+    as2d_online: a producer choice made on dev like the others."""
     from workbench.models.mnn.runtime import check_engine
     from workbench.models.pair import load_pair
     from workbench.native.episodes import host_setup
@@ -66,6 +75,7 @@ def mnn_methods(model_cfg: dict[str, Any], costs: RoundCosts | None = None) -> t
     mnn = host_setup(load_pair(cfg, engine="mnn"))
     torch_setup = host_setup(load_pair({**model_cfg, "engine": "torch"}, engine="torch"), verifier=mnn.verifier)
     torch_setup = replace(torch_setup, producer=None)  # target-only needs no producer process
+    torch_setup.use_profile(torch_profile)
     methods = [Method(MNN_REF, "native", mnn, 1, "target_only")]
     cores = max(1, len(ALLOWED_CPUS))
     if cores > 1:
@@ -78,7 +88,15 @@ def mnn_methods(model_cfg: dict[str, Any], costs: RoundCosts | None = None) -> t
     if costs is not None:
         if cores > 1:
             mnn.pair.target.decoder_with(cores)  # +cores' decoder, loaded now, not inside a timed window
-        methods += online_methods(mnn, costs, prefix="mnn/")
+        methods += online_methods(mnn, costs, prefix="mnn/", fallbacks=fallbacks)
+    if same_vocab_cfg is not None:
+        block = {**same_vocab_cfg["drafter"], "batch_tokens": mnn.pair.batch_tokens, "engine": "mnn",
+                 "mnn": dict(cfg.get("mnn") or {})}
+        second = host_setup(mnn.pair.with_producer(block), verifier=mnn.verifier, producer=mnn.producer.placement)
+        if second.source != mnn.source:
+            methods.append(Method(f"mnn/as2d/{second.source}", "native", second, 1, "as2d"))
+            if costs is not None:
+                methods += online_methods(second, costs, prefix="mnn/")
     if mnn.serial_source is not None:
         methods += [Method("mnn/sd", "native", mnn, 1, "sd"), Method("mnn/asp", "native", mnn, 1, "asp")]
     return methods, mnn, torch_setup
