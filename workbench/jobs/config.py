@@ -135,10 +135,12 @@ def kernel_plan_profile(cfg: DictConfig) -> DeviceProfile | None:
     """This machine's host profile when one is already calibrated (never calibrates), for a job that
     only needs the target's kernel plan (``kernels: auto``): every method, target-only included, then
     runs the fastest kernel per width this machine measured. None, with one line saying how to get
-    one, when the machine has no profile yet: the target keeps its configured kernels."""
+    one, when the machine has no profile yet: the target keeps its configured kernels. The plan is
+    torch's (MNN chooses its own kernels): with ``model.engine=mnn`` it is the torch calibration's, for
+    the torch target-only that run compares against."""
     from workbench.native.fingerprint import HostProfileMismatch, host_profile
 
-    model = OmegaConf.to_container(cfg.model, resolve=True)
+    model = {**OmegaConf.to_container(cfg.model, resolve=True), "engine": "torch"}  # type: ignore[dict-item]
     if (model.get("target") or {}).get("kernels") != "auto":  # type: ignore[union-attr]
         return None
     try:

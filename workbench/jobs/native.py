@@ -119,7 +119,8 @@ def run(cfg: DictConfig, out: Path) -> JobResult:
         from workbench.native.bench import profile_costs
         from workbench.native.mnn_bench import mnn_methods
 
-        methods = mnn_methods(model, profile_costs(device_profile("host", cfg)) if online else None)[0]
+        methods = mnn_methods(model, profile_costs(device_profile("host", cfg)) if online else None,
+                              torch_profile=kernel_plan_profile(cfg))[0]
     else:  # HF assisted loads its assistants (and tokenizers) in this process: only when chosen
         profile = device_profile("host", cfg) if online else kernel_plan_profile(cfg)
         methods = default_methods(model, alt, profile, hf="hf_assisted" in chosen)
