@@ -299,7 +299,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         head = [f"- machine: {m['cpu']}, {m['cores']} cores; torch {m['torch']}, MNN {m['mnn']}",
                 f"- command: `{command}` (the bench run in `{args.run}`, split {split})",
                 f"- run date: {datetime.date.today().isoformat()}", ""]
-        body = "\n".join(head) + breakdown_markdown(table, args.method) + "\n"
+        body = "\n".join(head) + "\n" + breakdown_markdown(table, args.method) + "\n"
         print(f"-> {write_section(args.markdown, args.section, body)}")
 
 
