@@ -94,11 +94,7 @@ def test_a_torch_target_with_its_producer_on_mnn_stays_exact():
     torch_setup = host_setup(load_pair(cfg))
     mixed = producer_on_mnn(torch_setup, cfg["mnn"])
     assert mixed.producer.drafter["engine"] == "mnn" and "engine" not in torch_setup.producer.drafter
-    window = AudioWindow("librivox-0880", ("0880",),
-                         load_audio(LIBRIVOX / "sense_and_sensibility_01_austen_64kb-0880.wav"))
-    with NativeHost(mixed.producer, mixed.verifier) as host:
-        ref = run_scheme(host, torch_setup, window, "target_only")
-        run = run_scheme(host, mixed, window, "as2d")
+    ref, run = _target_only_and_as2d(torch_setup, mixed)
     assert run.output == ref.output
     assert len(run.producer_tokens) > 0 and sum(r.accepted for r in run.records) > 0
 
@@ -111,11 +107,15 @@ def test_a_same_vocabulary_producer_on_mnn_beside_the_mnn_target_stays_exact(set
              "engine": "mnn", "mnn": dict(setup.pair.config["mnn"])}
     second = host_setup(setup.pair.with_producer(block), verifier=setup.verifier, producer=setup.producer.placement)
     assert second.source == "whisper-base-int8" and second.producer.drafter["engine"] == "mnn"
-    window = AudioWindow("librivox-0880", ("0880",),
-                         load_audio(LIBRIVOX / "sense_and_sensibility_01_austen_64kb-0880.wav"))
-    with NativeHost(second.producer, second.verifier) as host:
-        ref = run_scheme(host, setup, window, "target_only")
-        run = run_scheme(host, second, window, "as2d")
+    ref, run = _target_only_and_as2d(setup, second)
     assert run.output == ref.output
     proposed = sum(len(r.chain) for r in run.records)
     assert proposed > 0 and sum(r.accepted for r in run.records) >= 0.5 * proposed
+
+
+def _target_only_and_as2d(reference, speculative):
+    """Target-only on ``reference`` and As²d on ``speculative`` (its producer process) on one real clip."""
+    window = AudioWindow("librivox-0880", ("0880",),
+                         load_audio(LIBRIVOX / "sense_and_sensibility_01_austen_64kb-0880.wav"))
+    with NativeHost(speculative.producer, speculative.verifier) as host:
+        return run_scheme(host, reference, window, "target_only"), run_scheme(host, speculative, window, "as2d")
