@@ -24,17 +24,14 @@ Run ``python -m workbench.native.bench``. Frames (parquet under ``out_dir``):
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import os
-import time
 from collections.abc import Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import polars as pl
-import torch
 
 from workbench.decoding.costs import RoundCosts, round_costs
 from workbench.io import atomic_write_parquet
@@ -46,6 +43,7 @@ from .bench_report import SUMMARY_COLUMNS, goal_lines, per_window, round_breakdo
 from .chunks import CHUNK_SOURCES, chunk_setup
 from .driver import Fallback, NativeHost
 from .episodes import host_setup, run_scheme, scheme_settings
+from .hf_assisted import hf_run
 from .methods import Method, online_cap, online_methods, producer_on_mnn
 from .producer import ALLOWED_CPUS, Placement
 from .windows import AudioWindow
@@ -91,7 +89,7 @@ def default_methods(model_cfg: dict[str, Any], same_vocab_cfg: dict[str, Any] | 
         main.use_profile(profile)  # every method's target runs by this machine's kernel plan (kernels: auto)
     ms = [Method("target_only@1t", "native", main, 1, "target_only"),
           Method("target_only@2t", "native", main, 2, "target_only")]
-    # HF assisted generate is driven as an encoder-decoder call (_hf_run); audio-LM pairs compare the
+    # HF assisted generate is driven as an encoder-decoder call (hf_assisted.hf_run); audio-LM pairs compare the
     # paper's native set (D.6.1: target-only, SD, SpecASR, As²d)
     hf = hf and not pair.audio_lm
     if hf:
@@ -154,36 +152,6 @@ def default_methods(model_cfg: dict[str, Any], same_vocab_cfg: dict[str, Any] | 
     return ms
 
 
-def _hf_run(m: Method, w: AudioWindow) -> tuple[list[int], float]:
-    """HF assisted ``generate`` with our protocol (prompt, suppression); returns (output, charged s)."""
-    from transformers.generation.utils import GenerationMixin
-
-    from workbench.models.whisper import WhisperDecoderState, WhisperTarget
-
-    s = m.setup
-    proto = s.target.protocol
-    t0 = time.perf_counter()
-    WhisperTarget(s.target, w.audio).prefill()
-    t_pre = time.perf_counter() - t0
-    feats = s.target.features(w.audio)
-    t0 = time.perf_counter()
-    WhisperDecoderState(m.assistant, m.assistant.features(w.audio))
-    t_pre += time.perf_counter() - t0
-    gc = copy.deepcopy(s.target.model.generation_config)
-    gc.suppress_tokens, gc.begin_suppress_tokens = list(proto.suppress_ids), list(proto.begin_suppress_ids)
-    gc.do_sample, gc.num_beams, gc.max_new_tokens, gc.max_length = False, 1, s.max_output, None
-    kw: dict[str, Any] = {"assistant_model": m.assistant.model}
-    if m.tokenizers is not None:
-        kw.update(tokenizer=m.tokenizers[0], assistant_tokenizer=m.tokenizers[1])
-    t0 = time.perf_counter()
-    # Whisper's own generate() rejects decoder_input_ids with an assistant; the generic one is HF's
-    # assisted generation proper, on the same encoder-decoder model.
-    out = GenerationMixin.generate(s.target.model, input_features=feats, generation_config=gc,
-                                   decoder_input_ids=torch.tensor([proto.prompt_ids]), **kw)
-    wall = time.perf_counter() - t0
-    return out[0].tolist()[len(proto.prompt_ids):], max(wall - t_pre, 1e-9)
-
-
 REFERENCE = "target_only@1t"  # every run's output is audited against this method's on the same window
 
 
@@ -225,7 +193,7 @@ def run_bench(windows: Sequence[AudioWindow], methods: Sequence[Method], repeats
                     m.setup.verifier.apply() if m.threads == 1 else Placement(m.threads, all_cpus).apply()
                     fault, r = None, None
                     if m.kind == "hf":
-                        out, t = _hf_run(m, w)
+                        out, t = hf_run(m, w)
                     else:
                         r = run_scheme(hosts[_host_key(m)], m.setup, w, m.scheme)
                         out, t, fault = list(r.output), r.time, r.fault
