@@ -34,14 +34,6 @@ def sections(doc: str) -> list[str]:
     return re.findall(rf"<!-- ({SECTION_NAME.pattern}) -->", doc)
 
 
-def machine_line() -> str:
-    """CPU model, cores, torch and MNN versions of the machine running this."""
-    from workbench.native.bench_report import machine_facts
-
-    m = machine_facts()
-    return f"{m['cpu']}, {m['cores']} cores; torch {m['torch']}, MNN {m['mnn']}"
-
-
 def frame_table(frame: pl.DataFrame, columns: Sequence[str] | None = None, digits: int = 3) -> str:
     """A markdown table of ``frame`` (``columns`` that it has, in that order)."""
     cols = [c for c in (columns or frame.columns) if c in frame.columns]
@@ -69,6 +61,8 @@ def run_section(out_dir: str | Path, title: str, command: str, split: str,
     summary = found[0]
     frame = pl.read_parquet(summary)
     date = datetime.date.fromtimestamp(summary.stat().st_mtime).isoformat()
+    from workbench.native.bench_report import machine_line
+
     head = [f"**{title}**", "", f"- machine: {machine_line()}", f"- command: `{command}`", f"- split: {split}",
             f"- run date: {date}", ""]
     return "\n".join(head) + "\n" + frame_table(frame, columns) + "\n"

@@ -103,9 +103,10 @@ def test_a_same_vocabulary_producer_on_mnn_beside_the_mnn_target_stays_exact(set
     """The MNN bench's second producer (``mnn_bench.mnn_methods(same_vocab_cfg=...)``): Whisper-base
     int8 on MNN in the producer process, publishing in the target's own vocabulary (no Tok_T
     conversion); the output is MNN target-only's and most of its proposals are accepted."""
-    block = {**load_model_config("whisper_base_int8")["drafter"], "batch_tokens": setup.pair.batch_tokens,
-             "engine": "mnn", "mnn": dict(setup.pair.config["mnn"])}
-    second = host_setup(setup.pair.with_producer(block), verifier=setup.verifier, producer=setup.producer.placement)
+    from workbench.native.methods import producer_on_mnn, second_producer
+
+    second = producer_on_mnn(second_producer(setup, load_model_config("whisper_base_int8")["drafter"]),
+                             setup.pair.config["mnn"])
     assert second.source == "whisper-base-int8" and second.producer.drafter["engine"] == "mnn"
     ref, run = _target_only_and_as2d(setup, second)
     assert run.output == ref.output

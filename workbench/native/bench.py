@@ -44,7 +44,7 @@ from .chunks import CHUNK_SOURCES, chunk_setup
 from .driver import Fallback, NativeHost
 from .episodes import host_setup, run_scheme, scheme_settings
 from .hf_assisted import hf_run
-from .methods import Method, online_cap, online_methods, producer_on_mnn
+from .methods import Method, online_cap, online_methods, producer_on_mnn, second_producer
 from .producer import ALLOWED_CPUS, Placement
 from .windows import AudioWindow
 
@@ -134,9 +134,7 @@ def default_methods(model_cfg: dict[str, Any], same_vocab_cfg: dict[str, Any] | 
             if k in as2d_kernels:
                 ms.append(Method(f"as2d/{other.source}@{k}", "native", other, 1, "as2d"))
     if same_vocab_cfg is not None:
-        # the second producer publishes batches of the main pair's size; one target model in memory
-        alt = {**same_vocab_cfg["drafter"], "batch_tokens": pair.batch_tokens}
-        setup2 = host_setup(pair.with_producer(alt), verifier=main.verifier, producer=main.producer.placement)
+        setup2 = second_producer(main, same_vocab_cfg["drafter"])
         if setup2.source != main.source:
             ms.append(Method(f"as2d/{setup2.source}", "native", setup2, 1, "as2d"))
             if main.costs is not None:

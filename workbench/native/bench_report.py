@@ -219,6 +219,13 @@ def machine_facts() -> dict[str, str]:
             "load": " ".join(f"{x:.2f}" for x in os.getloadavg())}
 
 
+def machine_line(m: dict[str, str] | None = None) -> str:
+    """``CPU, N cores; torch X, MNN Y`` of ``machine_facts()`` (``m``; default: this machine's now):
+    what every results table names."""
+    m = machine_facts() if m is None else m
+    return f"{m['cpu']}, {m['cores']} cores; torch {m['torch']}, MNN {m['mnn']}"
+
+
 def _f(v: float | None) -> str:
     return "" if v is None else f"{v:.2f}"
 
@@ -232,8 +239,7 @@ def markdown(summary: pl.DataFrame, command: str, split: str, n_windows: int, re
     head = [f"**Native bench, {split} split** ({n_windows} windows x {reps}, interleaved) -- "
             f"{datetime.date.today().isoformat()}",
             "",
-            f"- machine: {m['cpu']}, {m['cores']} cores; torch {m['torch']}, MNN {m['mnn']}; "
-            f"load average at the end {m['load']}",
+            f"- machine: {machine_line(m)}; load average at the end {m['load']}",
             f"- command: `{command}`",
             f"- configuration chosen on dev: `{chosen}`", ""]
     cols = ("method", "tps", "ratio_target_only", "ratio_serial", "slower_share", "matched_share", "acceptance",
@@ -267,7 +273,8 @@ def breakdown_markdown(breakdown: pl.DataFrame, method: str | None) -> str:
 
 
 __all__ = ["BREAKDOWN_COLUMNS", "GOALS", "SUMMARY_COLUMNS", "WINDOW_COLUMNS", "best_target_only", "breakdown_markdown",
-           "goal_lines", "loss_reason", "machine_facts", "markdown", "per_window", "round_breakdown", "summarize"]
+           "goal_lines", "loss_reason", "machine_facts", "machine_line", "markdown", "per_window", "round_breakdown",
+           "summarize"]
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -292,11 +299,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     with pl.Config(tbl_rows=-1, float_precision=3):
         print(table)
     if args.markdown:
-        m = machine_facts()
         runs = frames["runs"]
         split = ",".join(sorted(set(runs["split"].drop_nulls().to_list()))) if "split" in runs.columns else "?"
         command = "python -m workbench.native.bench_report " + shlex.join(sys.argv[1:] if argv is None else argv)
-        head = [f"- machine: {m['cpu']}, {m['cores']} cores; torch {m['torch']}, MNN {m['mnn']}",
+        head = [f"- machine: {machine_line()}",
                 f"- command: `{command}` (the bench run in `{args.run}`, split {split})",
                 f"- run date: {datetime.date.today().isoformat()}", ""]
         body = "\n".join(head) + "\n" + breakdown_markdown(table, args.method) + "\n"

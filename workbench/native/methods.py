@@ -16,7 +16,7 @@ from typing import Any
 from workbench.decoding.costs import RoundCosts
 
 from .driver import Fallback
-from .episodes import HostSetup, all_cores, scheme_settings
+from .episodes import HostSetup, all_cores, host_setup, scheme_settings
 from .producer import ALLOWED_CPUS
 
 # The method families of the host benchmark (``native.methods`` of job native_host): each scheme's
@@ -62,6 +62,15 @@ def online_methods(setup: HostSetup, costs: RoundCosts, prefix: str = "",
     return ms
 
 
+def second_producer(setup: HostSetup, drafter: dict[str, Any]) -> HostSetup:
+    """``setup``'s loaded target with another producer (``drafter``: a ``conf/model`` drafter block,
+    e.g. the same-vocabulary Whisper-base int8) publishing batches of the setup's size, on the same
+    verifier and producer placements: one target in memory, a producer choice made on dev."""
+    assert setup.producer is not None
+    block = {**drafter, "batch_tokens": setup.pair.batch_tokens}
+    return host_setup(setup.pair.with_producer(block), verifier=setup.verifier, producer=setup.producer.placement)
+
+
 def producer_on_mnn(setup: HostSetup, mnn: dict[str, Any]) -> HostSetup:
     """``setup`` with its producer on MNN (``mnn``: the pair's runtime block), the target unchanged:
     a faster producer raises readiness; outputs are the target's either way (the producer only
@@ -71,4 +80,4 @@ def producer_on_mnn(setup: HostSetup, mnn: dict[str, Any]) -> HostSetup:
     return dataclasses.replace(setup, producer=dataclasses.replace(setup.producer, drafter=drafter))
 
 
-__all__ = ["FAMILIES", "Method", "online_cap", "online_methods", "producer_on_mnn"]
+__all__ = ["FAMILIES", "Method", "online_cap", "online_methods", "producer_on_mnn", "second_producer"]

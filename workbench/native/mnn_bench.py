@@ -23,7 +23,7 @@ import polars as pl
 from workbench.decoding.costs import RoundCosts
 
 from .driver import Fallback
-from .methods import Method, online_methods
+from .methods import Method, online_methods, producer_on_mnn, second_producer
 
 MNN_REF = "target_only@1t"  # the bench's reference name; here it is MNN's target-only (renamed on print)
 
@@ -90,9 +90,7 @@ def mnn_methods(model_cfg: dict[str, Any], costs: RoundCosts | None = None, *, t
             mnn.pair.target.decoder_with(cores)  # +cores' decoder, loaded now, not inside a timed window
         methods += online_methods(mnn, costs, prefix="mnn/", fallbacks=fallbacks)
     if same_vocab_cfg is not None:
-        block = {**same_vocab_cfg["drafter"], "batch_tokens": mnn.pair.batch_tokens, "engine": "mnn",
-                 "mnn": dict(cfg.get("mnn") or {})}
-        second = host_setup(mnn.pair.with_producer(block), verifier=mnn.verifier, producer=mnn.producer.placement)
+        second = producer_on_mnn(second_producer(mnn, same_vocab_cfg["drafter"]), cfg.get("mnn") or {})
         if second.source != mnn.source:
             methods.append(Method(f"mnn/as2d/{second.source}", "native", second, 1, "as2d"))
             if costs is not None:
