@@ -335,10 +335,13 @@ def _end_with_the_sweep() -> None:
     """A sweep job in a launcher's worker process ends when the sweep's parent dies (``kill -9``):
     SIGTERM marks its run FAILED and closes the producer, then the worker exits. Launcher workers
     were left running, with their resource trackers and semaphores, for as long as the job took."""
+    import contextlib
     import multiprocessing as mp
     import signal
     import threading
     import time
+
+    import psutil
 
     if mp.current_process().name == "MainProcess" or _WATCHING:
         return
@@ -350,6 +353,11 @@ def _end_with_the_sweep() -> None:
             time.sleep(0.5)
         os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(ORPHAN_GRACE_S)
+        # The job's own children (a replay pool, a producer) hold the resource trackers' pipes;
+        # left behind, they would keep the trackers, and their semaphores, alive.
+        for child in psutil.Process().children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                child.kill()
         os._exit(1)
 
     threading.Thread(target=watch, name="as2d-sweep-watch", daemon=True).start()

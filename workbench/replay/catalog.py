@@ -59,6 +59,21 @@ def _replay_windows(windows: Sequence[Window], configs: Sequence[ReplayConfig], 
     return rows
 
 
+def _die_with_parent(parent_pid: int) -> None:
+    """Pool initializer: the kernel SIGKILLs this worker when the process that forked it dies (Linux
+    ``PR_SET_PDEATHSIG``). A job killed mid-catalog (its sweep's parent got ``kill -9``) used to leave
+    forked workers blocked on the call queue, holding the resource trackers' pipes open forever."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: the parent's own exit path shuts the pool down
+        return
+    if os.getppid() != parent_pid:  # the parent died between fork and prctl
+        os._exit(1)
+
+
 def _worker(bounds: tuple[int, int]) -> list[tuple]:
     assert _JOB is not None
     windows, configs, profile, audit = _JOB
@@ -77,7 +92,8 @@ def run_catalog(windows: Sequence[Window], configs: Sequence[ReplayConfig], prof
         try:
             bounds = [(i, min(i + chunk, len(windows))) for i in range(0, len(windows), chunk)]
             ctx = mp.get_context("fork")
-            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_die_with_parent,
+                                     initargs=(os.getpid(),)) as pool:
                 rows = [row for part in pool.map(_worker, bounds) for row in part]
         finally:
             _JOB = None
