@@ -17,7 +17,7 @@ demo: $(STAMP)
 	$(BIN)/python -m workbench.run experiment=demo
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

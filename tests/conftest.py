@@ -59,14 +59,58 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int) -> None:  # noqa:
         terminalreporter.line(f"{len(_unexpected_skips)} unexpected skip(s): the run fails (CI is set)", red=True)
 
 
+# `make test` runs the suite on two pytest-xdist workers with `--dist loadfile`: a module's tests and
+# fixtures stay on one worker. The reduced demo below is shared by tests/test_demo.py and
+# tests/browser, which may land on different workers: the first builds it under a file lock in the
+# run's common temporary folder, the other waits and reuses it.
+
+
+def _run_root(factory: pytest.TempPathFactory) -> Path:
+    """This test run's temporary folder, common to its xdist workers."""
+    root = factory.getbasetemp()
+    return root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):  # noqa: ANN201 - pytest hook
+    """A test marked ``serial`` asserts what a producer racing the target achieves on this machine's
+    cores, so it runs alone: it takes the run's lock exclusively, every other test shares it (a
+    turnstile keeps the sharers from starving it). Setup and teardown, module fixtures included,
+    run under the lock. One worker (plain ``pytest``): the lock is never contended."""
+    import fcntl
+
+    root = _run_root(item.config._tmp_path_factory)  # type: ignore[attr-defined] - tmp_path's own factory
+    alone = item.get_closest_marker("serial") is not None
+    with open(root / "serial.turnstile", "a") as turn, open(root / "serial.lock", "a") as lock:
+        fcntl.flock(turn, fcntl.LOCK_EX)
+        fcntl.flock(lock, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        if not alone:
+            fcntl.flock(turn, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+            if alone:
+                fcntl.flock(turn, fcntl.LOCK_UN)
+
+
 @pytest.fixture(scope="session")
 def demo_store(tmp_path_factory):
-    """The reduced demo, run ONCE per session (tests/test_demo.py, tests/browser): (dir, db, stdout)."""
-    d = tmp_path_factory.mktemp("demo")
+    """The reduced demo, run ONCE per test run (tests/test_demo.py, tests/browser): (dir, db, stdout)."""
+    from filelock import FileLock
+
+    root = _run_root(tmp_path_factory)  # shared by this run's workers
+    d = root / "demo"
     db = d / "mlflow.db"
-    res = subprocess.run(
-        [sys.executable, "-m", "workbench.run", "experiment=demo", "dataset.max_windows=4", "native.max_windows=1",
-         "native.repeats=1", "budgets=[1,3,7]", f"tracking.uri=sqlite:///{db}", f"hydra.run.dir={d}/out"],
-        cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True, timeout=3000)
-    assert res.returncode == 0, res.stderr[-4000:]
-    return d, db, res.stdout
+    said = d / "stdout.txt"
+    with FileLock(str(root / "demo.lock")):
+        if not said.is_file():
+            d.mkdir(exist_ok=True)
+            res = subprocess.run(
+                [sys.executable, "-m", "workbench.run", "experiment=demo", "dataset.max_windows=4",
+                 "native.max_windows=1", "native.repeats=1", "budgets=[1,3,7]", f"tracking.uri=sqlite:///{db}",
+                 f"hydra.run.dir={d}/out"],
+                cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True, timeout=3000)
+            assert res.returncode == 0, res.stderr[-4000:]
+            said.write_text(res.stdout)  # written last: its presence means the demo finished
+    return d, db, said.read_text()

@@ -131,14 +131,15 @@ FROM_PROFILES = {"fig8_batching_saving"}
 def test_notebooks_run_on_the_reduced_demo_runs(name, demo_store, tmp_path, monkeypatch):
     """Every notebook executes (as nbmake would) against the demo's own MLflow run."""
     import nbformat
-    from nbclient import NotebookClient
+
+    from tests.notebook_exec import execute_notebook
 
     _, db, _ = demo_store
     for k, v in {"MLFLOW_TRACKING_URI": f"sqlite:///{db}", "AS2D_NOTEBOOK_EXPERIMENT": "as2d-demo",
                  "AS2D_FIGURES_DIR": str(tmp_path)}.items():
         monkeypatch.setenv(k, v)  # the kernel inherits the environment at launch
     nb = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
-    NotebookClient(nb, timeout=180, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
+    execute_notebook(nb, NOTEBOOKS)
     out = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
                   if o.get("output_type") == "stream")
     assert "Traceback" not in out

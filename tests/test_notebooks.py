@@ -16,7 +16,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
+
+from tests.notebook_exec import execute_notebook
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = REPO / "notebooks"
@@ -66,8 +67,7 @@ def execute(name: str, env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> 
     for k, v in env.items():
         monkeypatch.setenv(k, v)  # the kernel inherits the environment at launch
     nb = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
-    NotebookClient(nb, timeout=180, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
-    return nb
+    return execute_notebook(nb, NOTEBOOKS)
 
 
 def _stdout(nb: nbformat.NotebookNode) -> str:

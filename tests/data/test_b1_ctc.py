@@ -11,9 +11,9 @@ from pathlib import Path
 import nbformat
 import polars as pl
 import pytest
-from nbclient import NotebookClient
 
 from tests.data import dataset_fixtures as fx
+from tests.notebook_exec import execute_notebook
 from tests.test_qwen_pipeline import tiny_parakeet
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,7 +43,6 @@ def test_ctc_probe_job_and_notebook(tmp_path: Path, speech: fx.Speech, monkeypat
     for k, v in {"MLFLOW_TRACKING_URI": uri, "AS2D_FIGURES_DIR": str(figs), "PYTHONPATH": str(ROOT)}.items():
         monkeypatch.setenv(k, v)  # the kernel inherits the environment at launch
     nb = nbformat.read(ROOT / "notebooks" / "b1_ctc_acceptance.ipynb", as_version=4)
-    NotebookClient(nb, timeout=300, kernel_name="python3",
-                   resources={"metadata": {"path": str(ROOT / "notebooks")}}).execute()
+    execute_notebook(nb, ROOT / "notebooks", timeout=300)
     png = figs / "b1_ctc_acceptance.png"
     assert png.is_file() and png.stat().st_size > 5000

@@ -10,9 +10,9 @@ from pathlib import Path
 import nbformat
 import polars as pl
 import pytest
-from nbclient import NotebookClient
 
 from tests.data import dataset_fixtures as fx
+from tests.notebook_exec import execute_notebook
 from workbench.diagnostics.context_probe import summary
 from workbench.figures.fig3b import fig3b_context
 
@@ -40,7 +40,6 @@ def test_fig3b_notebook_draws_a_real_context_probe_run(tmp_path: Path, speech: f
     for k, v in {"MLFLOW_TRACKING_URI": uri, "AS2D_FIGURES_DIR": str(figs), "PYTHONPATH": str(ROOT)}.items():
         monkeypatch.setenv(k, v)  # the kernel inherits the environment at launch
     nb = nbformat.read(ROOT / "notebooks" / "fig3b_context.ipynb", as_version=4)
-    NotebookClient(nb, timeout=300, kernel_name="python3",
-                   resources={"metadata": {"path": str(ROOT / "notebooks")}}).execute()
+    execute_notebook(nb, ROOT / "notebooks", timeout=300)
     png = figs / "fig3b_context_difference.png"
     assert png.is_file() and png.stat().st_size > 5000

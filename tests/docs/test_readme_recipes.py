@@ -92,7 +92,8 @@ def test_readme_is_a_short_guide_in_the_order_a_user_needs():
     ci = (ROOT / ".ci/run").read_text().strip().splitlines()
     assert ci[-1] == "make test"
     make = (ROOT / "Makefile").read_text()
-    assert re.search(r"^test: .*\n\t\$\(BIN\)/python -m pytest -q$", make, re.M)
+    assert re.search(r"^test: .*\n\t\$\(BIN\)/python -m pytest -q -n 2 --dist loadfile$", make, re.M)
+    assert "python -m pytest -q -n 2 --dist loadfile" in text  # the README names the same command
     assert re.search(r"^demo: .*\n\t\$\(BIN\)/python -m workbench.run experiment=demo$", make, re.M)
 
 

@@ -13,8 +13,8 @@ import mlflow
 import nbformat
 import polars as pl
 import pytest
-from nbclient import NotebookClient
 
+from tests.notebook_exec import execute_notebook
 from workbench.figures import tasks
 from workbench.figures.runs import MissingTable, NoRuns
 
@@ -109,7 +109,7 @@ def _execute(name: str, env: dict[str, str], monkeypatch: pytest.MonkeyPatch) ->
     for k, v in env.items():
         monkeypatch.setenv(k, v)  # the kernel inherits the environment at launch
     nb = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
-    NotebookClient(nb, timeout=180, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
+    execute_notebook(nb, NOTEBOOKS)
     return "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
                    if o.get("output_type") == "stream" and o.get("name") == "stdout")
 

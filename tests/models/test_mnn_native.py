@@ -10,7 +10,7 @@ import pytest
 
 from workbench.models.offline import PACKAGES
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]  # a producer racing the target: alone (conftest)
 LIBRIVOX = Path("/usr/share/pocketsphinx/test/data/librivox")
 pytest.importorskip("MNN", reason="pip install MNN==3.6.1 (pyproject dependency)")
 if not all(p.model_bin_parts() for p in PACKAGES.values()):

@@ -113,6 +113,8 @@ def test_the_results_table_names_machine_command_split_and_each_terms_share(tmp_
     doc.write_text("# Results\n\n<!-- d3-agreement -->\nNot measured yet.\n<!-- /d3-agreement -->\n")
     write_section(doc, "d3-agreement", text)
     assert "Not measured yet" not in doc.read_text() and doc.read_text().count("<!-- d3-agreement -->") == 1
+    assert "**D.3 agreement, bench test windows, torch engine**" in text
+    assert "**D.3 agreement, bench test windows, mnn engine**" in agreement_markdown(frame, s, "bench test", "mnn")
 
 
 def test_the_noise_floor_is_the_bootstrap_spread_of_the_native_median():

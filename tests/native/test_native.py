@@ -20,6 +20,9 @@ from workbench.native.driver import NativeHost, ProducerError
 from workbench.native.episodes import default_placements
 from workbench.native.producer import ALLOWED_CPUS, Placement, ProducerSpec
 
+# native runs assert what a producer racing the target achieves: alone (tests/conftest.py)
+pytestmark = pytest.mark.serial
+
 TINY = dict(vocab_size=96, d_model=64, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
             decoder_attention_heads=4, encoder_ffn_dim=128, decoder_ffn_dim=128, num_mel_bins=16,
             max_source_positions=16, max_target_positions=256, decoder_start_token_id=1, eos_token_id=3,

@@ -278,8 +278,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.markdown:
         from workbench.io import write_section
 
-        text = agreement_markdown(frame, summary, "bench test" if args.split == "test" else "demo")
-        print(f"results table -> {write_section(args.markdown, 'd3-agreement', text)}")
+        engine = str(cfg.get("engine") or "torch")
+        text = agreement_markdown(frame, summary, "bench test" if args.split == "test" else "demo", engine)
+        section = "d3-agreement" if engine == "torch" else f"d3-agreement-{engine}"  # one section per engine
+        print(f"results table -> {write_section(args.markdown, section, text)}")
 
 
 if __name__ == "__main__":

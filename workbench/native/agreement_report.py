@@ -107,13 +107,13 @@ def verdict(summary: Mapping[str, Any]) -> str:
             f"profile {summary['profile']}")
 
 
-def agreement_markdown(frame: pl.DataFrame, summary: Mapping[str, Any], split: str) -> str:
+def agreement_markdown(frame: pl.DataFrame, summary: Mapping[str, Any], split: str, engine: str = "torch") -> str:
     """The D.3 table for docs/results.md: machine, exact command, split and date, the errors against
     their goals, and each decomposition term's mean signed and mean absolute share."""
     from .bench_report import machine_facts
 
     m = machine_facts()
-    head = [f"**D.3 agreement, {split} windows** ({summary['windows']} held-out windows)", "",
+    head = [f"**D.3 agreement, {split} windows, {engine} engine** ({summary['windows']} held-out windows)", "",
             f"- machine: {m['cpu']}, {m['cores']} cores; torch {m['torch']}, MNN {m['mnn']}; "
             f"load average (1/5/15 min) {summary['load']}",
             f"- command: `{summary['command']}`",
