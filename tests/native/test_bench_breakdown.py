@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from workbench.native.bench_report import BREAKDOWN_COLUMNS, breakdown_markdown, round_breakdown
+from workbench.native.bench_report import BREAKDOWN_COLUMNS, breakdown_markdown, round_breakdown, verify_ceiling
 
 
 def _round(config: str, width: int, reason: str | None, ms: float, n: int, t0: float) -> dict:
@@ -31,6 +31,10 @@ def test_rounds_are_split_by_kind_with_shares_tokens_and_call_cost():
     # the reference row is the best target-only's own step (2 threads here), not the 1-thread one
     assert by["target_only"]["rounds"] == 2 and by["target_only"]["call_ms"] == pytest.approx(21.0)
     assert "| plain:no_match | 1 | 0.25 | 0.25 | 1.00 | 30.00 |" in breakdown_markdown(out, "as2d/a")
+    # every round a verify round: 4 tokens per 40 ms against target-only's 1 per 21 ms
+    assert verify_ceiling(out) == pytest.approx((4 / 40) / (1 / 21))
+    assert "Verify ceiling: 2.10x the best target-only's step" in breakdown_markdown(out, "as2d/a")
+    assert verify_ceiling(out.filter(pl.col("kind") != "verify")) is None  # never verified: no ceiling
 
 
 def test_no_rounds_give_an_empty_typed_frame():

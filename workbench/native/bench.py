@@ -39,7 +39,7 @@ from workbench.replay.profile import DeviceProfile, MissingWidthError, load_prof
 from workbench.replay.result import STAGE_SCHEMA
 
 from .bench_inputs import bench_eval_windows, dataset_config, with_window_facts
-from .bench_report import SUMMARY_COLUMNS, goal_lines, per_window, round_breakdown, summarize
+from .bench_report import SUMMARY_COLUMNS, goal_lines, per_window, round_breakdown, summarize, verify_ceiling
 from .chunks import CHUNK_SOURCES, chunk_setup
 from .driver import Fallback, NativeHost
 from .episodes import host_setup, run_scheme, scheme_settings
@@ -299,7 +299,11 @@ def _print_reports(frames: dict[str, pl.DataFrame], chosen: str | None, prefix: 
             print(f"Per window report of {chosen}")
             print(report.drop("method"))
             print(f"Where the rounds of {chosen} went")
-            print(round_breakdown(frames, chosen))
+            rounds = round_breakdown(frames, chosen)
+            print(rounds)
+            ceiling = verify_ceiling(rounds)
+            if ceiling is not None:
+                print(f"verify ceiling (every round a verify round like its own): {ceiling:.2f}x the best target-only")
     return report.filter(pl.col("ratio") < 1.0) if report.height else report
 
 

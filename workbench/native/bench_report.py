@@ -263,18 +263,36 @@ def markdown(summary: pl.DataFrame, command: str, split: str, n_windows: int, re
     return "\n".join(head + lines + tail) + "\n"
 
 
+def verify_ceiling(breakdown: pl.DataFrame) -> float | None:
+    """The ratio to the best target-only's step that a method would reach if *every* round were one of
+    its own verify rounds: (tokens per verify / median verify call) over (tokens per target-only step /
+    its median call). Fewer wasted plain steps (alignment losses, corrections, not ready) can at most
+    close the gap to it; a goal above it needs more tokens per verify (acceptance, width) or a cheaper
+    verify. Round time only: encoder and prefill are outside it. ``None`` without both rows."""
+    by = {r["kind"]: r for r in breakdown.iter_rows(named=True)}
+    v, t = by.get("verify"), by.get("target_only")
+    if not v or not t or not (v["call_ms"] and t["call_ms"] and t["tokens_per_round"]):
+        return None
+    return (v["tokens_per_round"] / v["call_ms"]) / (t["tokens_per_round"] / t["call_ms"])
+
+
 def breakdown_markdown(breakdown: pl.DataFrame, method: str | None) -> str:
-    """``round_breakdown`` as a markdown table."""
+    """``round_breakdown`` as a markdown table, then its ``verify_ceiling``."""
     out = [f"Where the rounds of `{method}` went (pooled over windows; call_ms: median target call):", "",
            "| kind | rounds | round share | time share | tokens per round | call ms |", "|---|---|---|---|---|---|"]
     out += [f"| {r['kind']} | {r['rounds']} | {_f(r['round_share'])} | {_f(r['time_share'])} | "
             f"{_f(r['tokens_per_round'])} | {_f(r['call_ms'])} |" for r in breakdown.iter_rows(named=True)]
+    ceiling = verify_ceiling(breakdown)
+    if ceiling is not None:
+        out += ["", f"Verify ceiling: {ceiling:.2f}x the best target-only's step, if every round of `{method}` "
+                "verified as its verify rounds did (no plain step left); a ratio goal above it needs more tokens "
+                "per verify or a cheaper verify, not fewer wasted rounds."]
     return "\n".join(out)
 
 
 __all__ = ["BREAKDOWN_COLUMNS", "GOALS", "SUMMARY_COLUMNS", "WINDOW_COLUMNS", "best_target_only", "breakdown_markdown",
            "goal_lines", "loss_reason", "machine_facts", "machine_line", "markdown", "per_window", "round_breakdown",
-           "summarize"]
+           "summarize", "verify_ceiling"]
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -302,9 +320,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         runs = frames["runs"]
         split = ",".join(sorted(set(runs["split"].drop_nulls().to_list()))) if "split" in runs.columns else "?"
         command = "python -m workbench.native.bench_report " + shlex.join(sys.argv[1:] if argv is None else argv)
+        ran = datetime.date.fromtimestamp((Path(args.run) / "bench_runs.parquet").stat().st_mtime).isoformat()
         head = [f"- machine: {machine_line()}",
                 f"- command: `{command}` (the bench run in `{args.run}`, split {split})",
-                f"- run date: {datetime.date.today().isoformat()}", ""]
+                f"- run date: {ran} (when the bench wrote its tables)", ""]
         body = "\n".join(head) + "\n" + breakdown_markdown(table, args.method) + "\n"
         print(f"-> {write_section(args.markdown, args.section, body)}")
 
