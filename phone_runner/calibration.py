@@ -59,10 +59,13 @@ def _stat(xs: list[float], where: str) -> dict[str, Any]:
 
 def fit_profile(measures: pl.DataFrame, base: DeviceProfile, base_raw: Mapping[str, Any], *, name: str,
                 model: str, serial_hash: str, engine: str, date: str | None = None,
-                publications: pl.DataFrame | None = None) -> dict[str, Any]:
+                publications: pl.DataFrame | None = None, anchor_window: str | None = None) -> dict[str, Any]:
     """A ``device-profile/1`` mapping from ``measure`` rows; validated before it is returned.
     ``engine``: the engine the runner's header names (only a real one makes the numbers measured).
-    ``publications``: a native As²d run's publication records (``live_producer``)."""
+    ``publications``: a native As²d run's publication records (``live_producer``).
+    ``anchor_window``: the calibration window the native target-only runs decoded; with a real engine
+    their time per round is also the drift anchor (``anchor_ms``, ``workbench.replay.drift``) that
+    ``native_phone`` probes again before each configuration."""
     date = date or datetime.date.today().isoformat()
     where = provenance(engine, model, serial_hash, date)
     label = "measured" if engine in REAL_ENGINES else PROTOCOL_CHECK
@@ -125,6 +128,10 @@ def fit_profile(measures: pl.DataFrame, base: DeviceProfile, base_raw: Mapping[s
                      else {"factor": {"v": 1.0, **derived}, "missing": "median_ratio"}},
         "sources": sources, "serial_drafter": base.serial_drafter,
     }
+    if step and anchor_window and engine in REAL_ENGINES:
+        raw["anchor_ms"] = _stat(step, where + ", native target-only runs on anchor_window: decode time per round "
+                                        "(drift anchor)")
+        raw["anchor_window"] = anchor_window
     paired, rows = ms("asp_paired"), ms("asp_prob_row")
     if paired and rows:
         refresh = {int(k): _stat(ms("asp_refresh", width=int(k)), where)

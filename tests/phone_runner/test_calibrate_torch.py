@@ -66,3 +66,14 @@ def test_torch_calibration_measures_widths_that_match_the_host_sweep(loopback: L
     (run,) = [r for r in runs(tmp_path) if r.data.tags.get("job") == "calibrate_phone"]
     assert run.info.status == "FINISHED" and "SYNTHETIC" not in run.data.tags
     assert {"phone/loopback_torch.yaml", "phone/calibrate.jsonl"} <= _artifacts(tmp_path, run.info.run_id)
+    # the native target-only rounds on the calibration window are the drift anchor, and native_phone
+    # under the fitted profile probes that window again before each configuration (D.3 on a drifting host)
+    assert written.anchor_ms and written.anchor_window and "drift anchor" in raw["anchor_ms"]["source"]
+    native = job_cfg(tmp_path, "native_phone", "phone.engine.kind=torch", "phone.max_windows=1", "phone.max_seconds=6",
+                     "methods=[target_only]", "phone.repetitions=1", "phone.idle_timeout_s=900")
+    OmegaConf.set_struct(native, False)
+    native.device = OmegaConf.create(raw)
+    got = execute(native)
+    agree = got.tables["agreement"]
+    assert agree.height == 1 and agree["drift_ratio"][0] > 0 and agree["anchored_error_pct"][0] is not None
+    assert got.metrics["phone.target_only.drift_ratio"] == pytest.approx(agree["drift_ratio"][0])

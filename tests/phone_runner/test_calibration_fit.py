@@ -70,3 +70,27 @@ def test_a_native_as2d_run_prices_the_producer_as_it_ran_beside_the_target():
     echo = fit_profile(_measures(True), base, base_raw, name="t", model="Phone", serial_hash="abc",
                        engine="reference", publications=_publications(8.0, 0.05, 20.0))
     assert "R_LIVE" not in echo["sources"]["whisper-tiny.en"]["concurrent_factor"]["source"]
+
+
+def test_native_target_only_rounds_on_the_calibration_window_are_the_drift_anchor():
+    """A real engine's native target-only time per round on the calibration window becomes the profile's
+    drift anchor on that window (what native_phone probes again before each configuration); the
+    reference engine's echoed rounds anchor nothing; the anchored profile replays scaled by a probe."""
+    from workbench.replay.drift import drift_ratio, scaled
+
+    base = load_profile("host")
+    base_raw = OmegaConf.to_container(OmegaConf.load(base.file), resolve=True)
+    steps = pl.DataFrame({"op": ["target_step"] * 3, "ms": [30.0, 34.0, 31.0]})
+    measures = pl.concat([_measures(False), steps], how="diagonal_relaxed")
+    raw = fit_profile(measures, base, base_raw, name="t", model="Phone", serial_hash="abc", engine="torch",
+                      anchor_window="calib-0")
+    assert raw["anchor_ms"]["v"] == pytest.approx(31.0) and raw["anchor_window"] == "calib-0"
+    assert "drift anchor" in raw["anchor_ms"]["source"] and "measured on Phone" in raw["anchor_ms"]["source"]
+    prof = parse_profile(raw, file="fitted")
+    assert drift_ratio(prof, 34.1) == pytest.approx(1.1)
+    assert scaled(prof, 1.1).verifier.idle_ms[2] == pytest.approx(1.1 * prof.verifier.idle_ms[2])
+    echo = fit_profile(measures, base, base_raw, name="t", model="Phone", serial_hash="abc", engine="reference",
+                       anchor_window="calib-0")
+    assert "anchor_ms" not in echo and "anchor_window" not in echo
+    assert "anchor_ms" not in fit_profile(measures, base, base_raw, name="t", model="Phone", serial_hash="abc",
+                                          engine="torch")  # no calibration window named: no anchor

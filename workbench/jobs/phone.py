@@ -186,7 +186,8 @@ def calibrate_phone(cfg: DictConfig, out: Path) -> JobResult:
     name = str(cfg.phone.name)
     engine = str((run.header or {}).get("engine", {}).get("kind", kind))  # what the runner says it ran
     raw = fit_profile(measures, base, base_raw, name=name, model=info["model"], serial_hash=info["serial_hash"],
-                      engine=engine, publications=publications)
+                      engine=engine, publications=publications,
+                      anchor_window=str(windows[0]["window_id"]) if windows else None)
     target = Path(cfg.phone.get("profile_dir") or "conf/device") / f"{name}.yaml"
     atomic_write_text(target, profile_yaml(raw))
     atomic_write_text(out / "phone" / f"{name}.yaml", profile_yaml(raw))
@@ -229,16 +230,58 @@ def _native_measures(cfg: DictConfig, dev: Any, pc: Any, windows: list[Any], bas
             refs = phone_windows(res.frames, None, max_output)
         audit(res.run, refs, base)  # exactness (C.4), readiness, widths, order: a violation raises
         got[rc.scheme] = res.frames
-    fr = got["target_only"]
-    per = fr["rounds"].group_by("window_id", "repetition").len("rounds")
-    runs = fr["windows"].join(per, on=["window_id", "repetition"])
-    steps = pl.DataFrame({"op": "target_step", "ms": [1000 * t / n for t, n in zip(runs["time"], runs["rounds"],
-                                                                                   strict=True) if n]})
+    steps = pl.DataFrame({"op": "target_step", "ms": _round_ms(got["target_only"])}, schema={"op": pl.Utf8,
+                                                                                            "ms": pl.Float64})
     return steps, got["as2d"]["publications"]
 
 
+def _round_ms(fr: dict[str, pl.DataFrame]) -> list[float]:
+    """Decode time per round (ms) of each window-repetition of a target-only phone run."""
+    per = fr["rounds"].group_by("window_id", "repetition").len("rounds")
+    runs = fr["windows"].join(per, on=["window_id", "repetition"])
+    return [1000 * t / n for t, n in zip(runs["time"], runs["rounds"], strict=True) if n]
+
+
 AGREEMENT_SCHEMA = {"config": pl.Utf8, "window_id": pl.Utf8, "tokens": pl.Int64, "time_native": pl.Float64,
-                    "time_replay": pl.Float64, "signed_error_pct": pl.Float64, "noise_floor_pct": pl.Float64}
+                    "time_replay": pl.Float64, "signed_error_pct": pl.Float64, "noise_floor_pct": pl.Float64,
+                    "drift_ratio": pl.Float64, "time_replay_anchored": pl.Float64, "anchored_error_pct": pl.Float64}
+PROBE_REPS = 3  # target-only runs on the anchor window per drift probe; their median time per round
+
+
+def _anchor_entries(cfg: DictConfig, dev: Any, pc: Any, profile: Any, out: Path) -> list[Any]:
+    """The request entry of the profile's anchor window (the calibration window) when the profile has a
+    drift anchor measured on it; else none (the configurations are replayed under the frozen profile)."""
+    if profile.anchor_ms is None:
+        return []
+    from workbench.native.windows import demo_windows
+
+    calib = demo_windows(float(cfg.phone.get("max_seconds") or 25.0),
+                         model=OmegaConf.to_container(cfg.model, resolve=True))[0][:1]
+    if not calib or calib[0].window_id != profile.anchor_window:
+        print(f"no drift probe: profile {profile.file} was anchored on {profile.anchor_window!r}, this run's "
+              f"calibration window is {calib[0].window_id if calib else None!r} (phone.max_seconds differs?)")
+        return []
+    from phone_runner.session import audio_entries
+
+    return audio_entries(dev, calib, out / "probes", _decode(cfg, pc))
+
+
+def _drift_probe(dev: Any, pc: Any, entries: list[Any], profile: Any, models: Any, out: Path, serial_hash: str,
+                 max_output: int) -> float:
+    """Target-only on the anchor window (``PROBE_REPS`` runs, after the configuration's rest): the median
+    time per round (ms), to set against the profile's ``anchor_ms`` (``workbench.replay.drift``: the
+    machine's speed now over its speed at calibration). A private resume folder: never reused."""
+    import dataclasses
+
+    from phone_runner.session import build_request, new_run_id, run_config
+    from workbench.replay.result import ReplayConfig
+
+    own = dataclasses.replace(pc, repetitions=PROBE_REPS, warmups=max(1, pc.warmups),
+                              state_dir=str(out / "phone_state"))
+    req = build_request(new_run_id(), ReplayConfig("target_only"), entries, profile, own, max_output=max_output,
+                        models=models)
+    res = run_config(dev, own, req, None, profile, out, serial_hash=serial_hash, rest=True)
+    return statistics.median(_round_ms(res.frames))
 
 
 def native_phone(cfg: DictConfig, out: Path) -> JobResult:
@@ -250,6 +293,7 @@ def native_phone(cfg: DictConfig, out: Path) -> JobResult:
     from phone_runner.session import audio_entries, build_request, new_run_id, phone_windows, run_config
     from workbench import metrics as M
     from workbench.native.noise_floor import median_noise_pct
+    from workbench.replay.drift import drift_ratio, scaled
     from workbench.replay.engine import replay
     from workbench.replay.sources import priced_as, profile_source
 
@@ -285,9 +329,14 @@ def native_phone(cfg: DictConfig, out: Path) -> JobResult:
     rows, tables, flagged, resumed = [], {}, 0, 0
     agreement: list[dict[str, Any]] = []  # D.3 per window: the native median beside its replay
     configs = [rc for name in names for rc in replay_configs(cfg, name, source, profile)]
-    for rc in tqdm(configs, desc="phone configs"):
+    anchor = _anchor_entries(cfg, dev, pc, profile, out) if real else []
+    for i, rc in enumerate(tqdm(configs, desc="phone configs")):
+        # the drift probe takes the configuration's rest; the configuration follows it at once
+        ratio = drift_ratio(profile, _drift_probe(dev, pc, anchor, profile, models, out / "probes" / str(i),
+                                                  info["serial_hash"], max_output)) if anchor else None
         req = build_request(new_run_id(), rc, entries, profile, pc, max_output=max_output, models=models)
-        res = run_config(dev, pc, req, None if real else refs, profile, out, serial_hash=info["serial_hash"])
+        res = run_config(dev, pc, req, None if real else refs, profile, out, serial_hash=info["serial_hash"],
+                         rest=ratio is None)
         fr = res.frames
         if real:
             if rc.scheme == "target_only":
@@ -302,16 +351,23 @@ def native_phone(cfg: DictConfig, out: Path) -> JobResult:
         if res.monitor.height:
             tables.setdefault("monitor", []).append(res.monitor.with_columns(pl.lit(rc.label).alias("config")))
         agree = phone_windows(fr, rc.source, max_output, refs) if real else refs
-        errs, floors = [], []
+        errs, floors, anchored_errs = [], [], []
+        now = scaled(profile, ratio) if ratio else None  # the profile at the machine's speed of the probe
         for wid in ids:  # replay under the device profile vs the phone (D.3), median repetition
             times = sorted(fr["windows"].filter(pl.col("window_id") == wid)["time"].to_list())
             w = agree[wid]
+            native_tps = w.n_tokens / times[len(times) // 2]
             replayed = replay(w, rc, profile)
-            errs.append(100 * (replayed.tps / (w.n_tokens / times[len(times) // 2]) - 1))
+            errs.append(100 * (replayed.tps / native_tps - 1))
             floors.append(median_noise_pct(times, key=wid))  # what the median's own spread allows
+            again = replay(w, rc, now) if now else None
+            if again:
+                anchored_errs.append(100 * (again.tps / native_tps - 1))
             agreement.append({"config": rc.label, "window_id": wid, "tokens": w.n_tokens,
                               "time_native": times[len(times) // 2], "time_replay": replayed.time,
-                              "signed_error_pct": errs[-1], "noise_floor_pct": floors[-1]})
+                              "signed_error_pct": errs[-1], "noise_floor_pct": floors[-1], "drift_ratio": ratio,
+                              "time_replay_anchored": again.time if again else None,
+                              "anchored_error_pct": anchored_errs[-1] if again else None})
         known = [f for f in floors if math.isfinite(f)]
         rows.append({"device": info["model"], "method": rc.label, "clock": pc.engine.get("clock", "real"),
                      "tps": M.tps_pooled(fr["windows"]), "acceptance": M.acceptance(fr["rounds"]),
@@ -319,12 +375,15 @@ def native_phone(cfg: DictConfig, out: Path) -> JobResult:
                      "agreement_mae_pct": statistics.fmean(abs(e) for e in errs),
                      "agreement_signed_pct": statistics.fmean(errs),
                      "agreement_noise_floor_pct": statistics.fmean(known) if known else math.nan,
-                     "flagged": n_flag})
+                     "agreement_anchored_mae_pct": statistics.fmean(abs(e) for e in anchored_errs)
+                     if anchored_errs else math.nan,
+                     "drift_ratio": ratio if ratio else math.nan, "flagged": n_flag})
     summary = pl.DataFrame(rows)
     metrics: dict[str, float] = {"exactness_mismatches": 0.0, "flagged_windows": float(flagged),
                                  "resumed_windows": float(resumed), "windows": float(len(ids))}
     for r in rows:
-        for k in ("tps", "acceptance", "coverage", "readiness", "agreement_mae_pct", "agreement_noise_floor_pct"):
+        for k in ("tps", "acceptance", "coverage", "readiness", "agreement_mae_pct", "agreement_noise_floor_pct",
+                  "agreement_anchored_mae_pct", "drift_ratio"):
             if isinstance(r[k], float) and math.isfinite(r[k]):
                 metrics[f"phone.{r['method']}.{k}"] = r[k]
     out_tables = {k: pl.concat(v, how="diagonal_relaxed") for k, v in tables.items()}
