@@ -167,10 +167,7 @@ def calibrate_phone(cfg: DictConfig, out: Path) -> JobResult:
     windows: list[Any] = []
     models = None
     if kind != "reference":  # real forwards need audio: one calibration window of the demo corpus's dev split
-        from workbench.native.windows import demo_windows
-
-        calib = demo_windows(float(cfg.phone.get("max_seconds") or 25.0),
-                             model=OmegaConf.to_container(cfg.model, resolve=True))[0][:1]
+        calib = _calibration_window(cfg)
         windows = audio_entries(dev, calib, out, _decode(cfg, pc))
         models = _real_models(cfg, kind, pc.deploy_models(dev))
     req = build_request(run_id, ReplayConfig("target_only"), windows, base, pc, mode="calibrate", calibrate=plan,
@@ -248,15 +245,21 @@ AGREEMENT_SCHEMA = {"config": pl.Utf8, "window_id": pl.Utf8, "tokens": pl.Int64,
 PROBE_REPS = 3  # target-only runs on the anchor window per drift probe; their median time per round
 
 
+def _calibration_window(cfg: DictConfig) -> list[Any]:
+    """The one window a real-engine calibration decodes (the demo corpus's first dev window), which is
+    also the drift anchor's window ``native_phone`` probes."""
+    from workbench.native.windows import demo_windows
+
+    return demo_windows(float(cfg.phone.get("max_seconds") or 25.0),
+                        model=OmegaConf.to_container(cfg.model, resolve=True))[0][:1]
+
+
 def _anchor_entries(cfg: DictConfig, dev: Any, pc: Any, profile: Any, out: Path) -> list[Any]:
     """The request entry of the profile's anchor window (the calibration window) when the profile has a
     drift anchor measured on it; else none (the configurations are replayed under the frozen profile)."""
     if profile.anchor_ms is None:
         return []
-    from workbench.native.windows import demo_windows
-
-    calib = demo_windows(float(cfg.phone.get("max_seconds") or 25.0),
-                         model=OmegaConf.to_container(cfg.model, resolve=True))[0][:1]
+    calib = _calibration_window(cfg)
     if not calib or calib[0].window_id != profile.anchor_window:
         print(f"no drift probe: profile {profile.file} was anchored on {profile.anchor_window!r}, this run's "
               f"calibration window is {calib[0].window_id if calib else None!r} (phone.max_seconds differs?)")
