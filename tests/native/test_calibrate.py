@@ -12,7 +12,7 @@ from workbench.models.kernel_plan import fit_plan
 from workbench.native.calibrate import calibrate_host
 from workbench.native.episodes import SAMPLE_SCHEMA, host_setup, native_episodes, publication_rows
 from workbench.native.fingerprint import machine_fingerprint
-from workbench.native.fit import LIVE_MIN_CALLS
+from workbench.native.fit import LIVE_MIN_CALLS, with_positions
 from workbench.native.report import episode_report
 from workbench.native.windows import AudioWindow
 from workbench.replay.profile import load_profile
@@ -61,13 +61,14 @@ def test_calibration_writes_a_profile_replay_accepts_with_all_widths(host_cfg, w
     to = raw.filter((pl.col("kind") == "episode") & (pl.col("scheme") == "target_only"))
     assert loaded.anchor_ms == pytest.approx(sorted((to["ms"] / to["rounds"]).to_list())[to.height // 2], abs=1e-4)
     # A width the episodes called often is priced from those calls (R_LIVE; a window's first call left out,
-    # the cold surcharge prices it), the rest by the sweep: beside the producer from As²d's calls, idle
-    # from target-only, SD and ASP calls.
-    all_rounds = pl.read_parquet(tmp_path / "host_rounds.parquet").filter(pl.col("round") > 0)
+    # the cold surcharge prices it), each moved along its width's slope to ref_tokens; the rest by the
+    # sweep: beside the producer from As²d's calls, idle from target-only, SD and ASP calls.
+    all_rounds = with_positions(pl.read_parquet(tmp_path / "host_rounds.parquet")).filter(pl.col("round") > 0)
     for configs, concurrent, field in ((["as2d"], True, "concurrent.ms"), (["target_only", "sd", "asp"], False,
                                                                            "idle_ms")):
         rounds = all_rounds.filter(pl.col("config").is_in(configs))
-        calls = (1000 * (rounds["t_end"] - rounds["t_start"])).to_list()
+        calls = [1000 * (e - s) - fit.slope(w) * (p - fit.ref_tokens) for s, e, w, p in
+                 zip(*rounds.select("t_start", "t_end", "width", "pos").to_dict(as_series=False).values(), strict=True)]
         by_width = {k: [c for c, w in zip(calls, rounds["width"].to_list(), strict=True) if w == k]
                     for k in range(1, 17)}
         live = [k for k, v in by_width.items() if len(v) >= LIVE_MIN_CALLS]

@@ -6,8 +6,9 @@ import polars as pl
 import pytest
 import yaml
 
-from workbench.native.context import context_fit
+from workbench.native.context import context_fit, within_run_slope
 from workbench.native.episodes import SAMPLE_SCHEMA, sample
+from workbench.native.fit import live_widths, with_positions
 from workbench.replay.engine import replay
 from workbench.replay.profile import DEVICE_DIR, ProfileError, parse_profile
 from workbench.replay.result import ReplayConfig
@@ -75,3 +76,47 @@ def test_context_fit_is_checked_like_every_profile_field():
         _profile(bad)
     with pytest.raises(ProfileError, match="cold_ms"):
         _profile({k: v for k, v in fit.items() if k != "cold_ms"})
+
+
+def test_k1_slope_comes_from_target_only_runs_with_one_level_per_run():
+    """Runs at different machine speeds (levels 0, +6, -4 ms) and a sweep whose K1 slope is wrong: K1's
+    slope is the runs' own, and the step at ``ref_tokens`` is their line there at the median level."""
+    levels = (0.0, 6.0, -4.0)
+    rows = []
+    for rep, lvl in enumerate(levels):
+        t = 0.0
+        for i in range(30):
+            t += (A[1] + lvl + SLOPE[1] * (i + 1) + (COLD if i == 0 else 0.0)) / 1000
+            rows.append({"window_id": "w", "rep": rep, "round": i, "t_end": t})
+    to = pl.DataFrame(rows)
+    assert within_run_slope(to) == (pytest.approx(SLOPE[1], abs=1e-6), 87)
+    sweep = _sweep().with_columns(pl.when(pl.col("width") == 1).then(pl.col("ms") + 0.2 * pl.col("offset"))
+                                  .otherwise(pl.col("ms")).alias("ms"))
+    fit = context_fit(sweep, to, "today")
+    assert fit.context["slope_ms"][1]["v"] == pytest.approx(SLOPE[1], abs=1e-4)
+    assert "one level per run" in fit.context["slope_ms"][1]["source"]
+    assert fit.context["slope_ms"][4]["v"] == pytest.approx(SLOPE[4], abs=1e-3)  # other widths: the sweep's
+    assert fit.step["v"] == pytest.approx(A[1] + SLOPE[1] * 33, abs=1e-3)
+    assert within_run_slope(to.filter(pl.col("round") < 5)) is None  # too few rounds: the sweep's slope stays
+    short = context_fit(sweep, to.filter(pl.col("round") < 5), "today")
+    assert short.context["slope_ms"][1]["v"] == pytest.approx(SLOPE[1] + 0.2, abs=1e-3)
+
+
+def test_live_width_prices_are_moved_to_the_reference_context():
+    """Native calls at positions 2..21 cost ``a + s * pos``: the live price is the line at ``ref_tokens``,
+    not the calls' median (which sits at their median position)."""
+    a, s, ref = 30.0, 0.1, 40.0
+    rows, t = [], 0.0
+    for rep in range(2):
+        for i in range(21):
+            start = t
+            t += (a + s * (1 + i)) / 1000
+            rows.append({"window_id": "w", "config": "target_only", "rep": rep, "round": i, "width": 1,
+                         "committed": [7], "t_start": start, "t_end": t})
+    rounds = pl.DataFrame(rows).with_columns((pl.col("t_end") - pl.col("t_start")).alias("call"))
+    assert with_positions(rounds).filter(pl.col("rep") == 0)["pos"].to_list() == list(range(1, 22))
+    ctx = {"ref_tokens": {"v": ref}, "slope_ms": {1: {"v": s}}}
+    moved = live_widths(rounds, {1: [99.0]}, "today", "calls", ctx)[1]
+    assert moved["v"] == pytest.approx(a + s * ref, abs=1e-3) and "moved to 40" in moved["source"]
+    plain = live_widths(rounds, {1: [99.0]}, "today", "calls")[1]
+    assert plain["v"] == pytest.approx(a + s * 11.5, abs=1e-3)  # the median position of rounds 1..20

@@ -7,6 +7,11 @@ first call after a window's prefill is slower (caches cold after idle). From cal
   (``pos`` = committed tokens = sweep offset + 1); the profile keeps the width's median as its cost
   at ``ref_tokens`` (the median sample position) and the slope; the sd of the residuals is the
   width's dispersion;
+* K1's slope, where the native target-only runs give enough rounds, from those rounds instead: a
+  least-squares slope with one level per run (``within_run_slope``). A decode loop's consecutive
+  calls see one machine speed; the sweep's few offsets, repeated minutes apart on a VM whose speed
+  drifts, mostly measure the drift, and a wrong K1 slope misprices every window shorter or longer
+  than the calibration window;
 * the target-only step at ``ref_tokens``: median over native target-only rounds (after the first)
   of the charged round time moved to ``ref_tokens`` along the K1 slope;
 * the cold-call surcharge: median excess of each run's first round over that line;
@@ -37,6 +42,27 @@ def _line(x: np.ndarray, y: np.ndarray) -> tuple[float, float, np.ndarray]:
     return float(slope), float(icept), y - (slope * x + icept)
 
 
+WITHIN_RUN_MIN_ROUNDS = 20  # fewer target-only rounds (after the first) than this: K1's slope from the sweep
+
+
+def within_run_slope(rounds: pl.DataFrame) -> tuple[float, int] | None:
+    """Least-squares slope (ms per committed token) of target-only round times on their context length,
+    one level per run (columns window_id, rep, round, t_end; a run's first round left out: cold).
+    ``(slope, rounds used)``, or None with fewer than ``WITHIN_RUN_MIN_ROUNDS`` rounds or no spread."""
+    keys = ("window_id", "rep")
+    r = rounds.sort(*keys, "round").with_columns(
+        (1000 * (pl.col("t_end") - pl.col("t_end").shift(1, fill_value=0.0).over(keys))).alias("dur"),
+        (pl.col("round") + 1).cast(pl.Float64).alias("pos")).filter(pl.col("round") > 0)
+    if r.height < WITHIN_RUN_MIN_ROUNDS:
+        return None
+    d = r.with_columns((pl.col("pos") - pl.col("pos").mean().over(keys)).alias("x"),
+                       (pl.col("dur") - pl.col("dur").mean().over(keys)).alias("y"))
+    sxx = float((d["x"] * d["x"]).sum())
+    if sxx <= 0.0:
+        return None
+    return float((d["x"] * d["y"]).sum()) / sxx, r.height
+
+
 def context_fit(sweep: pl.DataFrame, target_only_rounds: pl.DataFrame, date: str) -> ContextFitResult | None:
     """The fit from the idle width sweep (``kind == verify`` samples) and native target-only round
     records (columns round, t_end, window_id, rep); ``None`` without both."""
@@ -53,6 +79,10 @@ def context_fit(sweep: pl.DataFrame, target_only_rounds: pl.DataFrame, date: str
         if g.height >= 2:
             sd[k] = (round(float(np.std(res, ddof=1)), 4), g.height)
     ref = float(statistics.median((idle["offset"] + 1).to_list()))
+    live = within_run_slope(target_only_rounds)
+    if live is not None:
+        slopes[1] = {"v": round(live[0], 5), "source": f"{src}, n={live[1]} native target-only rounds, least "
+                                                       "squares on context length with one level per run"}
     s1 = slopes.get(1, {"v": 0.0})["v"]
     r = target_only_rounds.sort("window_id", "rep", "round").with_columns(
         (pl.col("t_end") - pl.col("t_end").shift(1, fill_value=0.0).over("window_id", "rep")).alias("dur"))
@@ -79,4 +109,4 @@ def context_fit(sweep: pl.DataFrame, target_only_rounds: pl.DataFrame, date: str
     return ContextFitResult(context, step_entry, sd)
 
 
-__all__ = ["ContextFitResult", "context_fit"]
+__all__ = ["WITHIN_RUN_MIN_ROUNDS", "ContextFitResult", "context_fit", "within_run_slope"]

@@ -35,7 +35,8 @@ RULES = {
     "R_LIVE": "The producer's coexistence factor and startup come from its publication times in the "
               "native As2d episodes of the calibration windows (what replay must predict); so does the "
               "verifier's cost at each width those episodes called often enough: beside the producer "
-              "from As2d's calls, idle from target-only, SD and ASP calls (first calls left out).",
+              "from As2d's calls, idle from target-only, SD and ASP calls (first calls left out; each call "
+              "moved along its width's context slope to ref_tokens, where replay prices the width).",
     "R_KERNEL": "kernel_plan: per width, the cheaper linear kernel for exactly that many rows, and the "
                 "padded width whose forward costs least (taken only when it saves more than "
                 "models.kernel_plan.PAD_MARGIN); medians of the kernel sweep, idle. Every verifier cost "
@@ -85,22 +86,39 @@ def sweep_tables(f: Fit) -> tuple[dict[int, list[float]], dict[int, list[float]]
     return idle, conc
 
 
+def with_positions(rounds: pl.DataFrame) -> pl.DataFrame:
+    """``rounds`` with ``pos``: the committed tokens before each call (the prefill's one plus every earlier
+    round's), the context length replay prices a call at (``engine._ContextClock``)."""
+    keys = [k for k in ("window_id", "config", "rep") if k in rounds.columns]
+    return rounds.sort(*keys, "round").with_columns(
+        (1 + pl.col("committed").list.len().cum_sum().shift(1, fill_value=0).over(keys)).alias("pos"))
+
+
 def live_widths(rounds: pl.DataFrame, sweep: dict[int, list[float]], date: str, what: str,
-                ) -> dict[int, dict[str, Any]]:
+                context: dict[str, Any] | None = None) -> dict[int, dict[str, Any]]:
     """The verifier's cost per width: the median native call at that width among ``rounds`` of the
     calibration windows' episodes (R_LIVE), where they made at least ``LIVE_MIN_CALLS``; else the sweep's.
     A window's first call is left out: the context fit's cold surcharge prices it.
 
+    With a ``context`` fit (the profile's ``verifier.context`` mapping) each call is first moved along its
+    width's slope to ``ref_tokens``: replay prices a width's cost as its cost there, and the episodes'
+    calls sit wherever the calibration window put them.
+
     Why: the sweep's calls and the episodes' calls at the same width differ (beside the producer
     the sweep's synthetic load stresses the cores differently; idle, the sweep's repeated call on one
     context runs colder than a decode loop's), and replay must price the episodes' calls."""
-    calls = rounds.filter(pl.col("round") > 0) if rounds.height else rounds
+    calls = with_positions(rounds).filter(pl.col("round") > 0) if rounds.height else rounds
+    ref = context["ref_tokens"]["v"] if context else 0.0
+    slopes = {k: e["v"] for k, e in context["slope_ms"].items()} if context else {}
     out = {}
     for k, v in sweep.items():
-        live = (1000 * calls.filter(pl.col("width") == k)["call"]).to_list() if calls.height else []
+        at = calls.filter(pl.col("width") == k) if calls.height else calls
+        live = (1000 * at["call"] - slopes.get(k, 0.0) * (at["pos"] - ref)).to_list() if at.height else []
+        moved = f" moved to {ref:g} committed tokens along its slope" if k in slopes else ""
         if len(live) >= LIVE_MIN_CALLS:
             out[k] = {"v": round(med(live), 4),
-                      "source": f"fitted on host {date}, n={len(live)} native {what} at this width, median (R_LIVE)"}
+                      "source": f"fitted on host {date}, n={len(live)} native {what} at this width{moved}, median "
+                                "(R_LIVE)"}
         elif v:
             out[k] = {"v": round(med(v), 4), "source": f"measured on host {date}, n={len(v)}, median"}
     return out
@@ -122,8 +140,8 @@ def verifier_part(f: Fit) -> tuple[dict[str, Any], dict[str, Any]]:
                                                    "median charged time per target-only round")
     verifier = {
         "idle_ms": {k: _with_sd(e, sds.get(k)) for k, e in live_widths(
-            f.config(*IDLE_SCHEMES), idle, f.date, "idle calls (target-only, SD, ASP)").items()},
-        "concurrent": {"ms": live_widths(f.config("as2d"), conc, f.date, "As2d calls beside the producer"),
+            f.config(*IDLE_SCHEMES), idle, f.date, "idle calls (target-only, SD, ASP)", ctx).items()},
+        "concurrent": {"ms": live_widths(f.config("as2d"), conc, f.date, "As2d calls beside the producer", ctx),
                        "missing": "median_ratio"},
         **({"context": ctx} if ctx is not None else {}),
     }
@@ -338,4 +356,5 @@ def fit_profile(raw: pl.DataFrame, rounds: pl.DataFrame, setup: HostSetup, date:
     }
 
 
-__all__ = ["IDLE_SCHEMES", "LIVE_MIN_CALLS", "RULES", "fit_profile", "kernel_costs", "live_widths", "med"]
+__all__ = ["IDLE_SCHEMES", "LIVE_MIN_CALLS", "RULES", "fit_profile", "kernel_costs", "live_widths", "med",
+           "with_positions"]
