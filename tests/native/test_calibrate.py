@@ -67,8 +67,8 @@ def test_calibration_writes_a_profile_replay_accepts_with_all_widths(host_cfg, w
     for configs, concurrent, field in ((["as2d"], True, "concurrent.ms"), (["target_only", "sd", "asp"], False,
                                                                            "idle_ms")):
         rounds = all_rounds.filter(pl.col("config").is_in(configs))
-        calls = [1000 * (e - s) - fit.slope(w) * (p - fit.ref_tokens) for s, e, w, p in
-                 zip(*rounds.select("t_start", "t_end", "width", "pos").to_dict(as_series=False).values(), strict=True)]
+        calls = [1000 * (r["t_end"] - r["t_start"]) - fit.slope(r["width"]) * (r["pos"] - fit.ref_tokens)
+                 for r in rounds.iter_rows(named=True)]
         by_width = {k: [c for c, w in zip(calls, rounds["width"].to_list(), strict=True) if w == k]
                     for k in range(1, 17)}
         live = [k for k, v in by_width.items() if len(v) >= LIVE_MIN_CALLS]

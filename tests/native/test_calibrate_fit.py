@@ -6,7 +6,7 @@ import polars as pl
 import pytest
 import yaml
 
-from workbench.native.context import context_fit, within_run_slope
+from workbench.native.context import context_fit, round_times, within_run_slope
 from workbench.native.episodes import SAMPLE_SCHEMA, sample
 from workbench.native.fit import live_widths, with_positions
 from workbench.replay.engine import replay
@@ -89,7 +89,7 @@ def test_k1_slope_comes_from_target_only_runs_with_one_level_per_run():
             t += (A[1] + lvl + SLOPE[1] * (i + 1) + (COLD if i == 0 else 0.0)) / 1000
             rows.append({"window_id": "w", "rep": rep, "round": i, "t_end": t})
     to = pl.DataFrame(rows)
-    assert within_run_slope(to) == (pytest.approx(SLOPE[1], abs=1e-6), 87)
+    assert within_run_slope(round_times(to)) == (pytest.approx(SLOPE[1], abs=1e-6), 87)
     sweep = _sweep().with_columns(pl.when(pl.col("width") == 1).then(pl.col("ms") + 0.2 * pl.col("offset"))
                                   .otherwise(pl.col("ms")).alias("ms"))
     fit = context_fit(sweep, to, "today")
@@ -97,7 +97,8 @@ def test_k1_slope_comes_from_target_only_runs_with_one_level_per_run():
     assert "one level per run" in fit.context["slope_ms"][1]["source"]
     assert fit.context["slope_ms"][4]["v"] == pytest.approx(SLOPE[4], abs=1e-3)  # other widths: the sweep's
     assert fit.step["v"] == pytest.approx(A[1] + SLOPE[1] * 33, abs=1e-3)
-    assert within_run_slope(to.filter(pl.col("round") < 5)) is None  # too few rounds: the sweep's slope stays
+    # too few rounds: the sweep's slope stays
+    assert within_run_slope(round_times(to.filter(pl.col("round") < 5))) is None
     short = context_fit(sweep, to.filter(pl.col("round") < 5), "today")
     assert short.context["slope_ms"][1]["v"] == pytest.approx(SLOPE[1] + 0.2, abs=1e-3)
 

@@ -45,18 +45,27 @@ def _line(x: np.ndarray, y: np.ndarray) -> tuple[float, float, np.ndarray]:
 WITHIN_RUN_MIN_ROUNDS = 20  # fewer target-only rounds (after the first) than this: K1's slope from the sweep
 
 
+RUN_KEYS = ("window_id", "rep")
+
+
+def round_times(rounds: pl.DataFrame) -> pl.DataFrame:
+    """Target-only round records (columns window_id, rep, round, t_end) in run order, with ``dur`` (ms
+    charged to the round: from the previous round's end) and ``pos`` (committed tokens before it; the
+    prefill made one)."""
+    return rounds.sort(*RUN_KEYS, "round").with_columns(
+        (1000 * (pl.col("t_end") - pl.col("t_end").shift(1, fill_value=0.0).over(RUN_KEYS))).alias("dur"),
+        (pl.col("round") + 1).cast(pl.Float64).alias("pos"))
+
+
 def within_run_slope(rounds: pl.DataFrame) -> tuple[float, int] | None:
     """Least-squares slope (ms per committed token) of target-only round times on their context length,
-    one level per run (columns window_id, rep, round, t_end; a run's first round left out: cold).
+    one level per run (``rounds``: as ``round_times`` returns them; a run's first round left out: cold).
     ``(slope, rounds used)``, or None with fewer than ``WITHIN_RUN_MIN_ROUNDS`` rounds or no spread."""
-    keys = ("window_id", "rep")
-    r = rounds.sort(*keys, "round").with_columns(
-        (1000 * (pl.col("t_end") - pl.col("t_end").shift(1, fill_value=0.0).over(keys))).alias("dur"),
-        (pl.col("round") + 1).cast(pl.Float64).alias("pos")).filter(pl.col("round") > 0)
+    r = rounds.filter(pl.col("round") > 0)
     if r.height < WITHIN_RUN_MIN_ROUNDS:
         return None
-    d = r.with_columns((pl.col("pos") - pl.col("pos").mean().over(keys)).alias("x"),
-                       (pl.col("dur") - pl.col("dur").mean().over(keys)).alias("y"))
+    d = r.with_columns((pl.col("pos") - pl.col("pos").mean().over(RUN_KEYS)).alias("x"),
+                       (pl.col("dur") - pl.col("dur").mean().over(RUN_KEYS)).alias("y"))
     sxx = float((d["x"] * d["x"]).sum())
     if sxx <= 0.0:
         return None
@@ -79,15 +88,13 @@ def context_fit(sweep: pl.DataFrame, target_only_rounds: pl.DataFrame, date: str
         if g.height >= 2:
             sd[k] = (round(float(np.std(res, ddof=1)), 4), g.height)
     ref = float(statistics.median((idle["offset"] + 1).to_list()))
-    live = within_run_slope(target_only_rounds)
+    r = round_times(target_only_rounds)
+    live = within_run_slope(r)
     if live is not None:
         slopes[1] = {"v": round(live[0], 5), "source": f"{src}, n={live[1]} native target-only rounds, least "
                                                        "squares on context length with one level per run"}
     s1 = slopes.get(1, {"v": 0.0})["v"]
-    r = target_only_rounds.sort("window_id", "rep", "round").with_columns(
-        (pl.col("t_end") - pl.col("t_end").shift(1, fill_value=0.0).over("window_id", "rep")).alias("dur"))
-    dur_ms = 1000 * r["dur"].to_numpy()
-    pos = r["round"].to_numpy().astype(float) + 1  # committed tokens before round i (prefill made one)
+    dur_ms, pos = r["dur"].to_numpy(), r["pos"].to_numpy()
     first = r["round"].to_numpy() == 0
     later = ~first
     if later.sum() < 2:
@@ -109,4 +116,4 @@ def context_fit(sweep: pl.DataFrame, target_only_rounds: pl.DataFrame, date: str
     return ContextFitResult(context, step_entry, sd)
 
 
-__all__ = ["WITHIN_RUN_MIN_ROUNDS", "ContextFitResult", "context_fit", "within_run_slope"]
+__all__ = ["WITHIN_RUN_MIN_ROUNDS", "ContextFitResult", "context_fit", "round_times", "within_run_slope"]
