@@ -40,9 +40,13 @@ def test_agreement_reports_per_window_errors(host_cfg, windows, tmp_path):  # no
     # Exactly 1.0 only if the width probe never ran: two measured calls never drift by the same float.
     # (With one ratio for every width, the anchored replay is the frozen one times it: test_drift.py.)
     assert row["width_shape"] != 1.0 and row["width_signed_error_pct"] is not None
-    # The verdict's anchored replay scales every width by one ratio: the frozen one times it.
-    assert row["frozen_signed_error_pct"] == pytest.approx(100 * (row["tps_replay"] * row["drift_ratio"]
-                                                                  / row["tps_native"] - 1))
+    # The profile anchors As²d too (its calibration ran As²d on the anchor window), so an As²d probe ran there
+    # and the verdict's As²d replay is the frozen one scaled by As²d's ratio; the target-only ratio's is kept.
+    assert row["drift_ratio_as2d"] > 0 and row["drift_ratio_as2d"] != row["drift_ratio"]
+    assert summary["as2d_anchored"] is True and "As²d by its own probe" in verdict(summary)
+    frozen = 1 + row["frozen_signed_error_pct"] / 100
+    assert frozen == pytest.approx(row["tps_replay"] * row["drift_ratio_as2d"] / row["tps_native"])
+    assert 1 + row["to_anchor_signed_error_pct"] / 100 == pytest.approx(frozen / row["drift_ratio"])
     assert summary["width_mae_pct"] == pytest.approx(abs(row["width_signed_error_pct"]))
     assert (tmp_path / "agreement.parquet").exists() and (tmp_path / "host.yaml").exists()
 
@@ -77,6 +81,11 @@ def test_agreement_summary_by_hand():
     assert a["drift_min"] == pytest.approx(0.9) and a["drift_max"] == pytest.approx(1.1)
     assert "drift-anchored (machine speed x0.90-x1.10" in verdict(a) and "frozen profile: MAE 22.50%" in verdict(a)
     assert a["width_mae_pct"] is None and "own probe" not in verdict(a)
+    assert a["as2d_anchored"] is False and "own probe x" not in verdict(a)
+    own = summarize(drifted.with_columns(pl.Series("drift_ratio_as2d", [0.95, 1.05]),
+                                         pl.Series("to_anchor_signed_error_pct", [8.0, -2.0])), Profile())
+    assert own["as2d_drift_min"] == pytest.approx(0.95) and own["to_anchor_mae_pct"] == pytest.approx(5.0)
+    assert "As²d by its own probe x0.95-x1.05, by target-only's: MAE 5.00%" in verdict(own)
     shaped = summarize(drifted.with_columns(pl.Series("width_shape", [0.9, 0.95]),
                                             pl.Series("width_signed_error_pct", [3.0, -6.0])), Profile())
     assert shaped["width_mae_pct"] == pytest.approx(4.5) and shaped["within_goal"] is True  # judged as before
@@ -144,5 +153,7 @@ def test_a_windows_drift_anchor_is_the_median_of_its_probes():
     ep = Episodes()
     ep.probes.update({("a", 0): 10.0, ("a", 1): 30.0, ("a", 2): 12.0, ("b", 0): 99.0})
     ep.width_probes.update({("a", 0): {1: 10.0, 4: 20.0}, ("a", 1): {1: 14.0, 4: 26.0}, ("a", 2): {1: 12.0, 4: 21.0}})
-    assert window_probes(ep, "a") == (12.0, {1: 12.0, 4: 21.0})
-    assert window_probes(ep, "c") == (None, None)
+    assert window_probes(ep, "a") == (12.0, {1: 12.0, 4: 21.0}, None)
+    ep.as2d_probes.update({("a", 0): 7.0, ("a", 1): 5.0, ("a", 2): 9.0, ("b", 0): 1.0})  # As²d's own, alike
+    assert window_probes(ep, "a") == (12.0, {1: 12.0, 4: 21.0}, 7.0)
+    assert window_probes(ep, "c") == (None, None, None)

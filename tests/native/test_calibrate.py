@@ -60,6 +60,9 @@ def test_calibration_writes_a_profile_replay_accepts_with_all_widths(host_cfg, w
     assert src.startup_ms >= 0 and loaded.anchor_window == "calib"
     to = raw.filter((pl.col("kind") == "episode") & (pl.col("scheme") == "target_only"))
     assert loaded.anchor_ms == pytest.approx(sorted((to["ms"] / to["rounds"]).to_list())[to.height // 2], abs=1e-4)
+    a2 = raw.filter((pl.col("kind") == "episode") & (pl.col("scheme") == "as2d"))  # As²d's own anchor, per token
+    assert a2.height >= 1 and loaded.anchor_as2d_ms == pytest.approx(
+        statistics.median((a2["ms"] / a2["tokens"]).to_list()), abs=1e-4)
     # A width the episodes called often is priced from those calls (R_LIVE; a window's first call left out,
     # the cold surcharge prices it), each moved along its width's slope to ref_tokens; the rest by the
     # sweep: beside the producer from As²d's calls, idle from target-only, SD and ASP calls.

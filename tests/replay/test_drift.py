@@ -8,7 +8,7 @@ import pytest
 import yaml
 from replay_fixtures import exact_window
 
-from workbench.replay.drift import drift_ratio, scaled, width_shape
+from workbench.replay.drift import as2d_drift_ratio, drift_ratio, scaled, width_shape
 from workbench.replay.engine import replay
 from workbench.replay.profile import DEVICE_DIR, ProfileError, load_profile, parse_profile
 from workbench.replay.result import ReplayConfig
@@ -104,3 +104,23 @@ def test_a_width_probe_it_cannot_use_is_refused():
     raw["anchor_widths_ms"] = {1: {"v": 10.0, "source": "test"}, 4: {"v": 20.0, "source": "test"}}
     with pytest.raises(ProfileError, match="anchor_widths_ms"):
         parse_profile(raw, file="no-anchor.yaml")
+
+
+def test_as2d_drifts_by_its_own_probe_over_its_own_anchor():
+    """As²d's anchor is As²d's time per token on the anchor window: its ratio is independent of the
+    target-only one, a rescaled profile is anchored where it now is, and a profile without it refuses."""
+    raw = yaml.safe_load((DEVICE_DIR / "host.yaml").read_text())
+    raw.update(anchor_ms={"v": 25.0, "source": "test"}, anchor_window="calib00",
+               anchor_as2d_ms={"v": 12.5, "source": "test"})
+    p = parse_profile(raw, file="as2d-anchored.yaml")
+    assert as2d_drift_ratio(p, 10.0) == pytest.approx(0.8) and drift_ratio(p, 30.0) == pytest.approx(1.2)
+    assert scaled(p, 0.8).anchor_as2d_ms == pytest.approx(10.0)
+    with pytest.raises(ValueError, match="positive"):
+        as2d_drift_ratio(p, 0.0)
+    with pytest.raises(ValueError, match="no anchor_as2d_ms; recalibrate"):
+        as2d_drift_ratio(parse_profile({k: v for k, v in raw.items() if k != "anchor_as2d_ms"}), 10.0)
+    alone = {k: v for k, v in raw.items() if k not in ("anchor_ms", "anchor_window")}
+    with pytest.raises(ProfileError, match="anchor_as2d_ms"):
+        parse_profile(alone, file="as2d-alone.yaml")
+    with pytest.raises(ProfileError, match="positive"):
+        parse_profile({**raw, "anchor_as2d_ms": {"v": 0.0, "source": "test"}}, file="zero.yaml")

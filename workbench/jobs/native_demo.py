@@ -52,9 +52,11 @@ def native_runs(cfg: DictConfig, pair: ModelPair, windows: list[Window],
     setup.use_profile(host_profile)  # the target runs by this machine's kernel plan, as the profile priced it
     anchor = anchor_window(host_profile) if host_profile is not None and "as2d" in names else None
     # D.3 protocol: a warm-up pass per window before the measured repetitions (cold caches, first calls);
-    # with a drift anchor, a probe on the profile's calibration window before each repetition.
+    # with a drift anchor, a probe on the profile's calibration window before each repetition (target-only,
+    # and As²d where the profile anchors it too).
     ep = native_episodes(setup, audio, names, int(cfg.native.repeats), warmup=int(cfg.native.warmup),
-                         progress=True, probe=anchor, probe_widths=probe_widths(host_profile) if anchor else ())
+                         progress=True, probe=anchor, probe_widths=probe_widths(host_profile) if anchor else (),
+                         probe_as2d=anchor is not None and host_profile.anchor_as2d_ms is not None)
     runs = episode_report(ep)
     if host_profile is not None and "as2d" in names:
         agr = agreement_frame(ep, setup, host_profile)  # the D.3 rule of workbench.native.agreement

@@ -11,7 +11,10 @@ pools tokens and time. Stage decompositions (D/V/O/H) of both sides show where a
 **Drift anchor** (``replay/drift.py``): just before each measured repetition, one target-only run on
 the profile's calibration window measures how much this machine's speed has moved since calibration;
 the frozen profile, scaled by the ratio of the median of the window's probes (``window_probes``), prices
-the window. Both errors are reported: ``frozen_*``
+the window. With a profile that anchors As²d too (``anchor_as2d_ms``), an As²d run on that window follows
+each target-only probe, and As²d's replay is scaled by the median of those instead (``drift_ratio_as2d``;
+the target-only-anchored As²d error stays beside it, ``to_anchor_signed_error_pct``): a VM's two vCPUs
+need not drift alike, and As²d keeps both busy. Both errors are reported: ``frozen_*``
 (the paper's protocol as is) and the anchored one, which the goal judges when the profile has an
 anchor. On a VM whose speed drifts within minutes only the anchored one says whether the cost
 *model* is right; the frozen one mostly measures the drift.
@@ -47,7 +50,7 @@ import polars as pl
 
 from workbench.io import atomic_write_json, atomic_write_parquet
 from workbench.metrics import overlap_decomposition
-from workbench.replay.drift import drift_ratio, scaled, width_shape
+from workbench.replay.drift import as2d_drift_ratio, drift_ratio, scaled, width_shape
 from workbench.replay.engine import replay
 from workbench.replay.profile import DeviceProfile, load_profile
 from workbench.replay.result import STAGE_SCHEMA, ReplayConfig, ReplayResult
@@ -65,7 +68,8 @@ from .windows import AudioWindow, demo_windows
 
 AGREEMENT_COLUMNS = ("window_id", "tokens", "tps_native", "tps_replay", "signed_error_pct", "abs_error_pct",
                      "time_native", "time_replay", "target_only_error_pct", "drift_ratio", "width_shape",
-                     "width_signed_error_pct", "frozen_signed_error_pct",
+                     "width_signed_error_pct", "drift_ratio_as2d", "to_anchor_signed_error_pct",
+                     "frozen_signed_error_pct",
                      "frozen_target_only_error_pct", "matched", "rounds_native",
                      "rounds_replay", "reps", "noise_floor_pct", "target_only_noise_floor_pct",
                      "D_native", "V_native", "O_native", "H_native", "D_replay", "V_replay",
@@ -118,12 +122,13 @@ def median_run(runs: Sequence[NativeResult]) -> int:
 def window_agreement(setup: HostSetup, profile: DeviceProfile, window_id: str, target_only: Sequence[NativeResult],
                      as2d: Sequence[NativeResult], probe_ms: float | None = None,
                      probe_widths_ms: Mapping[int, float] | None = None,
-                     reference: Sequence[int] | None = None) -> dict[str, Any]:
+                     reference: Sequence[int] | None = None, as2d_probe_ms: float | None = None) -> dict[str, Any]:
     """The D.3 rule for one window: replay the median-latency native As²d run's own trajectory with the
     frozen profile (re-anchored by ``probe_ms`` when given, each width by its own drift when
-    ``probe_widths_ms`` is given too, ``replay/drift.py``); the target-only reference is the first run's
-    output (all runs are audited against it, and against ``reference``, the unplanned target's output,
-    when given: ``Episodes.references``)."""
+    ``probe_widths_ms`` is given too, ``replay/drift.py``; As²d by its own probe ``as2d_probe_ms`` when
+    given, target-only by ``probe_ms``); the target-only reference is the first run's output (all runs are
+    audited against it, and against ``reference``, the unplanned target's output, when given:
+    ``Episodes.references``)."""
     ref = target_only[0].output
     med = as2d[median_run(as2d)]
     source = profile_source(profile, "producer", {"producer": [setup.source]}) or setup.source
@@ -143,6 +148,8 @@ def window_agreement(setup: HostSetup, profile: DeviceProfile, window_id: str, t
     res, frozen_err, frozen_to = errors(profile)
     judged = profile
     ratio, shape_at, err, to_err, width_err = 1.0, 1.0, frozen_err, frozen_to, None
+    a2_ratio: float | None = None
+    to_anchor_err: float | None = None
     if probe_ms is not None:
         ratio = drift_ratio(profile, probe_ms)
         if probe_widths_ms and profile.anchor_widths_ms:  # reported beside the verdict's error, not in it
@@ -151,13 +158,18 @@ def window_agreement(setup: HostSetup, profile: DeviceProfile, window_id: str, t
             width_err = errors(scaled(profile, ratio, shape))[1]
         judged = scaled(profile, ratio)
         res, err, to_err = errors(judged)
+        if as2d_probe_ms is not None:  # As²d judged by As²d's own drift, target-only by target-only's
+            a2_ratio, to_anchor_err = as2d_drift_ratio(profile, as2d_probe_ms), err
+            judged = scaled(profile, a2_ratio)
+            res, err, _ = errors(judged)
     terms = decompose(cast(Window, window), med, judged, source, setup.params("as2d"))  # errors() set it
     return {
         "window_id": window_id, "tokens": len(ref), "tps_native": nat, "tps_replay": res.tps,
         "signed_error_pct": err, "abs_error_pct": abs(err),
         "time_native": med.time, "time_replay": res.time,
         "target_only_error_pct": to_err, "drift_ratio": ratio, "width_shape": shape_at,
-        "width_signed_error_pct": width_err,
+        "width_signed_error_pct": width_err, "drift_ratio_as2d": a2_ratio,
+        "to_anchor_signed_error_pct": to_anchor_err,
         "frozen_signed_error_pct": frozen_err,
         "frozen_target_only_error_pct": frozen_to,
         "matched": all(r.output == ref for r in [*target_only, *as2d]) and (reference is None
@@ -171,14 +183,16 @@ def window_agreement(setup: HostSetup, profile: DeviceProfile, window_id: str, t
     }
 
 
-def window_probes(ep: Episodes, window_id: str) -> tuple[float | None, dict[int, float] | None]:
-    """The window's drift anchor: the median of the probes taken before its repetitions (and per width).
-    One probe is one run, as noisy as any other run on this machine; their median is the machine's
-    speed while the window was measured, from the calibration window only."""
+def window_probes(ep: Episodes, window_id: str) -> tuple[float | None, dict[int, float] | None, float | None]:
+    """The window's drift anchor: the median of the probes taken before its repetitions (per width, and
+    As²d's). One probe is one run, as noisy as any other run on this machine; their median is the
+    machine's speed while the window was measured, from the calibration window only."""
     probes = [v for (w, _), v in ep.probes.items() if w == window_id]
     widths = [v for (w, _), v in ep.width_probes.items() if w == window_id]
+    a2 = [v for (w, _), v in ep.as2d_probes.items() if w == window_id]
     per_width = {k: statistics.median(p[k] for p in widths if k in p) for k in {k for p in widths for k in p}}
-    return (statistics.median(probes) if probes else None), (per_width or None)
+    return ((statistics.median(probes) if probes else None), (per_width or None),
+            (statistics.median(a2) if a2 else None))
 
 
 def agreement_frame(ep: Episodes, setup: HostSetup, profile: DeviceProfile) -> pl.DataFrame:
@@ -188,8 +202,8 @@ def agreement_frame(ep: Episodes, setup: HostSetup, profile: DeviceProfile) -> p
     for wid in dict.fromkeys(w for w, _, _, _ in ep.results):
         to, a2 = ep.runs(wid, "target_only"), ep.runs(wid, "as2d")
         if to and a2:
-            rows.append(window_agreement(setup, profile, wid, to, a2, *window_probes(ep, wid),
-                                         ep.references.get(wid)))
+            probe, widths, a2_probe = window_probes(ep, wid)
+            rows.append(window_agreement(setup, profile, wid, to, a2, probe, widths, ep.references.get(wid), a2_probe))
     return pl.DataFrame(rows, schema=list(AGREEMENT_COLUMNS) if not rows else None).select(AGREEMENT_COLUMNS)
 
 
@@ -222,7 +236,8 @@ def replay_agreement(
     with NativeHost(setup.producer, setup.verifier) as host:
         for w in tqdm(evals, desc="replay vs native", disable=not progress):
             ep = native_episodes(setup, [w], ["target_only", "as2d"], reps, warmup, host, probe=anchor,
-                                 probe_widths=probe_widths(profile) if anchor is not None else ())
+                                 probe_widths=probe_widths(profile) if anchor is not None else (),
+                                 probe_as2d=anchor is not None and profile.anchor_as2d_ms is not None)
             frames.append(agreement_frame(ep, setup, profile))
     frame = pl.concat(frames)
     summary = {**summarize(frame, profile), **provenance(command)}

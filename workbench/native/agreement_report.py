@@ -59,6 +59,7 @@ def summarize(frame: pl.DataFrame, profile: DeviceProfile) -> dict[str, Any]:
             "frozen_mae_pct": float(frame["frozen_signed_error_pct"].abs().mean()),
             "frozen_target_only_mae_pct": float(frame["frozen_target_only_error_pct"].abs().mean()),
             "drift_min": float(frame["drift_ratio"].min()), "drift_max": float(frame["drift_ratio"].max()),
+            **_as2d_anchor(frame),
             "width_shape_min": float(frame["width_shape"].min()), "width_shape_max": float(frame["width_shape"].max()),
             "width_mae_pct": (float(frame["width_signed_error_pct"].abs().mean())
                               if frame["width_signed_error_pct"].null_count() < frame.height else None),
@@ -67,6 +68,15 @@ def summarize(frame: pl.DataFrame, profile: DeviceProfile) -> dict[str, Any]:
             "target_only_noise_floor_pct": _mean(frame, "target_only_noise_floor_pct"),
             "matched_windows": int(frame["matched"].sum()), "profile": profile.file, "goal_mae_pct": GOAL_MAE_PCT,
             "within_goal": bool(frame["abs_error_pct"].mean() <= GOAL_MAE_PCT)}
+
+
+def _as2d_anchor(frame: pl.DataFrame) -> dict[str, Any]:
+    """As²d's own drift range and, beside it, the MAE As²d would have under the target-only anchor."""
+    if "drift_ratio_as2d" not in frame.columns or frame["drift_ratio_as2d"].null_count() == frame.height:
+        return {"as2d_anchored": False}
+    return {"as2d_anchored": True, "as2d_drift_min": float(frame["drift_ratio_as2d"].min()),
+            "as2d_drift_max": float(frame["drift_ratio_as2d"].max()),
+            "to_anchor_mae_pct": float(frame["to_anchor_signed_error_pct"].abs().mean())}
 
 
 def decomposition_lines(frame: pl.DataFrame) -> list[str]:
@@ -98,8 +108,12 @@ def verdict(summary: Mapping[str, Any]) -> str:
         if summary.get("width_mae_pct") is not None:
             widths = (f"; each width by its own probe (widest drifting x{summary['width_shape_min']:.2f}-"
                       f"x{summary['width_shape_max']:.2f} of K1's): MAE {summary['width_mae_pct']:.2f}%")
+        own = ""
+        if summary.get("as2d_anchored"):
+            own = (f"; As²d by its own probe x{summary['as2d_drift_min']:.2f}-x{summary['as2d_drift_max']:.2f}, "
+                   f"by target-only's: MAE {summary['to_anchor_mae_pct']:.2f}%")
         how = (f"drift-anchored (machine speed x{summary['drift_min']:.2f}-x{summary['drift_max']:.2f} of its "
-               f"calibration{widths}; frozen profile: MAE {summary['frozen_mae_pct']:.2f}%, target-only "
+               f"calibration{own}{widths}; frozen profile: MAE {summary['frozen_mae_pct']:.2f}%, target-only "
                f"{summary['frozen_target_only_mae_pct']:.2f}%)")
     return (f"D.3 replay vs native: MAE {summary['mae_pct']:.2f}% over {summary['windows']} held-out windows "
             f"(goal <= {summary['goal_mae_pct']:g}%): {ok}; pooled {summary['pooled_error_pct']:+.2f}%, "

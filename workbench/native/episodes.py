@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import polars as pl
 
 from workbench.decoding import SCHEMES, RoundCosts, scheme_spec
 from workbench.decoding.cumulative import BATCHES
+from workbench.decoding.verification import ExactnessError
 from workbench.models.pair import ModelPair, load_pair
 from workbench.replay.profile import DeviceProfile
 
@@ -190,6 +191,8 @@ class Episodes:
     placement: dict[str, Any] = field(default_factory=dict)  # the host's processes as placed
     # (window, rep) -> ms per target-only round on the drift anchor's window, run just before that rep
     probes: dict[tuple[str, int], float] = field(default_factory=dict)
+    # (window, rep) -> ms per committed token of As²d on that window, run right after the target-only probe
+    as2d_probes: dict[tuple[str, int], float] = field(default_factory=dict)
     # (window, rep) -> {width: median idle verify call (ms)} on that window at offset 0, just before that rep
     width_probes: dict[tuple[str, int], dict[int, float]] = field(default_factory=dict)
     # window -> the target's greedy output with no kernel plan (plain kernels, unpadded), where the target
@@ -210,6 +213,14 @@ class Episodes:
                                                    "next_root": pl.Int64}, infer_schema_length=None)
 
 
+def as_calibrated(setup: HostSetup) -> HostSetup:
+    """``setup`` with As²d as host calibration runs it (catalog settings under ``host_overrides``, the
+    verifier on its one core throughout): how the profile's ``anchor_as2d_ms`` was measured, so a probe
+    of it compares like with like whatever the job's own As²d settings are."""
+    a2 = scheme_settings("as2d", setup.budget, host_overrides(setup.budget).get("as2d"))
+    return replace(setup, settings={**setup.settings, "as2d": a2}, widen=None, fallback=None)
+
+
 def unplanned_reference(host: NativeHost, setup: HostSetup, window: AudioWindow) -> tuple[int, ...] | None:
     """The target's own greedy output on ``window`` with its kernel plan off (plain, unpadded forwards),
     off the clock: what a planned target-only run must reproduce token for token. None without a plan."""
@@ -225,15 +236,18 @@ def unplanned_reference(host: NativeHost, setup: HostSetup, window: AudioWindow)
 
 def native_episodes(setup: HostSetup, windows: Sequence[AudioWindow], schemes: Sequence[str], reps: int,
                     warmup: int = 1, host: NativeHost | None = None, progress: bool = False,
-                    probe: AudioWindow | None = None, probe_widths: Sequence[int] = ()) -> Episodes:
+                    probe: AudioWindow | None = None, probe_widths: Sequence[int] = (),
+                    probe_as2d: bool = False) -> Episodes:
     """Warm-up then ``reps`` measured runs per scheme and window, order alternating per repetition (D.3).
 
     ``probe``: the drift anchor's calibration window (``replay/drift.py``); one target-only run on it
     before each measured repetition says how fast this machine runs at that moment (``Episodes.probes``);
-    with ``probe_widths``, idle verify calls of those widths on it too (``Episodes.width_probes``)."""
+    with ``probe_widths``, idle verify calls of those widths on it too (``Episodes.width_probes``); with
+    ``probe_as2d``, one As²d run on it too (``Episodes.as2d_probes``, As²d's own drift anchor)."""
     if host is None:
         with NativeHost(setup.producer, setup.verifier) as h:
-            return native_episodes(setup, windows, schemes, reps, warmup, h, progress, probe, probe_widths)
+            return native_episodes(setup, windows, schemes, reps, warmup, h, progress, probe, probe_widths,
+                                   probe_as2d)
     from tqdm.auto import tqdm
 
     from workbench.tracking.partial import record
@@ -249,6 +263,12 @@ def native_episodes(setup: HostSetup, windows: Sequence[AudioWindow], schemes: S
                     ep.width_probes[(w.window_id, rep)] = width_probe(setup.pair, probe, probe_widths)
                 run = run_scheme(host, setup, probe, "target_only")
                 ep.probes[(w.window_id, rep)] = 1000 * run.time / max(1, len(run.records))
+                if probe_as2d:
+                    a2 = run_scheme(host, as_calibrated(setup), probe, "as2d")
+                    if a2.output != run.output:  # C.4: a probe is a speculative run too
+                        raise ExactnessError(f"As²d drift probe on {probe.window_id}: output differs from "
+                                             "target-only's")
+                    ep.as2d_probes[(w.window_id, rep)] = 1000 * a2.time / max(1, len(a2.output))
             for scheme in (schemes if rep % 2 == 0 else list(reversed(schemes))):
                 r = run_scheme(host, setup, w, scheme)
                 if rep < 0:
@@ -266,5 +286,5 @@ def native_episodes(setup: HostSetup, windows: Sequence[AudioWindow], schemes: S
     return ep
 
 
-__all__ = ["HostSetup", "Episodes", "SAMPLE_SCHEMA", "default_placements", "host_setup", "native_episodes",
-           "publication_rows", "run_scheme", "sample", "scheme_settings", "unplanned_reference"]
+__all__ = ["HostSetup", "Episodes", "SAMPLE_SCHEMA", "as_calibrated", "default_placements", "host_setup",
+           "native_episodes", "publication_rows", "run_scheme", "sample", "scheme_settings", "unplanned_reference"]

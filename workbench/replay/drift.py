@@ -16,6 +16,13 @@ the profile also keeps the idle verify call at a few probe widths on that window
 own drift relative to K = 1's: linear in K between probe widths, held beyond the widest. Width ``K`` is
 then scaled by ``ratio * shape(K)``. It is a diagnosis, not the model: on this VM it lowered the error
 in one agreement run and raised it in the next, so agreement reports it beside the verdict, not in it.
+
+**As²d's own anchor.** A target-only probe keeps one core busy; As²d keeps both (verifier and
+producer). A VM's vCPUs need not drift alike, so a target-only probe can see a slowdown that As²d, run
+in the same minutes, does not. The profile therefore also keeps
+As²d's median native time per committed token on the anchor window (``anchor_as2d_ms``), the probe runs
+As²d there too, and an As²d replay is scaled by that ratio (``as2d_drift_ratio``), a target-only replay by
+the target-only one. Both ratios still come from the calibration window only.
 """
 
 from __future__ import annotations
@@ -36,6 +43,16 @@ def drift_ratio(profile: DeviceProfile, probe_ms: float) -> float:
     if not (math.isfinite(probe_ms) and probe_ms > 0):
         raise ValueError(f"drift probe must be a positive time in ms, got {probe_ms!r}")
     return probe_ms / profile.anchor_ms
+
+
+def as2d_drift_ratio(profile: DeviceProfile, probe_ms: float) -> float:
+    """``probe_ms / anchor_as2d_ms``: As²d's time per token on the anchor window now over at calibration."""
+    if profile.anchor_as2d_ms is None:
+        raise ValueError(f"profile {profile.file}: no anchor_as2d_ms; recalibrate it with workbench.native.calibrate "
+                         "to anchor As²d's replay on As²d's own probe")
+    if not (math.isfinite(probe_ms) and probe_ms > 0):
+        raise ValueError(f"As²d drift probe must be a positive time in ms, got {probe_ms!r}")
+    return probe_ms / profile.anchor_as2d_ms
 
 
 def width_shape(profile: DeviceProfile, probe_ms: Mapping[int, float]) -> Callable[[int], float]:
@@ -94,7 +111,8 @@ def scaled(profile: DeviceProfile, ratio: float, shape: Callable[[int], float] |
                    alignment_ms=profile.alignment_ms * ratio, verifier=verifier, sources=MappingProxyType(sources),
                    asp=asp, anchor_ms=None if profile.anchor_ms is None else profile.anchor_ms * ratio,
                    anchor_widths_ms=None if profile.anchor_widths_ms is None
-                   else _times(profile.anchor_widths_ms, ratio, shape))
+                   else _times(profile.anchor_widths_ms, ratio, shape),
+                   anchor_as2d_ms=None if profile.anchor_as2d_ms is None else profile.anchor_as2d_ms * ratio)
 
 
-__all__ = ["drift_ratio", "scaled", "width_shape"]
+__all__ = ["as2d_drift_ratio", "drift_ratio", "scaled", "width_shape"]

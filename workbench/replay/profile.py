@@ -178,6 +178,10 @@ class DeviceProfile:
     # Idle verify call (ms) per probe width on that window at its first context, measured with the rest:
     # a later probe of the same widths says how the machine's drift differs by width (drift.py).
     anchor_widths_ms: Mapping[int, float] | None = None
+    # Host profiles: As²d's median native time per committed token (ms) on that window, measured with the
+    # rest: the same probe run of As²d says how far the machine drifted for a run with both cores busy,
+    # which a one-core target-only probe need not see (drift.py).
+    anchor_as2d_ms: float | None = None
     # Host profiles: how a decoder forward of each width runs cheapest on this machine (kernel and padded
     # width, models.kernel_plan), fitted by its calibration; the verifier costs above were measured under it.
     kernel_plan: KernelPlan | None = None
@@ -328,8 +332,9 @@ class _Reader:
 
 _TOP_REQUIRED = {"schema", "name", "device", "rules", "target_step_ms", "loop_residual_ms",
                  "queue_ms", "alignment_ms", "verifier", "sources", "serial_drafter"}
+# targets: another pair's cost block on this phone (replay/targets.py)
 _TOP_OPTIONAL = {"description", "asp", "machine", "metadata", "anchor_ms", "anchor_window", "anchor_widths_ms",
-                 "kernel_plan", "targets"}  # targets: another pair's cost block on this phone (replay/targets.py)
+                 "anchor_as2d_ms", "kernel_plan", "targets"}
 
 
 def parse_profile(raw: Any, file: str = "<memory>") -> DeviceProfile:
@@ -376,6 +381,7 @@ def parse_profile(raw: Any, file: str = "<memory>") -> DeviceProfile:
         anchor_ms=r.number(raw["anchor_ms"], "anchor_ms") if "anchor_ms" in raw else None,
         anchor_window=_anchor_window(r, raw),
         anchor_widths_ms=_anchor_widths(r, raw),
+        anchor_as2d_ms=_anchor_as2d(r, raw),
         kernel_plan=_kernel_plan(r, raw.get("kernel_plan")),
     )
 
@@ -538,3 +544,14 @@ def _parse_growth(r: _Reader, node: Any, path: str) -> tuple[float, float]:
         raise r.fail(f"{path}.per_token", "expected {v: <relative growth per token>, source: ...}")
     r.number({**per, "v": abs(per["v"])}, f"{path}.per_token")  # provenance checked like every number
     return float(per["v"]), r.number(node["ref_tokens"], f"{path}.ref_tokens")
+
+
+def _anchor_as2d(r: _Reader, raw: Mapping[str, Any]) -> float | None:
+    if "anchor_as2d_ms" not in raw:
+        return None
+    if "anchor_ms" not in raw:
+        raise r.fail("anchor_as2d_ms", "an As²d anchor needs the drift anchor anchor_ms too (recalibrate)")
+    v = r.number(raw["anchor_as2d_ms"], "anchor_as2d_ms")
+    if not v > 0:
+        raise r.fail("anchor_as2d_ms", f"expected a positive time per token in ms, got {v!r}")
+    return v
