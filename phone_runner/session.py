@@ -159,10 +159,12 @@ class ConfigRun:
 
 
 def run_config(dev: adbutils.AdbDevice, pc: PhoneConfig, request: dict[str, Any], windows: Mapping[str, Any] | None,
-               profile: Any, out_dir: Path, *, serial_hash: str | None = None, rest: bool = True) -> ConfigRun:
+               profile: Any, out_dir: Path, *, serial_hash: str | None = None, rest: bool = True,
+               resumable: bool = True) -> ConfigRun:
     """``windows``: greedy references to audit against (``None``: the caller audits, e.g. real models
     whose reference is the phone's own target-only output). ``serial_hash``: the phone's own identity
-    (``ro.serialno``), stable across reconnects."""
+    (``ro.serialno``), stable across reconnects. ``resumable=False``: a failure says the run cannot
+    resume (a calibration's native runs keep nothing for a rerun)."""
     serial = serial_hash or hashed_serial(dev.serial)
     store = WindowStore(Path(pc.state_dir) / serial / state_key(request, serial))
     check_runner(store, runner_identity(pc, request["engine"]))
@@ -181,7 +183,8 @@ def run_config(dev: adbutils.AdbDevice, pc: PhoneConfig, request: dict[str, Any]
             with mon:
                 run, spans = run_request(dev, {**request, "windows": todo}, runner=pc.argv(), run_rel=run_rel,
                                          store=store, local_out=out_dir / "phone" / f"{label}.jsonl",
-                                         timeout_s=pc.timeout_s, idle_timeout_s=pc.idle_timeout_s)
+                                         timeout_s=pc.timeout_s, idle_timeout_s=pc.idle_timeout_s,
+                                         resumable=resumable)
         finally:
             series = mon.stop()
             write_series(series, out_dir / "phone" / f"{label}.monitor.parquet")

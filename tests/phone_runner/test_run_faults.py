@@ -1,6 +1,7 @@
 """Mid-run failures on the loopback phone: each is one accurate line (what, where, what was kept,
 the command to continue) and a FAILED MLflow run -- a read-only runner folder, a runner that dies
-in the middle of a line, a disk that fills during the run, a calibration killed half way."""
+in the middle of a line, a disk that fills during the run, a calibration killed half way (in its
+sweep or in its native runs)."""
 
 from __future__ import annotations
 
@@ -104,3 +105,35 @@ def test_a_killed_calibration_says_it_cannot_resume(loopback: LoopbackDevice, tm
     assert err.kept == "nothing: a calibration cannot resume (its 1 measure line(s) are discarded)"
     assert "calibrate again from the start" in err.fix and "resume:" not in str(err)
     assert not (tmp_path / "profiles").exists()
+
+
+NATIVE_FAULT = """#!{python}
+import json, os, sys
+request = sys.argv[sys.argv.index("--request") + 1]
+obj = json.load(open(request))
+if obj["mode"] == "calibrate":  # the width sweep passes: the reference engine's, which loads no model
+    obj.update(engine={{"kind": "reference", "clock": "virtual"}}, models={{}}, windows=[])
+    json.dump(obj, open(request, "w"))
+    os.execv(sys.executable, [sys.executable, *sys.argv[1:]])  # -m phone_runner.device --request ...
+sys.stdout.write({header!r} + "\\n")  # the native target-only run: killed after its header
+sys.stdout.flush()
+os._exit(3)
+"""
+
+
+def test_a_real_engine_calibration_failing_in_its_native_runs_says_it_cannot_resume(loopback: LoopbackDevice,
+                                                                                   tmp_path: Path) -> None:
+    script = tmp_path / "native_fault"
+    script.write_text(NATIVE_FAULT.format(python=sys.executable, header=HEADER % "run"))
+    script.chmod(0o755)
+    dev = adbutils.AdbClient(port=int(os.environ["ANDROID_ADB_SERVER_PORT"])).device(loopback.serial)
+    deploy(dev, {"bin/native_fault": script}, progress=False)
+    err = _failed_line(tmp_path, "calibrate_phone", "phone.python=/data/local/tmp/as2d/bin/native_fault",
+                       "phone.engine.kind=torch", "phone.name=native_fault", f"phone.profile_dir={tmp_path}/profiles",
+                       "phone.max_seconds=6", "phone.calibrate.widths=[1]", "phone.calibrate.offsets=[0]")
+    assert "the runner exited with status 3 and no summary" in str(err)
+    assert err.kept.startswith("nothing: a calibration cannot resume (its 0 finished window(s) of its native "
+                               "target_only run are discarded)")
+    assert "calibrate again from the start" in err.fix and "resume:" not in str(err)
+    assert not (tmp_path / "profiles").exists()
+

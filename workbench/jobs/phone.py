@@ -204,8 +204,8 @@ def _native_measures(cfg: DictConfig, dev: Any, pc: Any, windows: list[Any], bas
     ``reps`` times: ``target_step`` measures (target-only decode time over rounds per repetition: the
     step replay charges then carries the runner's own work around each forward, which a timed forward
     alone leaves out) and As²d's publication records (the producer as it ran beside the target,
-    ``calibration.live_producer``). Private resume folders: a calibration never reuses windows of an
-    earlier run."""
+    ``calibration.live_producer``). Private resume folders, one per run id: a calibration never reuses
+    windows of an earlier run, so a failure here says it cannot resume."""
     import dataclasses
 
     from phone_runner.records import audit
@@ -219,10 +219,11 @@ def _native_measures(cfg: DictConfig, dev: Any, pc: Any, windows: list[Any], bas
     as2d = replay_configs(cfg, "as2d", profile_source(base, "producer", source_roles(cfg)), base)[0]
     got, refs = {}, {}
     for rc in (ReplayConfig("target_only"), as2d):
+        run_id = new_run_id()
         own = dataclasses.replace(pc, repetitions=max(1, int(reps)), warmups=max(1, pc.warmups),
-                                  state_dir=str(out / "phone_state" / f"native_{rc.scheme}"))
-        req = build_request(new_run_id(), rc, windows, base, own, max_output=max_output, models=models)
-        res = run_config(dev, own, req, None, base, out, serial_hash=serial_hash, rest=False)
+                                  state_dir=str(out / "phone_state" / f"native_{rc.scheme}_{run_id}"))
+        req = build_request(run_id, rc, windows, base, own, max_output=max_output, models=models)
+        res = run_config(dev, own, req, None, base, out, serial_hash=serial_hash, rest=False, resumable=False)
         if rc.scheme == "target_only":  # the phone's own greedy output is the reference As²d must equal
             refs = phone_windows(res.frames, None, max_output)
         audit(res.run, refs, base)  # exactness (C.4), readiness, widths, order: a violation raises
