@@ -19,6 +19,7 @@ from typing import Any
 import adbutils
 import polars as pl
 
+from workbench.errors import ConfigError
 from workbench.io import atomic_write_text
 
 from .conditions import ConditionPolicy, Conditions, flag_windows, write_series
@@ -29,6 +30,7 @@ from .protocol import VERSION, pricing_from_profile, window_payload
 from .records import PhoneRun, audit, frames, read_lines
 
 RUNNER_BINARY = "bin/as2d_runner"
+BUILD_HOST = "`cmake -S phone_runner/runner -B phone_runner/runner/build && cmake --build phone_runner/runner/build`"
 # ``phone:`` keys the jobs read themselves (not part of one configuration's run)
 JOB_KEYS = frozenset({"conditions", "profile_dir", "max_windows", "max_seconds", "calibrate", "name", "min_free_mb",
                       "write_protocol_check"})
@@ -68,10 +70,20 @@ class PhoneConfig:
     def deploy_runner(self, dev: adbutils.AdbDevice, progress: bool = True) -> dict[str, str]:
         if self.runner != "cpp":
             return {}
-        if not self.runner_binary or not Path(self.runner_binary).is_file():
-            raise FileNotFoundError(f"phone.runner_binary: {self.runner_binary!r} is not a file; build "
-                                    "phone_runner/runner first (see its README)")
+        missing = self.missing_binary()
+        if missing is not None:
+            raise missing
         return deploy(dev, {RUNNER_BINARY: Path(self.runner_binary)}, progress=progress)
+
+    def missing_binary(self) -> ConfigError | None:
+        """The C++ runner needs a built ``phone.runner_binary`` to push; the error that says how to build it."""
+        if self.runner != "cpp" or (self.runner_binary and Path(self.runner_binary).is_file()):
+            return None
+        return ConfigError("phone.runner_binary", f"{self.runner_binary!r} is not a file: the C++ runner is pushed "
+                           "from a local build", fix=f"build it ({BUILD_HOST} for this host and the loopback phone; "
+                           "phone_runner/runner/build_android.sh for a phone, see phone_runner/README.md) and set "
+                           "phone.runner_binary to its as2d_runner")
+
 
     def deploy_models(self, dev: adbutils.AdbDevice, progress: bool = True) -> dict[str, str]:
         """Push each role's model folder to ``models/<folder name>/`` (every file sha256-checked; files
@@ -84,7 +96,8 @@ class PhoneConfig:
                 continue
             folder = Path(local)
             if not folder.is_dir():
-                raise FileNotFoundError(f"phone.models.{role}: {local!r} is not a model folder")
+                raise ConfigError(f"phone.models.{role}", f"{local!r} is not a model folder",
+                                  fix="give the local folder of an exported model (it holds config.json)")
             rel = f"models/{folder.resolve().name}"
             deploy(dev, {rel: folder}, progress=progress)
             out[role] = f"../../{rel}"

@@ -1,7 +1,7 @@
 """Mid-run failures on the loopback phone: each is one accurate line (what, where, what was kept,
 the command to continue) and a FAILED MLflow run -- a read-only runner folder, a runner that dies
 in the middle of a line, a disk that fills during the run, a calibration killed half way (in its
-sweep or in its native runs)."""
+sweep or in its native runs), a runner binary that is not there."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 from phone_runner.deploy import deploy
 from phone_runner.runner import runner_binary
 from phone_runner.testing.loopback import LoopbackDevice
-from workbench.errors import PhoneError
+from workbench.errors import ConfigError, PhoneError
 from workbench.run import execute
 
 from .test_phone_jobs import job_cfg, runs
@@ -137,3 +137,33 @@ def test_a_real_engine_calibration_failing_in_its_native_runs_says_it_cannot_res
     assert "calibrate again from the start" in err.fix and "resume:" not in str(err)
     assert not (tmp_path / "profiles").exists()
 
+
+def test_a_missing_runner_binary_is_one_line_before_any_run(loopback: LoopbackDevice, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as err:
+        execute(job_cfg(tmp_path, "native_phone", "phone.runner=cpp", f"phone.runner_binary={tmp_path}/nowhere",
+                        "methods=[target_only]", "phone.engine.clock=virtual"))
+    assert err.value.key == "phone.runner_binary" and "\n" not in str(err.value)
+    assert "cmake --build phone_runner/runner/build" in err.value.fix and "build_android.sh" in err.value.fix
+    assert runs(tmp_path) == []  # refused before an MLflow run exists
+
+
+def test_a_runner_binary_gone_after_the_checks_fails_the_run_in_one_line(loopback: LoopbackDevice, tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    import phone_runner.info
+
+    binary = tmp_path / "as2d_runner"
+    shutil.copy(runner_binary(), binary)
+    read = phone_runner.info.device_info
+
+    def read_then_lose_the_binary(dev: adbutils.AdbDevice) -> dict:
+        binary.unlink()  # removed between the job's checks and the push (a rebuild in another shell)
+        return read(dev)
+
+    monkeypatch.setattr(phone_runner.info, "device_info", read_then_lose_the_binary)
+    with pytest.raises(ConfigError) as err:
+        execute(job_cfg(tmp_path, "native_phone", "phone.runner=cpp", f"phone.runner_binary={binary}",
+                        "methods=[target_only]", "phone.engine.clock=virtual"))
+    assert err.value.key == "phone.runner_binary" and "\n" not in str(err.value)
+    assert [r.info.status for r in runs(tmp_path)] == ["FAILED"]
