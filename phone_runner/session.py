@@ -84,7 +84,6 @@ class PhoneConfig:
                            "phone_runner/runner/build_android.sh for a phone, see phone_runner/README.md) and set "
                            "phone.runner_binary to its as2d_runner")
 
-
     def deploy_models(self, dev: adbutils.AdbDevice, progress: bool = True) -> dict[str, str]:
         """Push each role's model folder to ``models/<folder name>/`` (every file sha256-checked; files
         already there with the same sha256 stay, so a model is pushed once per phone); returns role ->
@@ -169,6 +168,7 @@ class ConfigRun:
     flagged: dict[tuple[str, int], str]
     pre_run: list[str]
     resumed: int  # window repetitions taken from an earlier, interrupted run
+    raw: Path | None = None  # the runner's output file this run pulled (None: every window was resumed)
 
 
 def run_config(dev: adbutils.AdbDevice, pc: PhoneConfig, request: dict[str, Any], windows: Mapping[str, Any] | None,
@@ -189,13 +189,15 @@ def run_config(dev: adbutils.AdbDevice, pc: PhoneConfig, request: dict[str, Any]
     label = request["scheme"]["config"].replace("/", "_")
     series = pl.DataFrame()
     spans: dict[tuple[str, int], tuple] = {}
+    raw: Path | None = None
     if todo:
+        raw = out_dir / "phone" / f"{label}.jsonl"
         run_rel = f"runs/{request['run_id']}"
         mon = cond.monitor()
         try:
             with mon:
                 run, spans = run_request(dev, {**request, "windows": todo}, runner=pc.argv(), run_rel=run_rel,
-                                         store=store, local_out=out_dir / "phone" / f"{label}.jsonl",
+                                         store=store, local_out=raw,
                                          timeout_s=pc.timeout_s, idle_timeout_s=pc.idle_timeout_s,
                                          resumable=resumable)
         finally:
@@ -219,7 +221,7 @@ def run_config(dev: adbutils.AdbDevice, pc: PhoneConfig, request: dict[str, Any]
         fr["windows"] = fr["windows"].with_columns(pl.Series(
             "condition_flag", [flagged.get((w, r), "") for w, r in zip(fr["windows"]["window_id"],
                                                                         fr["windows"]["repetition"], strict=True)]))
-    return ConfigRun(merged, fr, series, flagged, pre, resumed)
+    return ConfigRun(merged, fr, series, flagged, pre, resumed, raw)
 
 
 def cond_violations(cond: Conditions) -> list[str]:

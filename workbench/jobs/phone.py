@@ -6,7 +6,8 @@
   protocol check, refused unless ``phone.write_protocol_check=true``. Profile and raw lines are
   MLflow artifacts.
 * ``native_phone`` -- the methods on test windows on the phone under the device-condition protocol,
-  audited like replay, plus replay-vs-phone agreement under ``device`` (D.3).
+  audited like replay, plus replay-vs-phone agreement under ``device`` (D.3). The runner's output
+  files, as pulled, are MLflow artifacts (``phone/<config>.jsonl``).
 
 Device problems (no phone, several phones, unauthorized, full disk) are one ``PhoneError`` line.
 """
@@ -207,10 +208,11 @@ def _anchor_entries(cfg: DictConfig, dev: Any, pc: Any, profile: Any, out: Path)
 
 
 def _drift_probe(dev: Any, pc: Any, entries: list[Any], profile: Any, models: Any, out: Path, serial_hash: str,
-                 max_output: int) -> float:
+                 max_output: int, raw: list[Path]) -> float:
     """Target-only on the anchor window (``PROBE_REPS`` runs, after the configuration's rest): the median
     time per round (ms), to set against the profile's ``anchor_ms`` (``workbench.replay.drift``: the
-    machine's speed now over its speed at calibration). A private resume folder: never reused."""
+    machine's speed now over its speed at calibration). A private resume folder: never reused. The
+    runner's output file is added to ``raw``."""
     import dataclasses
 
     from phone_runner.session import build_request, new_run_id, run_config
@@ -221,6 +223,7 @@ def _drift_probe(dev: Any, pc: Any, entries: list[Any], profile: Any, models: An
     req = build_request(new_run_id(), ReplayConfig("target_only"), entries, profile, own, max_output=max_output,
                         models=models)
     res = run_config(dev, own, req, None, profile, out, serial_hash=serial_hash, rest=True)
+    raw.extend([res.raw] if res.raw else [])
     return statistics.median(_round_ms(res.frames))
 
 
@@ -267,16 +270,18 @@ def native_phone(cfg: DictConfig, out: Path) -> JobResult:
         source = profile_source(profile, cfg.get("source") or next(iter(windows[0].sources), None), roles)
         max_output = max(w.max_output for w in windows)
     rows, tables, flagged, resumed = [], {}, 0, 0
+    raw: list[Path] = []  # the runner's output files as pulled: MLflow artifacts beside the tables
     agreement: list[dict[str, Any]] = []  # D.3 per window: the native median beside its replay
     configs = [rc for name in names for rc in replay_configs(cfg, name, source, profile)]
     anchor = _anchor_entries(cfg, dev, pc, profile, out) if real else []
     for i, rc in enumerate(tqdm(configs, desc="phone configs")):
         # the drift probe takes the configuration's rest; the configuration follows it at once
         ratio = drift_ratio(profile, _drift_probe(dev, pc, anchor, profile, models, out / "probes" / str(i),
-                                                  info["serial_hash"], max_output)) if anchor else None
+                                                  info["serial_hash"], max_output, raw)) if anchor else None
         req = build_request(new_run_id(), rc, entries, profile, pc, max_output=max_output, models=models)
         res = run_config(dev, pc, req, None if real else refs, profile, out, serial_hash=info["serial_hash"],
                          rest=ratio is None)
+        raw.extend([res.raw] if res.raw else [])
         fr = res.frames
         if real:
             if rc.scheme == "target_only":
@@ -332,4 +337,4 @@ def native_phone(cfg: DictConfig, out: Path) -> JobResult:
     return JobResult(metrics, {**out_tables, "summary": summary}, {}, summary,
                      {"serial_hash": info["serial_hash"], "device_model": info["model"],
                       "flagged_windows": str(flagged), "runner": pc.runner,
-                      "engine": str(pc.engine.get("kind"))})
+                      "engine": str(pc.engine.get("kind"))}, files=raw)
