@@ -139,7 +139,9 @@ def runner_identity(pc: PhoneConfig, engine: Mapping[str, Any]) -> dict[str, Any
 
 def _who(identity: Mapping[str, Any]) -> str:
     sha = str(identity.get("binary_sha256") or "")[:12]
-    return f"{identity.get('runner')}{' ' + sha if sha else ''} (engine {identity.get('engine', {}).get('kind')})"
+    engine = dict(identity.get("engine") or {})
+    said = ", ".join([str(engine.pop("kind", None)), *(f"{k}={v}" for k, v in sorted(engine.items()))])
+    return f"{identity.get('runner')}{' ' + sha if sha else ''} (engine {said})"
 
 
 def check_runner(store: WindowStore, identity: Mapping[str, Any]) -> None:
@@ -152,8 +154,8 @@ def check_runner(store: WindowStore, identity: Mapping[str, Any]) -> None:
             raise RunFailed(f"resume store {store.dir} holds {kept} window(s) from runner {_who(had)}; this run "
                             f"uses {_who(identity)}: a resume across runners would mix their timings",
                             kept=f"{kept} window(s) left untouched in {store.dir}",
-                            fix=f"rerun with phone.runner={had.get('runner')} (same binary) to resume, or delete "
-                                f"{store.dir} to start over")
+                            fix=f"rerun with phone.runner={had.get('runner')} (the same binary and phone.engine) to "
+                                f"resume, or delete {store.dir} to start over")
         if had == dict(identity):
             return
     store.dir.mkdir(parents=True, exist_ok=True)
