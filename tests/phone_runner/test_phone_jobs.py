@@ -101,6 +101,14 @@ def test_info_calibrate_and_native_runs_land_in_mlflow(loopback: LoopbackDevice,
     assert pl.read_parquet(tmp_path / "out/tables/monitor.parquet").height >= 0
 
 
+def test_phone_info_is_not_tagged_synthetic(loopback: LoopbackDevice, tmp_path: Path) -> None:
+    """phone_info reads the phone, never the (here synthetic) dataset: its run is not SYNTHETIC."""
+    execute(job_cfg(tmp_path, "phone_info"))
+    (info,) = runs(tmp_path)
+    assert info.data.tags["job"] == "phone_info" and info.info.status == "FINISHED"
+    assert "SYNTHETIC" not in info.data.tags and info.data.tags["synthetic"] == "False"
+
+
 def _when_stored(state: Path, n: int, action, timeout: float = 60.0) -> threading.Thread:
     def watch() -> None:
         deadline = time.monotonic() + timeout
