@@ -50,10 +50,7 @@ def validate(cfg: DictConfig) -> None:
         raise ConfigError("model.target.family", f"{cfg.model.target.get('family')!r}: the C++ runner's MNN "
                           "engine runs Whisper targets (the host sends their prompt ids and log-mel features)",
                           fix="use a Whisper pair (model=whisper_base) or phone.runner=python")
-    for role, folder in pc.models.items():
-        if folder is not None and not Path(str(folder)).is_dir():
-            raise ConfigError(f"phone.models.{role}", f"{folder!r} is not a folder: give the local model folder "
-                              "to push (an exported MNN model holds config.json)")
+    _check_models(cfg, pc)
     if cfg.job == "native_phone":
         from .config import budget, device_profile, methods
 
@@ -62,6 +59,25 @@ def validate(cfg: DictConfig) -> None:
         device_profile(cfg.device)
         if pc.repetitions < 1:
             raise ConfigError("phone.repetitions", "need at least 1")
+
+
+def _check_models(cfg: DictConfig, pc: Any) -> None:
+    """Every ``phone.models.<role>`` is a local folder. The C++ runner's MNN engine loads only pushed
+    folders: the target's for every run, and the producer's too for ``calibrate_phone``, whose native
+    As²d run on the calibration window prices the producer as it ran beside the target."""
+    for role, folder in pc.models.items():
+        if folder is not None and not Path(str(folder)).is_dir():
+            raise ConfigError(f"phone.models.{role}", f"{folder!r} is not a folder: give the local model folder "
+                              "to push (an exported MNN model holds config.json)")
+    if pc.runner != "cpp" or pc.engine.get("kind") != "mnn" or cfg.job == "phone_info":  # phone_info runs no model
+        return
+    for role in ("target", "producer") if cfg.job == "calibrate_phone" else ("target",):
+        if not pc.models.get(role):
+            why = " (calibrate_phone runs As²d natively beside the target)" if role == "producer" else ""
+            raise ConfigError(f"phone.models.{role}", f"not set: the C++ runner's MNN engine runs the {role} "
+                              f"from its exported model folder{why}", fix=f"add phone.models.{role}=<export "
+                              "folder> (`python -m workbench.models.mnn.export` prints it; a producer shares "
+                              "the target's vocabulary)")
 
 
 def _check_phone(cfg: DictConfig, pc: Any) -> None:
