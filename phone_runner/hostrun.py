@@ -137,7 +137,8 @@ def run_request(dev: adbutils.AdbDevice, request: dict[str, Any], *, runner: Seq
                 ) -> tuple[PhoneRun, dict[Key, tuple]]:
     """Run ``request`` (windows already resumed by the caller) and return the validated run and
     the wall-clock span of every finished window repetition. ``resumable``: whether a rerun continues
-    from the kept windows (mode ``run``) or must start again (mode ``calibrate`` keeps no windows)."""
+    from the kept windows (``native_phone``) or must start again (every run of ``calibrate_phone``: its
+    measure lines and its native runs' windows are never reused)."""
     request = {**request, "output": "out.jsonl"}
     parse_request(request)  # fail here, before the phone is touched
     said = stop_leftover(dev)  # never two runners on one phone
@@ -153,9 +154,11 @@ def run_request(dev: adbutils.AdbDevice, request: dict[str, Any], *, runner: Seq
     run = PhoneRun(source)
 
     def kept(r: PhoneRun) -> str:
-        if not resumable:
-            return f"nothing: a calibration cannot resume (its {len(r.of('measure'))} measure line(s) are discarded)"
-        return f"{len(r.finished)} finished window(s) in {store.dir}"
+        if resumable:
+            return f"{len(r.finished)} finished window(s) in {store.dir}"
+        lost = (f"{len(r.of('measure'))} measure line(s)" if request["mode"] == "calibrate" else
+                f"{len(r.finished)} finished window(s) of its native {request['scheme']['name']} run")
+        return f"nothing: a calibration cannot resume (its {lost} are discarded)"
 
     def again() -> str:
         return ("rerun the same command to calibrate again from the start" if not resumable else

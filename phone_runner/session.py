@@ -19,6 +19,7 @@ from typing import Any
 import adbutils
 import polars as pl
 
+from workbench.errors import ConfigError
 from workbench.io import atomic_write_text
 
 from .conditions import ConditionPolicy, Conditions, flag_windows, write_series
@@ -29,6 +30,7 @@ from .protocol import VERSION, pricing_from_profile, window_payload
 from .records import PhoneRun, audit, frames, read_lines
 
 RUNNER_BINARY = "bin/as2d_runner"
+BUILD_HOST = "`cmake -S phone_runner/runner -B phone_runner/runner/build && cmake --build phone_runner/runner/build`"
 # ``phone:`` keys the jobs read themselves (not part of one configuration's run)
 JOB_KEYS = frozenset({"conditions", "profile_dir", "max_windows", "max_seconds", "calibrate", "name", "min_free_mb",
                       "write_protocol_check"})
@@ -68,10 +70,19 @@ class PhoneConfig:
     def deploy_runner(self, dev: adbutils.AdbDevice, progress: bool = True) -> dict[str, str]:
         if self.runner != "cpp":
             return {}
-        if not self.runner_binary or not Path(self.runner_binary).is_file():
-            raise FileNotFoundError(f"phone.runner_binary: {self.runner_binary!r} is not a file; build "
-                                    "phone_runner/runner first (see its README)")
+        missing = self.missing_binary()
+        if missing is not None:
+            raise missing
         return deploy(dev, {RUNNER_BINARY: Path(self.runner_binary)}, progress=progress)
+
+    def missing_binary(self) -> ConfigError | None:
+        """The C++ runner needs a built ``phone.runner_binary`` to push; the error that says how to build it."""
+        if self.runner != "cpp" or (self.runner_binary and Path(self.runner_binary).is_file()):
+            return None
+        return ConfigError("phone.runner_binary", f"{self.runner_binary!r} is not a file: the C++ runner is pushed "
+                           "from a local build", fix=f"build it ({BUILD_HOST} for this host and the loopback phone; "
+                           "phone_runner/runner/build_android.sh for a phone, see phone_runner/README.md) and set "
+                           "phone.runner_binary to its as2d_runner")
 
     def deploy_models(self, dev: adbutils.AdbDevice, progress: bool = True) -> dict[str, str]:
         """Push each role's model folder to ``models/<folder name>/`` (every file sha256-checked; files
@@ -84,7 +95,8 @@ class PhoneConfig:
                 continue
             folder = Path(local)
             if not folder.is_dir():
-                raise FileNotFoundError(f"phone.models.{role}: {local!r} is not a model folder")
+                raise ConfigError(f"phone.models.{role}", f"{local!r} is not a model folder",
+                                  fix="give the local folder of an exported model (it holds config.json)")
             rel = f"models/{folder.resolve().name}"
             deploy(dev, {rel: folder}, progress=progress)
             out[role] = f"../../{rel}"
@@ -127,7 +139,9 @@ def runner_identity(pc: PhoneConfig, engine: Mapping[str, Any]) -> dict[str, Any
 
 def _who(identity: Mapping[str, Any]) -> str:
     sha = str(identity.get("binary_sha256") or "")[:12]
-    return f"{identity.get('runner')}{' ' + sha if sha else ''} (engine {identity.get('engine', {}).get('kind')})"
+    engine = dict(identity.get("engine") or {})
+    said = ", ".join([str(engine.pop("kind", None)), *(f"{k}={v}" for k, v in sorted(engine.items()))])
+    return f"{identity.get('runner')}{' ' + sha if sha else ''} (engine {said})"
 
 
 def check_runner(store: WindowStore, identity: Mapping[str, Any]) -> None:
@@ -140,8 +154,8 @@ def check_runner(store: WindowStore, identity: Mapping[str, Any]) -> None:
             raise RunFailed(f"resume store {store.dir} holds {kept} window(s) from runner {_who(had)}; this run "
                             f"uses {_who(identity)}: a resume across runners would mix their timings",
                             kept=f"{kept} window(s) left untouched in {store.dir}",
-                            fix=f"rerun with phone.runner={had.get('runner')} (same binary) to resume, or delete "
-                                f"{store.dir} to start over")
+                            fix=f"rerun with phone.runner={had.get('runner')} (the same binary and phone.engine) to "
+                                f"resume, or delete {store.dir} to start over")
         if had == dict(identity):
             return
     store.dir.mkdir(parents=True, exist_ok=True)
@@ -156,13 +170,16 @@ class ConfigRun:
     flagged: dict[tuple[str, int], str]
     pre_run: list[str]
     resumed: int  # window repetitions taken from an earlier, interrupted run
+    raw: Path | None = None  # the runner's output file this run pulled (None: every window was resumed)
 
 
 def run_config(dev: adbutils.AdbDevice, pc: PhoneConfig, request: dict[str, Any], windows: Mapping[str, Any] | None,
-               profile: Any, out_dir: Path, *, serial_hash: str | None = None, rest: bool = True) -> ConfigRun:
+               profile: Any, out_dir: Path, *, serial_hash: str | None = None, rest: bool = True,
+               resumable: bool = True) -> ConfigRun:
     """``windows``: greedy references to audit against (``None``: the caller audits, e.g. real models
     whose reference is the phone's own target-only output). ``serial_hash``: the phone's own identity
-    (``ro.serialno``), stable across reconnects."""
+    (``ro.serialno``), stable across reconnects. ``resumable=False``: a failure says the run cannot
+    resume (a calibration's native runs keep nothing for a rerun)."""
     serial = serial_hash or hashed_serial(dev.serial)
     store = WindowStore(Path(pc.state_dir) / serial / state_key(request, serial))
     check_runner(store, runner_identity(pc, request["engine"]))
@@ -174,14 +191,17 @@ def run_config(dev: adbutils.AdbDevice, pc: PhoneConfig, request: dict[str, Any]
     label = request["scheme"]["config"].replace("/", "_")
     series = pl.DataFrame()
     spans: dict[tuple[str, int], tuple] = {}
+    raw: Path | None = None
     if todo:
+        raw = out_dir / "phone" / f"{label}.jsonl"
         run_rel = f"runs/{request['run_id']}"
         mon = cond.monitor()
         try:
             with mon:
                 run, spans = run_request(dev, {**request, "windows": todo}, runner=pc.argv(), run_rel=run_rel,
-                                         store=store, local_out=out_dir / "phone" / f"{label}.jsonl",
-                                         timeout_s=pc.timeout_s, idle_timeout_s=pc.idle_timeout_s)
+                                         store=store, local_out=raw,
+                                         timeout_s=pc.timeout_s, idle_timeout_s=pc.idle_timeout_s,
+                                         resumable=resumable)
         finally:
             series = mon.stop()
             write_series(series, out_dir / "phone" / f"{label}.monitor.parquet")
@@ -203,7 +223,7 @@ def run_config(dev: adbutils.AdbDevice, pc: PhoneConfig, request: dict[str, Any]
         fr["windows"] = fr["windows"].with_columns(pl.Series(
             "condition_flag", [flagged.get((w, r), "") for w, r in zip(fr["windows"]["window_id"],
                                                                         fr["windows"]["repetition"], strict=True)]))
-    return ConfigRun(merged, fr, series, flagged, pre, resumed)
+    return ConfigRun(merged, fr, series, flagged, pre, resumed, raw)
 
 
 def cond_violations(cond: Conditions) -> list[str]:

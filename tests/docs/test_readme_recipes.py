@@ -228,42 +228,97 @@ def test_scale_recipe_composes_the_ray_and_slurm_launchers():
 
 # -- your own phone --------------------------------------------------------------------------------
 
-def test_phone_recipe_on_the_loopback_phone(loopback, adb_server, tmp_path):
+PHONE_BINARY = "phone_runner/runner/build-android/runner/as2d_runner"
+
+
+def phone_lines() -> dict[str, str]:
+    """The phone recipe's lines by what they do; the recipe holds exactly these, in this order."""
+    lines = recipes()["phone"]
+    names = ["adb", "build", "export", "phone_info", "calibrate_phone", "native_phone"]
+    assert len(lines) == len(names), lines
+    assert lines[0] == "adb devices" and "build_android.sh" in lines[1] and "mnn.export" in lines[2]
+    assert [f"experiment={n}" in ln for n, ln in zip(names[3:], lines[3:], strict=True)] == [True] * 3
+    return dict(zip(names, lines, strict=True))
+
+
+def phone_quick(tmp: Path, conf: Path) -> list[str]:
+    """Test-only overrides: private stores (MLflow, outputs, resume folders, the written profile on
+    Hydra's search path), no rest between configurations, and a small calibration and native run
+    (widths up to the default budget's K = b + 1 = 4, fewer repetitions and seconds of audio: sizes,
+    not what is run)."""
+    return [f"tracking.uri=sqlite:///{tmp}/m.db", f"out_dir={tmp}/out", f"phone.state_dir={tmp}/st",
+            f"phone.profile_dir={conf}/device", f"hydra.searchpath=[file://{conf}]", "phone.conditions.rest_s=0",
+            "phone.calibrate.reps=2", "phone.calibrate.widths=[1,2,3,4]", "phone.calibrate.offsets=[0]",
+            "phone.max_seconds=6", "phone.max_windows=1", "phone.idle_timeout_s=900"]
+
+
+def adb_devices_lists(serial: str, port: int) -> None:
+    # the private adb server of the tests (never the user's on 5037) is the only change to the line
+    env, words = argv(phone_lines()["adb"], {})
+    res = cli(words, {**env, "ANDROID_ADB_SERVER_PORT": str(port)}, timeout=60)
+    assert f"{serial}\tdevice" in res.stdout, res.stdout
+
+
+def test_phone_recipe_lines_pass_the_phone_jobs_checks(loopback, adb_server, tmp_path):
+    """Every job line as written, with only the local paths the loopback phone needs, passes the
+    checks its job makes before an MLflow run exists (the reference engine's protocol check among
+    them); phone_info runs as written. The full MNN run is the slow test below."""
+    from workbench.jobs.phone import validate
     from workbench.run import execute
 
-    lines = recipes()["phone"]
-    assert [ln.split()[0] for ln in lines] == ["adb", "cmake", "as2d", "as2d", "as2d"]
-    env, words = argv(lines[0], {})
-    res = cli(words, {**env, "ANDROID_ADB_SERVER_PORT": str(adb_server)}, timeout=60)
-    assert f"{loopback.serial}\tdevice" in res.stdout, res.stdout
-    for part in lines[1].split("&&"):  # the host build of the C++ runner, as the recipe gives it
-        env, words = argv(part, {})
-        res = cli(words, env, timeout=1800)
-        assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
-    binary = ROOT / "phone_runner/runner/build/as2d_runner"
-    assert binary.is_file() and os.access(binary, os.X_OK)
-    # Calibration writes conf/device/my_phone.yaml; here a private conf dir on Hydra's search path holds it.
+    adb_devices_lists(loopback.serial, adb_server)
     conf = tmp_path / "conf"
     (conf / "device").mkdir(parents=True)
-    quick = [f"tracking.uri=sqlite:///{tmp_path}/m.db", f"out_dir={tmp_path}/out", f"phone.state_dir={tmp_path}/st",
-             f"phone.profile_dir={conf}/device", f"hydra.searchpath=[file://{conf}]", "phone.conditions.rest_s=0",
-             "phone.calibrate.reps=2", "dataset=synthetic", "dataset.n_windows=3", "dataset.mean_tokens=40"]
+    # native_phone names the profile calibration writes; here a stand-in copy lets its line compose
+    (conf / "device/my_phone.yaml").write_text((CONF / "device/k70_pro.yaml").read_text())
+    folders = {f"<{role} export>": str(tmp_path / role) for role in ("target", "producer")}
+    for folder in folders.values():  # model folders to push: the checks only need them to exist
+        Path(folder).mkdir()
+    binary = tmp_path / "as2d_runner"  # the checks only need the binary to exist; this one never runs
+    binary.write_bytes(b"")
+    lines = phone_lines()
+    info = execute(compose_cfg([*overrides(argv(lines["phone_info"], {})[1]), *phone_quick(tmp_path, conf)]))
+    assert info.tables["table6"].row(0, named=True)["device"] == "Loopback K70"
+    for job in ("calibrate_phone", "native_phone"):
+        cfg = compose_cfg([*overrides(argv(lines[job], {**folders, PHONE_BINARY: str(binary)})[1]),
+                           *phone_quick(tmp_path, conf)])
+        assert cfg.job == job and cfg.phone.engine.kind == "mnn" and cfg.phone.runner == "cpp"
+        validate(cfg)
+
+
+@pytest.mark.slow
+def test_phone_recipe_runs_on_the_loopback_phone_with_the_mnn_engine(loopback, adb_server, tmp_path):
+    """The recipe end to end on the loopback phone: calibrated with MNN forwards, then a native run
+    under the profile just written. What differs from the README, and why, is said at each step."""
+    from phone_runner.runner import runner_binary
+    from workbench.replay.profile import load_profile
+    from workbench.run import execute
+
+    lines = phone_lines()
+    adb_devices_lists(loopback.serial, adb_server)
+    # build_android.sh needs the Android NDK and builds for arm64; the loopback phone is this host, so
+    # the same runner sources are built for it, with MNN from the pip wheel (phone_runner/README.md)
+    binary = runner_binary(mnn="wheel")
+    env, words = argv(lines["export"], {})
+    res = cli(words, env, timeout=1800)  # as written: the pair's exports, cached after the first run
+    assert res.returncode == 0, res.stderr[-3000:]
+    target = res.stdout.strip().splitlines()[0]
+    # the producer must share the target's vocabulary; whisper-tiny's weights are not installed
+    # offline, so the target's own export stands in as the producer (as tests/phone_runner/test_cpp_mnn.py)
+    subs = {PHONE_BINARY: str(binary), "<target export>": target, "<producer export>": target}
+    conf = tmp_path / "conf"
+    (conf / "device").mkdir(parents=True)
     results = {}
-    for line in lines[2:]:
-        env, words = argv(line, {"phone_runner/runner/build/as2d_runner": str(binary)})
-        over = overrides(words)
-        job = next(o.split("=")[1] for o in over if o.startswith("experiment="))
-        # the host build of the C++ runner has the reference engine only: its calibration is a protocol check
-        extra = {"native_phone": ["phone.engine.clock=virtual"],
-                 "calibrate_phone": ["phone.write_protocol_check=true"]}.get(job, [])
-        results[job] = execute(compose_cfg([*over, *quick, *extra]))
+    for job in ("phone_info", "calibrate_phone", "native_phone"):
+        results[job] = execute(compose_cfg([*overrides(argv(lines[job], subs)[1]), *phone_quick(tmp_path, conf)]))
     assert results["phone_info"].tables["table6"].row(0, named=True)["device"] == "Loopback K70"
-    assert (conf / "device/my_phone.yaml").is_file()
+    assert results["calibrate_phone"].tags["profile_kind"] == "measured"
+    assert load_profile(conf / "device/my_phone.yaml").anchor_ms  # measured, with its drift anchor
     native = results["native_phone"]
     assert native.metrics["exactness_mismatches"] == 0
     assert {r["method"].split("/")[0] for r in native.summary.iter_rows(named=True)} == {"target_only", "as2d"}
-    done = [r for r in job_runs(tmp_path / "m.db") if r.data.tags.get("job") == "native_phone"]
-    assert [r.info.status for r in done] == ["FINISHED"]
+    done = [r for r in job_runs(tmp_path / "m.db") if r.data.tags.get("job") in ("calibrate_phone", "native_phone")]
+    assert sorted(r.info.status for r in done) == ["FINISHED", "FINISHED"]
 
 
 # -- a sweep in the MLflow UI, then the notebooks --------------------------------------------------

@@ -1,5 +1,6 @@
-"""Guards around a phone run: no resume across runners, no leftover runner overlapping a new run,
-and a runner that stops once its host is gone (broken pipe)."""
+"""Guards around a phone run: no resume across runners (another kind, another build of the same
+runner, another engine), no leftover runner overlapping a new run, and a runner that stops once its
+host is gone (broken pipe)."""
 
 from __future__ import annotations
 
@@ -89,3 +90,38 @@ def test_a_runner_stops_when_its_host_is_gone(tmp_path: Path, runner: str) -> No
     assert proc.wait(timeout=60) == 1
     last = json.loads((tmp_path / "out.jsonl").read_text().splitlines()[-1])
     assert last["type"] == "error" and "stdout" in last["message"] and "write failed" in last["message"]
+
+
+def test_a_resume_with_another_build_of_the_same_runner_is_refused(loopback: LoopbackDevice, tmp_path: Path) -> None:
+    import shutil
+
+    over = ("phone.engine.clock=virtual", "methods=[target_only]", "phone.runner=cpp")
+    first = execute(job_cfg(tmp_path, "native_phone", *over, f"phone.runner_binary={runner_binary()}"))
+    assert first.metrics["resumed_windows"] == 0
+    rebuilt = tmp_path / "rebuilt" / "as2d_runner"  # the same runner kind, another sha256 (a rebuild)
+    rebuilt.parent.mkdir()
+    shutil.copy(runner_binary(), rebuilt)
+    with rebuilt.open("ab") as fh:
+        fh.write(b"\0")
+    two_builds = r"from runner cpp ([0-9a-f]{12}) .*this run uses cpp (?!\1)[0-9a-f]{12}"
+    with pytest.raises(RunFailed, match=two_builds) as err:
+        execute(job_cfg(tmp_path, "native_phone", *over, f"phone.runner_binary={rebuilt}"))
+    assert "\n" not in str(err.value) and err.value.kept.startswith("3 window(s) left untouched")
+    assert [r.info.status for r in sorted(runs(tmp_path), key=lambda r: r.info.start_time)] == ["FINISHED", "FAILED"]
+
+
+def test_a_changed_engine_never_resumes_another_engines_windows(tmp_path: Path) -> None:
+    from phone_runner.hostrun import WindowStore
+    from phone_runner.session import check_runner, runner_identity, state_key
+
+    windows = synthetic_windows(SyntheticSpec(n_windows=1, mean_tokens=10, seed=1))
+    virtual, real = ({"kind": "reference", "clock": clock} for clock in ("virtual", "real"))
+    requests = [build_request("r", ReplayConfig("target_only"), windows, load_profile("k70_pro"), PhoneConfig(engine=e))
+                for e in (virtual, real)]
+    assert state_key(requests[0], "phone") != state_key(requests[1], "phone")  # its own resume folder
+    store = WindowStore(tmp_path / "store")  # and a store another engine wrote is refused outright
+    check_runner(store, runner_identity(PhoneConfig(engine=virtual), virtual))
+    store.save(("w", 0), ['{"type": "window"}'])
+    with pytest.raises(RunFailed, match=r"clock=virtual\).*uses python \(engine reference, clock=real\)"):
+        check_runner(store, runner_identity(PhoneConfig(engine=real), real))
+    check_runner(store, runner_identity(PhoneConfig(engine=virtual), virtual))  # the same engine resumes

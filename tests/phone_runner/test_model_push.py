@@ -1,5 +1,6 @@
 """A model folder (``phone.models.<role>``) is pushed once to the phone, sha256-checked, and named in
-the request; the C++ runner then checks it and -- in a build without MNN -- says so in one line."""
+the request; the C++ runner then checks it and -- in a build without MNN -- says so in one line. A
+calibration with the C++ runner's MNN engine needs the producer's folder too, checked before the run."""
 
 from __future__ import annotations
 
@@ -38,3 +39,16 @@ def test_a_model_folder_is_pushed_once_and_reaches_the_cpp_runner(loopback: Loop
     with pytest.raises(RunFailed, match="built without MNN"):
         execute(job_cfg(tmp_path, "native_phone", *over))
     assert (on_phone / "llm.mnn.weight").stat().st_mtime_ns == stamp  # same sha256: not pushed again
+
+
+def test_a_cpp_mnn_calibration_without_the_producer_folder_is_refused_before_any_run(loopback: LoopbackDevice,
+                                                                                  tmp_path: Path) -> None:
+    from workbench.errors import ConfigError
+
+    target = _model(tmp_path, "whisper-base-mnn")
+    with pytest.raises(ConfigError) as err:  # its native As²d run needs the producer beside the target
+        execute(job_cfg(tmp_path, "calibrate_phone", "phone.runner=cpp", f"phone.runner_binary={runner_binary()}",
+                        "phone.engine.kind=mnn", f"phone.models.target={target}", "phone.name=my_phone"))
+    assert err.value.key == "phone.models.producer" and "\n" not in str(err.value)
+    assert "phone.models.producer=<export folder>" in err.value.fix
+    assert runs(tmp_path) == []  # refused before an MLflow run exists

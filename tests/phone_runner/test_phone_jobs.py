@@ -90,8 +90,23 @@ def test_info_calibrate_and_native_runs_land_in_mlflow(loopback: LoopbackDevice,
     done = [r for r in runs(tmp_path) if r.data.tags.get("job") == "native_phone"]
     assert [r.info.status for r in done] == ["FINISHED"]
     assert done[0].data.tags["serial_hash"] == res.tags["serial_hash"] != "LOOPBACK0001"
+    # the runner's output of each configuration, as pulled from the phone, is logged with the run
+    raw = {f"phone/{m.replace('/', '_')}.jsonl" for m in res.summary["method"]}
+    assert len(raw) == 3 and raw <= _artifacts(tmp_path, done[0].info.run_id)
+    (tmp_path / "got").mkdir()
+    got = mlflow.MlflowClient(f"sqlite:///{tmp_path}/mlflow.db").download_artifacts(
+        done[0].info.run_id, "phone/target_only.jsonl", str(tmp_path / "got"))
+    assert Path(got).read_bytes() == (tmp_path / "out/phone/target_only.jsonl").read_bytes()
     assert (tmp_path / "out/tables/rounds.parquet").exists()
     assert pl.read_parquet(tmp_path / "out/tables/monitor.parquet").height >= 0
+
+
+def test_phone_info_is_not_tagged_synthetic(loopback: LoopbackDevice, tmp_path: Path) -> None:
+    """phone_info reads the phone, never the (here synthetic) dataset: its run is not SYNTHETIC."""
+    execute(job_cfg(tmp_path, "phone_info"))
+    (info,) = runs(tmp_path)
+    assert info.data.tags["job"] == "phone_info" and info.info.status == "FINISHED"
+    assert "SYNTHETIC" not in info.data.tags and info.data.tags["synthetic"] == "False"
 
 
 def _when_stored(state: Path, n: int, action, timeout: float = 60.0) -> threading.Thread:

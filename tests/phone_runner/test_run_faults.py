@@ -1,6 +1,7 @@
 """Mid-run failures on the loopback phone: each is one accurate line (what, where, what was kept,
 the command to continue) and a FAILED MLflow run -- a read-only runner folder, a runner that dies
-in the middle of a line, a disk that fills during the run, a calibration killed half way."""
+in the middle of a line, a disk that fills during the run, a calibration killed half way (in its
+sweep or in its native runs), a runner binary that is not there."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 from phone_runner.deploy import deploy
 from phone_runner.runner import runner_binary
 from phone_runner.testing.loopback import LoopbackDevice
-from workbench.errors import PhoneError
+from workbench.errors import ConfigError, PhoneError
 from workbench.run import execute
 
 from .test_phone_jobs import job_cfg, runs
@@ -104,3 +105,65 @@ def test_a_killed_calibration_says_it_cannot_resume(loopback: LoopbackDevice, tm
     assert err.kept == "nothing: a calibration cannot resume (its 1 measure line(s) are discarded)"
     assert "calibrate again from the start" in err.fix and "resume:" not in str(err)
     assert not (tmp_path / "profiles").exists()
+
+
+NATIVE_FAULT = """#!{python}
+import json, os, sys
+request = sys.argv[sys.argv.index("--request") + 1]
+obj = json.load(open(request))
+if obj["mode"] == "calibrate":  # the width sweep passes: the reference engine's, which loads no model
+    obj.update(engine={{"kind": "reference", "clock": "virtual"}}, models={{}}, windows=[])
+    json.dump(obj, open(request, "w"))
+    os.execv(sys.executable, [sys.executable, *sys.argv[1:]])  # -m phone_runner.device --request ...
+sys.stdout.write({header!r} + "\\n")  # the native target-only run: killed after its header
+sys.stdout.flush()
+os._exit(3)
+"""
+
+
+def test_a_real_engine_calibration_failing_in_its_native_runs_says_it_cannot_resume(loopback: LoopbackDevice,
+                                                                                   tmp_path: Path) -> None:
+    script = tmp_path / "native_fault"
+    script.write_text(NATIVE_FAULT.format(python=sys.executable, header=HEADER % "run"))
+    script.chmod(0o755)
+    dev = adbutils.AdbClient(port=int(os.environ["ANDROID_ADB_SERVER_PORT"])).device(loopback.serial)
+    deploy(dev, {"bin/native_fault": script}, progress=False)
+    err = _failed_line(tmp_path, "calibrate_phone", "phone.python=/data/local/tmp/as2d/bin/native_fault",
+                       "phone.engine.kind=torch", "phone.name=native_fault", f"phone.profile_dir={tmp_path}/profiles",
+                       "phone.max_seconds=6", "phone.calibrate.widths=[1]", "phone.calibrate.offsets=[0]")
+    assert "the runner exited with status 3 and no summary" in str(err)
+    assert err.kept.startswith("nothing: a calibration cannot resume (its 0 finished window(s) of its native "
+                               "target_only run are discarded)")
+    assert "calibrate again from the start" in err.fix and "resume:" not in str(err)
+    assert not (tmp_path / "profiles").exists()
+
+
+def test_a_missing_runner_binary_is_one_line_before_any_run(loopback: LoopbackDevice, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as err:
+        execute(job_cfg(tmp_path, "native_phone", "phone.runner=cpp", f"phone.runner_binary={tmp_path}/nowhere",
+                        "methods=[target_only]", "phone.engine.clock=virtual"))
+    assert err.value.key == "phone.runner_binary" and "\n" not in str(err.value)
+    assert "cmake --build phone_runner/runner/build" in err.value.fix and "build_android.sh" in err.value.fix
+    assert runs(tmp_path) == []  # refused before an MLflow run exists
+
+
+def test_a_runner_binary_gone_after_the_checks_fails_the_run_in_one_line(loopback: LoopbackDevice, tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    import phone_runner.info
+
+    binary = tmp_path / "as2d_runner"
+    shutil.copy(runner_binary(), binary)
+    read = phone_runner.info.device_info
+
+    def read_then_lose_the_binary(dev: adbutils.AdbDevice) -> dict:
+        binary.unlink()  # removed between the job's checks and the push (a rebuild in another shell)
+        return read(dev)
+
+    monkeypatch.setattr(phone_runner.info, "device_info", read_then_lose_the_binary)
+    with pytest.raises(ConfigError) as err:
+        execute(job_cfg(tmp_path, "native_phone", "phone.runner=cpp", f"phone.runner_binary={binary}",
+                        "methods=[target_only]", "phone.engine.clock=virtual"))
+    assert err.value.key == "phone.runner_binary" and "\n" not in str(err.value)
+    assert [r.info.status for r in runs(tmp_path)] == ["FAILED"]

@@ -6,7 +6,8 @@
   protocol check, refused unless ``phone.write_protocol_check=true``. Profile and raw lines are
   MLflow artifacts.
 * ``native_phone`` -- the methods on test windows on the phone under the device-condition protocol,
-  audited like replay, plus replay-vs-phone agreement under ``device`` (D.3).
+  audited like replay, plus replay-vs-phone agreement under ``device`` (D.3). The runner's output
+  files, as pulled, are MLflow artifacts (``phone/<config>.jsonl``).
 
 Device problems (no phone, several phones, unauthorized, full disk) are one ``PhoneError`` line.
 """
@@ -21,73 +22,9 @@ from typing import Any
 import polars as pl
 from omegaconf import DictConfig, OmegaConf
 
-from .base import ConfigError, JobResult
-
-
-def _phone_cfg(cfg: DictConfig) -> Any:
-    from phone_runner.session import PhoneConfig
-
-    block = cfg.get("phone")
-    if block is None:
-        raise ConfigError("phone", "missing: use an experiment that sets it (experiment=native_phone | "
-                                   "calibrate_phone | phone_info)")
-    try:
-        pc = PhoneConfig.from_mapping(OmegaConf.to_container(block, resolve=True))
-        pc.argv()
-    except ValueError as err:
-        raise ConfigError("phone", str(err)) from None
-    return pc
-
-
-def validate(cfg: DictConfig) -> None:
-    """Config and phone problems fail here, as one line, before an MLflow run exists."""
-    pc = _phone_cfg(cfg)
-    _check_phone(cfg, pc)
-    if cfg.job == "calibrate_phone" and not cfg.phone.get("name"):
-        raise ConfigError("phone.name", "name the profile to write, e.g. phone.name=my_phone")
-    if cfg.job == "calibrate_phone" and pc.engine.get("kind") == "reference" \
-            and not cfg.phone.get("write_protocol_check"):
-        raise ConfigError("phone.engine.kind", "the reference engine echoes the base profile's prices, so its "
-                          "calibration is a protocol check, not a measurement", fix="calibrate with "
-                          "phone.engine.kind=torch (or mnn), or set phone.write_protocol_check=true to write it anyway")
-    if pc.runner == "cpp" and pc.engine.get("kind") == "torch":
-        raise ConfigError("phone.engine.kind", "the C++ runner has the reference and mnn engines, not torch",
-                          fix="use phone.engine.kind=mnn with phone.runner=cpp, or phone.runner=python for torch")
-    if pc.runner == "cpp" and pc.engine.get("kind") == "mnn" and cfg.model.target.get("family") != "whisper":
-        raise ConfigError("model.target.family", f"{cfg.model.target.get('family')!r}: the C++ runner's MNN "
-                          "engine runs Whisper targets (the host sends their prompt ids and log-mel features)",
-                          fix="use a Whisper pair (model=whisper_base) or phone.runner=python")
-    for role, folder in pc.models.items():
-        if folder is not None and not Path(str(folder)).is_dir():
-            raise ConfigError(f"phone.models.{role}", f"{folder!r} is not a folder: give the local model folder "
-                              "to push (an exported MNN model holds config.json)")
-    if cfg.job == "native_phone":
-        from .config import budget, device_profile, methods
-
-        budget(cfg)
-        methods(cfg)
-        device_profile(cfg.device)
-        if pc.repetitions < 1:
-            raise ConfigError("phone.repetitions", "need at least 1")
-
-
-def _check_phone(cfg: DictConfig, pc: Any) -> None:
-    """No phone, several phones without a serial, an unauthorized or offline phone, a full disk."""
-    from phone_runner.adb import PhoneError, client, select_device
-    from phone_runner.deploy import free_kb
-
-    try:
-        c = client()
-        if cfg.job == "phone_info" and pc.serial is None and any(i.state == "device" for i in c.list()):
-            return  # phone_info reads every usable phone
-        dev = select_device(pc.serial, c)
-        have = free_kb(dev) if cfg.job != "phone_info" else None
-        need = int(cfg.phone.get("min_free_mb", 64)) * 1024
-    except PhoneError as err:
-        raise ConfigError("phone.serial", str(err)) from None
-    if cfg.job != "phone_info" and have is not None and have < need:
-        raise ConfigError("phone.min_free_mb", f"device {dev.serial} is full: {have // 1024} MB free under "
-                          f"/data/local/tmp, {need // 1024} MB needed; free space on the phone, then rerun")
+from .base import JobResult
+from .phone_checks import phone_cfg as _phone_cfg
+from .phone_checks import validate as validate  # the job's pre-run checks (workbench.run)
 
 
 def replays_dataset(cfg: DictConfig) -> bool:
@@ -204,8 +141,8 @@ def _native_measures(cfg: DictConfig, dev: Any, pc: Any, windows: list[Any], bas
     ``reps`` times: ``target_step`` measures (target-only decode time over rounds per repetition: the
     step replay charges then carries the runner's own work around each forward, which a timed forward
     alone leaves out) and As²d's publication records (the producer as it ran beside the target,
-    ``calibration.live_producer``). Private resume folders: a calibration never reuses windows of an
-    earlier run."""
+    ``calibration.live_producer``). Private resume folders, one per run id: a calibration never reuses
+    windows of an earlier run, so a failure here says it cannot resume."""
     import dataclasses
 
     from phone_runner.records import audit
@@ -219,10 +156,11 @@ def _native_measures(cfg: DictConfig, dev: Any, pc: Any, windows: list[Any], bas
     as2d = replay_configs(cfg, "as2d", profile_source(base, "producer", source_roles(cfg)), base)[0]
     got, refs = {}, {}
     for rc in (ReplayConfig("target_only"), as2d):
+        run_id = new_run_id()
         own = dataclasses.replace(pc, repetitions=max(1, int(reps)), warmups=max(1, pc.warmups),
-                                  state_dir=str(out / "phone_state" / f"native_{rc.scheme}"))
-        req = build_request(new_run_id(), rc, windows, base, own, max_output=max_output, models=models)
-        res = run_config(dev, own, req, None, base, out, serial_hash=serial_hash, rest=False)
+                                  state_dir=str(out / "phone_state" / f"native_{rc.scheme}_{run_id}"))
+        req = build_request(run_id, rc, windows, base, own, max_output=max_output, models=models)
+        res = run_config(dev, own, req, None, base, out, serial_hash=serial_hash, rest=False, resumable=False)
         if rc.scheme == "target_only":  # the phone's own greedy output is the reference As²d must equal
             refs = phone_windows(res.frames, None, max_output)
         audit(res.run, refs, base)  # exactness (C.4), readiness, widths, order: a violation raises
@@ -270,10 +208,11 @@ def _anchor_entries(cfg: DictConfig, dev: Any, pc: Any, profile: Any, out: Path)
 
 
 def _drift_probe(dev: Any, pc: Any, entries: list[Any], profile: Any, models: Any, out: Path, serial_hash: str,
-                 max_output: int) -> float:
+                 max_output: int, raw: list[Path]) -> float:
     """Target-only on the anchor window (``PROBE_REPS`` runs, after the configuration's rest): the median
     time per round (ms), to set against the profile's ``anchor_ms`` (``workbench.replay.drift``: the
-    machine's speed now over its speed at calibration). A private resume folder: never reused."""
+    machine's speed now over its speed at calibration). A private resume folder: never reused. The
+    runner's output file is added to ``raw``."""
     import dataclasses
 
     from phone_runner.session import build_request, new_run_id, run_config
@@ -284,6 +223,7 @@ def _drift_probe(dev: Any, pc: Any, entries: list[Any], profile: Any, models: An
     req = build_request(new_run_id(), ReplayConfig("target_only"), entries, profile, own, max_output=max_output,
                         models=models)
     res = run_config(dev, own, req, None, profile, out, serial_hash=serial_hash, rest=True)
+    raw.extend([res.raw] if res.raw else [])
     return statistics.median(_round_ms(res.frames))
 
 
@@ -330,16 +270,18 @@ def native_phone(cfg: DictConfig, out: Path) -> JobResult:
         source = profile_source(profile, cfg.get("source") or next(iter(windows[0].sources), None), roles)
         max_output = max(w.max_output for w in windows)
     rows, tables, flagged, resumed = [], {}, 0, 0
+    raw: list[Path] = []  # the runner's output files as pulled: MLflow artifacts beside the tables
     agreement: list[dict[str, Any]] = []  # D.3 per window: the native median beside its replay
     configs = [rc for name in names for rc in replay_configs(cfg, name, source, profile)]
     anchor = _anchor_entries(cfg, dev, pc, profile, out) if real else []
     for i, rc in enumerate(tqdm(configs, desc="phone configs")):
         # the drift probe takes the configuration's rest; the configuration follows it at once
         ratio = drift_ratio(profile, _drift_probe(dev, pc, anchor, profile, models, out / "probes" / str(i),
-                                                  info["serial_hash"], max_output)) if anchor else None
+                                                  info["serial_hash"], max_output, raw)) if anchor else None
         req = build_request(new_run_id(), rc, entries, profile, pc, max_output=max_output, models=models)
         res = run_config(dev, pc, req, None if real else refs, profile, out, serial_hash=info["serial_hash"],
                          rest=ratio is None)
+        raw.extend([res.raw] if res.raw else [])
         fr = res.frames
         if real:
             if rc.scheme == "target_only":
@@ -395,4 +337,4 @@ def native_phone(cfg: DictConfig, out: Path) -> JobResult:
     return JobResult(metrics, {**out_tables, "summary": summary}, {}, summary,
                      {"serial_hash": info["serial_hash"], "device_model": info["model"],
                       "flagged_windows": str(flagged), "runner": pc.runner,
-                      "engine": str(pc.engine.get("kind"))})
+                      "engine": str(pc.engine.get("kind"))}, files=raw)
