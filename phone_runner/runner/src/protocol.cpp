@@ -295,6 +295,7 @@ void LineWriter::write_all(int fd, const std::string& text, const char* what) {
 
 namespace {
 Json opt_int(const std::optional<int>& v) { return v ? Json(*v) : Json(); }
+Json opt_token(const std::optional<Token>& v) { return v ? Json(*v) : Json(); }
 }  // namespace
 
 Json round_line(const std::string& window_id, int rep, const std::string& config, const RoundRecord& r) {
@@ -313,7 +314,7 @@ Json round_line(const std::string& window_id, int rep, const std::string& config
     o.set("accepted", r.accepted);
     o.set("committed", Json::ints(r.committed));
     o.set("outcome", r.outcome);
-    o.set("next_root", opt_int(r.next_root));
+    o.set("next_root", opt_token(r.next_root));
     o.set("cursor_before", opt_int(r.cursor_before));
     o.set("cursor_after", opt_int(r.cursor_after));
     o.set("work_forwards", r.work.forwards);
