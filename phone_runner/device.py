@@ -100,10 +100,10 @@ def run_reference(req: Request, out: Out) -> dict[str, float]:
     from workbench.replay.audit import ReplayAuditError
     from workbench.replay.profile import MissingWidthError
 
-    from .reference import replay_config, run_window
+    from .reference import priced_profile, replay_config, run_window
 
     assert req.pricing is not None
-    profile = profile_from_pricing(req.pricing)
+    profile = priced_profile(req.pricing)
     cfg = replay_config(req.scheme)
     real = req.engine.get("clock") == "real"
     drain = req.engine.get("drain", "boundary")
