@@ -322,10 +322,10 @@ int main(int argc, char** argv) {
             return 2;
         }
     }
-#ifdef AS2D_WITH_MNN
-    // The JSONL stream keeps stdout to itself: whatever MNN prints there goes to stderr instead.
+    // The JSONL stream keeps stdout to itself: whatever a model library prints there (MNN announces
+    // the CPU's features) goes to stderr instead. Every build does this, not only MNN builds, so the
+    // reference build that the host tests run writes through the same copied descriptor as a phone.
     if (int copy = ::dup(1); copy >= 0 && ::dup2(2, 1) >= 0) protocol_fd = copy;
-#endif
     PidFile pid(pid_file);
     std::string path = batch.empty() ? request : batch;
     std::ifstream in(path);
