@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -189,3 +190,10 @@ def test_the_cpp_runner_refuses_the_ondemand_mode_as_protocol_md_says(tmp_path: 
     assert "'mode'" in answer["message"] and "ondemand" in answer["message"], answer["message"]
     doc = (REPO / "phone_runner/PROTOCOL.md").read_text()
     assert "the C++ runner does not yet and answers `bad_request` (field `mode`)" in doc
+    # The reason given names every MNN model the runner has, and what each reads (the Whisper
+    # export reads the host's log-mel features, so "no audio" is about raw audio only).
+    why = doc[doc.index("Why the C++ runner does not"):doc.index("## Output lines")]
+    models = REPO / "phone_runner/runner/src/models"
+    mnn = sorted(m for h in models.glob("mnn_*.hpp") for m in re.findall(r"class (\w+) : public Model", h.read_text()))
+    assert mnn and all(f"`{m}`" in why for m in mnn), (mnn, why)
+    assert "`Llm`" in why and "`features`" in why and "never sees audio" not in why
