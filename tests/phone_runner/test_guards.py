@@ -92,3 +92,4 @@ def test_a_runner_stops_when_its_host_is_gone(tmp_path: Path, runner: str) -> No
     assert proc.wait(timeout=60) == 1
     last = json.loads((tmp_path / "out.jsonl").read_text().splitlines()[-1])
     assert last["type"] == "error" and "stdout" in last["message"] and "write failed" in last["message"]
+    assert last["code"] == "internal" and last["window_id"] is None, last  # the stream failed, not a window

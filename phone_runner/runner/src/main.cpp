@@ -201,6 +201,8 @@ int run_request(const Request& r, LineWriter& out, bool& started) {
                 tokens += static_cast<int>(res.output.size());
                 time += res.time;
             }
+        } catch (const WriteFailure&) {
+            throw;  // not the window's failure: serve() must still know which stream broke
         } catch (ProtocolFailure& e) {
             if (!e.window_id) e.window_id = w.window_id;
             throw;
