@@ -3,10 +3,9 @@
 A window's greedy reference and producer trajectory answer every target call (the replay
 premise); costs come from the request's resolved ``pricing``, in its own unit (seconds: the clock
 adds exactly the numbers the C++ runner adds, never a value converted to ms and back). ``replay``
-does not hand out its
-publication buffer, so the producer is advanced again over the recorded round times -- idle
-outside target calls, at the coexistence rate inside them, then drained -- which reproduces the
-same publication times (the producer's progress depends only on those intervals).
+does not hand out its publication buffer, so the producer is advanced again over the recorded round
+times -- idle outside target calls, at the coexistence rate inside them, then drained, in the
+clock's own steps -- which reproduces the same publication times to the bit.
 """
 
 from __future__ import annotations
@@ -62,6 +61,12 @@ def run_window(window: Window, cfg: ReplayConfig, profile: DeviceProfile, drain:
         producer.advance(t_decide, slowed=False)
         producer.advance(t_start, slowed=False)
         if producer.busy():
+            # The same steps as the replay clock: a producer that finishes inside the call is
+            # advanced to its end first. A publication time depends on the step it falls in, so
+            # other steps would move it by an ulp.
+            p_end = producer.finish_time_if(slowed=True)
+            if t_end > p_end:
+                producer.advance(p_end, slowed=True)
             producer.advance(t_end, slowed=True)
     producer.drain(result.t_eos, full=drain == "full")
     return result, producer.buffer

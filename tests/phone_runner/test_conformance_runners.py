@@ -12,7 +12,7 @@ from typing import Any
 from . import two_runners
 from .test_conformance import generated_cases, pinned_cases, request
 
-N_CASES = 400
+N_CASES = 1200
 
 
 def changed_by_ms(x: float) -> bool:
