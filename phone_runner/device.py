@@ -100,10 +100,10 @@ def run_reference(req: Request, out: Out) -> dict[str, float]:
     from workbench.replay.audit import ReplayAuditError
     from workbench.replay.profile import MissingWidthError
 
-    from .reference import replay_config, run_window
+    from .reference import priced_profile, replay_config, run_window
 
     assert req.pricing is not None
-    profile = profile_from_pricing(req.pricing)
+    profile = priced_profile(req.pricing)
     cfg = replay_config(req.scheme)
     real = req.engine.get("clock") == "real"
     drain = req.engine.get("drain", "boundary")
@@ -132,7 +132,10 @@ def run_reference(req: Request, out: Out) -> dict[str, float]:
                 return time.perf_counter() - _t0
 
             common = {"window_id": wid, "repetition": rep}
-            pubs = list(buffer or ())
+            # cleanup: producer time after target EOS beyond the charged boundary, as the C++ runner
+            p_stop = max((end for res, _, _, end, _ in result.stages if res == "producer"), default=0.0)
+            # a static plan's buffer also holds batches the stopped producer never reached
+            pubs = [b for b in buffer or () if b.publish_time <= p_stop]
             pi = 0
             for rec in result.records:
                 while pi < len(pubs) and pubs[pi].publish_time <= rec.t_end:
@@ -156,8 +159,6 @@ def run_reference(req: Request, out: Out) -> dict[str, float]:
             # (sleep overshoot and line writing included), not the priced value itself
             elapsed = pace(result.time)
             output = [int(t) for t in result.output]  # root first, even a window prefill already ended
-            # cleanup: producer time after target EOS beyond the charged boundary, as the C++ runner
-            p_stop = max((end for res, _, _, end, _ in result.stages if res == "producer"), default=0.0)
             out("window", **common, config=cfg.label, scheme=cfg.scheme, tokens=result.tokens, time=elapsed,
                 t_eos=result.t_eos, cleanup=max(0.0, p_stop - result.t_eos), rounds=len(result.untimed),
                 output=output)

@@ -1,26 +1,30 @@
 """Both runners validate requests alike (PROTOCOL.md is the rule): every malformed-request class is
 ``bad_request`` from the C++ runner and a ``ProtocolError`` (-> ``bad_request``) from the Python one,
-never ``internal``; token ids are int64 end to end; a one-token window outputs its token in both."""
+never ``internal``; token ids are int64 end to end (round lines included, As²d's correction path
+too); a one-token window outputs its token in both."""
 
 from __future__ import annotations
 
 import copy
-import io
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import pytest
 
-from phone_runner.device import Out, run_reference
 from phone_runner.protocol import ProtocolError, parse_request, validate_line
 from phone_runner.runner import runner_binary
 from workbench.replay.engine import ReplayConfig
+from workbench.replay.profile import DeviceProfile
 from workbench.replay.trajectory import SourceTrack, Window
 
+from . import two_runners
 from .test_conformance import Case, _tiny_profile, _window, pinned_cases, request
 
 REPO = Path(__file__).resolve().parents[2]
@@ -123,10 +127,21 @@ def test_the_python_runner_answers_a_malformed_request_with_bad_request_not_inte
         assert (done.returncode, last["type"], last["code"]) == (2, "error", "bad_request"), (name, last)
 
 
-def _python(req: dict[str, Any]) -> list[dict[str, Any]]:
-    buf = io.StringIO()
-    run_reference(parse_request(req), Out(None, buf))
-    return [json.loads(x) for x in buf.getvalue().splitlines()]
+def _publish_every_token(prof: DeviceProfile) -> DeviceProfile:
+    """``prof`` with its autoregressive producers publishing each token as it is made (batch 1)."""
+    sources = {n: replace(c, batch_tokens=1) if c.kind == "autoregressive" else c for n, c in prof.sources.items()}
+    return replace(prof, sources=MappingProxyType(sources))
+
+
+def _correction_window(big: int) -> Window:
+    """A rejection whose correction token is >= 2^32, and a next root the producer substituted, so
+    As²d's fallback anchor (C.3) searches the stream for that correction token."""
+    r0, r1, c, r, s, t, u, x, sub = (big + i for i in (1, 2, 3, 4, 5, 6, 7, 9, 8))
+    ref = [r0, r1, c, r, s, t, u, big]
+    stream = (r1, x, c, sub, s, t, u, big)  # x is rejected (correction c); sub stands where r belongs
+    return Window("int64-correction", "pinned", tuple(ref), big, 1 << 34, len(ref), None,
+                  {"qwen": SourceTrack("qwen", stream, (0.9,) * len(stream), (1,) * len(stream))},
+                  synthetic=True).validate("<int64>")
 
 
 def test_int64_token_ids_and_one_token_windows_agree_in_both_runners(tmp_path: Path) -> None:
@@ -136,23 +151,30 @@ def test_int64_token_ids_and_one_token_windows_agree_in_both_runners(tmp_path: P
     wide = Window("int64", "pinned", tuple(ref), big, 1 << 34, len(ref), None,
                   {"qwen": SourceTrack("qwen", qwen, (0.9,) * 4, (1,) * 4)}, synthetic=True).validate("<int64>")
     one = _window("one", [7], [7], [], [], eos=7)
-    prof = _tiny_profile()
+    prof, fast = _tiny_profile(), _publish_every_token(_tiny_profile())
+    corr = _correction_window(big)
     cases = [Case("int64-as2d", wide, ReplayConfig("as2d", source="qwen", budget=3), prof, "boundary"),
              Case("int64-target", wide, ReplayConfig("target_only"), prof, "boundary"),
+             Case("int64-correction", corr, ReplayConfig("as2d", source="qwen", budget=3), fast, "boundary"),
+             Case("int64-correction-first", corr, ReplayConfig("as2d", source="qwen", budget=3,
+                                                               anchor_order="correction_first"), fast, "boundary"),
              Case("one-as2d", one, ReplayConfig("as2d", source="qwen", budget=3), prof, "full"),
              Case("one-target", one, ReplayConfig("target_only"), prof, "boundary")]
     reqs = [request(c) for c in cases]
-    cpp_last = _cpp(tmp_path, reqs)
-    assert all(a["type"] == "summary" for a in cpp_last), cpp_last
-    path = tmp_path / "ok.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in reqs))
-    done = subprocess.run([str(runner_binary()), "--batch", str(path)], capture_output=True, text=True, timeout=120)
-    cpp_windows = [json.loads(x) for x in done.stdout.splitlines() if '"type":"window"' in x]
-    for req, c_win in zip(reqs, cpp_windows, strict=True):
-        (p_win,) = [x for x in _python(req) if x["type"] == "window"]
-        assert p_win["output"] == c_win["output"] == req["windows"][0]["reference"]["tokens"], req["run_id"]
-        for key in ("tokens", "rounds", "time", "t_eos", "cleanup"):
-            assert p_win[key] == pytest.approx(c_win[key], abs=1e-9), (req["run_id"], key)
+    problems, cpp = two_runners.compare(tmp_path, reqs)
+    assert not problems, "\n".join(problems)
+    for req, lines in zip(reqs, cpp, strict=True):
+        (win,) = [x for x in lines if x["type"] == "window"]
+        assert win["output"] == req["windows"][0]["reference"]["tokens"], req["run_id"]
+    rounds = {r["run_id"]: [x for x in lines if x["type"] == "round"] for r, lines in zip(reqs, cpp, strict=True)}
+    # The rounds carry ids >= 2^32 in every token field, and the correction path ran: a rejected
+    # chain, then the correction processed in a plain step, then a chain anchored past it.
+    assert any(r["next_root"] is not None and r["next_root"] > 1 << 32 for r in rounds["int64-correction"])
+    reasons = [(r["outcome"], r["k1_reason"], len(r["chain"])) for r in rounds["int64-correction"]]
+    assert ("correction", None, 2) in reasons and any(k == "correction" for _, k, _ in reasons), reasons
+    after = reasons[[k for _, k, _ in reasons].index("correction") + 1]
+    assert after[1] is None and after[2] == 3, reasons  # the fallback anchor found the correction token
+    assert all(t > 1 << 32 for r in rounds["int64-correction"] for t in (r["root"], *r["chain"], *r["committed"]))
 
 
 def test_the_cpp_runner_refuses_the_ondemand_mode_as_protocol_md_says(tmp_path: Path) -> None:
@@ -168,3 +190,10 @@ def test_the_cpp_runner_refuses_the_ondemand_mode_as_protocol_md_says(tmp_path: 
     assert "'mode'" in answer["message"] and "ondemand" in answer["message"], answer["message"]
     doc = (REPO / "phone_runner/PROTOCOL.md").read_text()
     assert "the C++ runner does not yet and answers `bad_request` (field `mode`)" in doc
+    # The reason given names every MNN model the runner has, and what each reads (the Whisper
+    # export reads the host's log-mel features, so "no audio" is about raw audio only).
+    why = doc[doc.index("Why the C++ runner does not"):doc.index("## Output lines")]
+    models = REPO / "phone_runner/runner/src/models"
+    mnn = sorted(m for h in models.glob("mnn_*.hpp") for m in re.findall(r"class (\w+) : public Model", h.read_text()))
+    assert mnn and all(f"`{m}`" in why for m in mnn), (mnn, why)
+    assert "`Llm`" in why and "`features`" in why and "never sees audio" not in why

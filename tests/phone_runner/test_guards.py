@@ -86,10 +86,14 @@ def test_a_runner_stops_when_its_host_is_gone(tmp_path: Path, runner: str) -> No
                             stderr=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert proc.stdout is not None
     proc.stdout.readline()  # the header: the runner is running
+    # Both runners write the stream through a copy of stdout and point fd 1 at stderr (what an MNN
+    # build needs), so the failing write below is on a descriptor other than 1 and still is stdout's.
+    assert os.readlink(f"/proc/{proc.pid}/fd/1") == os.devnull
     proc.stdout.close()  # the host goes away
     assert proc.wait(timeout=60) == 1
     last = json.loads((tmp_path / "out.jsonl").read_text().splitlines()[-1])
     assert last["type"] == "error" and "stdout" in last["message"] and "write failed" in last["message"]
+    assert last["code"] == "internal" and last["window_id"] is None, last  # the stream failed, not a window
 
 
 def test_a_resume_with_another_build_of_the_same_runner_is_refused(loopback: LoopbackDevice, tmp_path: Path) -> None:

@@ -144,7 +144,7 @@ def producer_plan(window: Window, source: str | None, profile: DeviceProfile) ->
 def _one_plan(window: Window, source: str | None, profile: DeviceProfile) -> ProducerPlan:
     if source is None or source not in window.sources:
         raise ValueError(f"window {window.window_id!r} has no source {source!r} (has {sorted(window.sources)})")
-    return ProducerPlan.build(window.sources[source], profile.source(source), window.vocab_size)
+    return ProducerPlan.build(window.sources[source], pricing_for(profile).source(source), window.vocab_size)
 
 
 class _SerialClock:

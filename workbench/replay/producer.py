@@ -28,6 +28,31 @@ BOUNDARY_S = 1e-9  # float drift tolerated when deciding if an operation is in f
 
 
 @dataclass(frozen=True, slots=True)
+class SourcePrice:
+    """One candidate source's producer costs in seconds, as the clock adds them.
+
+    ``of(cost)`` converts a profile's milliseconds once (``x / 1000``); a phone runner builds one
+    straight from its request's seconds, so no price passes through a second unit."""
+
+    kind: str
+    op_s: float
+    publication_s: float
+    startup_s: float
+    concurrent_factor: float
+    batch_tokens: int | None
+    growth: SourceCost | None = None  # a profile's context growth (D.3), priced in its own unit
+
+    @classmethod
+    def of(cls, cost: SourceCost) -> SourcePrice:
+        return cls(cost.kind, cost.op_ms / 1000.0, cost.publication_ms / 1000.0, cost.startup_ms / 1000.0,
+                   cost.concurrent_factor, cost.batch_tokens, cost if cost.growth else None)
+
+    def op_at(self, position: int) -> float:
+        """One operation's idle cost (s) when it starts at ``position`` (``SourceCost.op_at``)."""
+        return self.op_s if self.growth is None else self.growth.op_at(position) / 1000.0
+
+
+@dataclass(frozen=True, slots=True)
 class ProducerPlan:
     source: str
     tokens: tuple[int, ...]
@@ -43,15 +68,17 @@ class ProducerPlan:
     total_work: float  # idle seconds of the whole stream
 
     @classmethod
-    def build(cls, track: SourceTrack, cost: SourceCost, vocab_size: int) -> ProducerPlan:
+    def build(cls, track: SourceTrack, cost: SourceCost | SourcePrice, vocab_size: int) -> ProducerPlan:
+        if isinstance(cost, SourceCost):
+            cost = SourcePrice.of(cost)
         ends: list[float] = []
         batch_work: list[float] = []
         batch_end: list[int] = []
-        w = cost.startup_ms / 1000.0
+        w = cost.startup_s
         ends.append(w)
         op_ms = track.op_ms
         measured = op_ms is not None
-        pub = 0.0 if measured else cost.publication_ms / 1000.0
+        pub = 0.0 if measured else cost.publication_s
         batch = cost.batch_tokens if cost.kind == "autoregressive" else None
         if track.publication == CUMULATIVE_PREFIX:
             # Spoken QA (D.1.2): the buffer receives cumulative observed prefixes with unchanged
@@ -62,7 +89,7 @@ class ProducerPlan:
         for i, n in enumerate(track.op_tokens):
             # growth with context (D.3): the producer's context is the operations it has run, whether or
             # not they released a token yet (a held-back word's tokens are made one operation each)
-            w += (op_ms[i] if op_ms is not None else cost.op_at(i)) / 1000.0
+            w += op_ms[i] / 1000.0 if op_ms is not None else cost.op_at(i)
             ends.append(w)
             produced += n
             pending += n
@@ -78,7 +105,7 @@ class ProducerPlan:
         # Measured times already contain the contention they ran under.
         factor = 1.0 if measured else cost.concurrent_factor
         plan = cls(track.source, track.tokens, track.confidences, tuple(ends), tuple(batch_work),
-                   tuple(batch_end), cost.startup_ms / 1000.0, factor, vocab_size, None, w)
+                   tuple(batch_end), cost.startup_s, factor, vocab_size, None, w)
         if factor == 1.0:
             buf = PublicationBuffer(track.source, f"{track.source}-producer", vocab_size)
             plan._publish_until(buf, 0, len(batch_work), lambda j: batch_work[j])

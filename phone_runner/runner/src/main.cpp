@@ -201,6 +201,8 @@ int run_request(const Request& r, LineWriter& out, bool& started) {
                 tokens += static_cast<int>(res.output.size());
                 time += res.time;
             }
+        } catch (const WriteFailure&) {
+            throw;  // not the window's failure: serve() must still know which stream broke
         } catch (ProtocolFailure& e) {
             if (!e.window_id) e.window_id = w.window_id;
             throw;
@@ -322,10 +324,10 @@ int main(int argc, char** argv) {
             return 2;
         }
     }
-#ifdef AS2D_WITH_MNN
-    // The JSONL stream keeps stdout to itself: whatever MNN prints there goes to stderr instead.
+    // The JSONL stream keeps stdout to itself: whatever a model library prints there (MNN announces
+    // the CPU's features) goes to stderr instead. Every build does this, not only MNN builds, so the
+    // reference build that the host tests run writes through the same copied descriptor as a phone.
     if (int copy = ::dup(1); copy >= 0 && ::dup2(2, 1) >= 0) protocol_fd = copy;
-#endif
     PidFile pid(pid_file);
     std::string path = batch.empty() ? request : batch;
     std::ifstream in(path);

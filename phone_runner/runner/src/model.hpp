@@ -8,7 +8,8 @@
 // * producer -- the target-decoupled producer: one operation at a time on its own history.
 //
 // Implementations: ReferenceModel (answers from a saved greedy reference, drafts and producer
-// trajectory: the replay premise) and MnnLlmModel (MNN's Llm C++ API; built with AS2D_WITH_MNN).
+// trajectory: the replay premise), and with AS2D_WITH_MNN MnnLlmModel (MNN's Llm C++ API on prompt
+// ids) and MnnWhisperModel (a Whisper export on the host's log-mel features).
 #pragma once
 
 #include <optional>

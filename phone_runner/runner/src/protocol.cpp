@@ -277,17 +277,17 @@ void LineWriter::write(const Json& line) {
     // mid-run leaves only whole lines behind, and a reader sees each line as soon as it exists.
     // Either failure ends the run: a host that stopped reading (broken pipe, unplugged phone) is gone,
     // and a file that cannot take a whole line (full disk) would keep a half line as its last.
-    write_all(protocol_fd, text, "stdout");
-    if (file_) write_all(fileno(file_), text, "output file");
+    write_all(protocol_fd, text, "stdout", true);
+    if (file_) write_all(fileno(file_), text, "output file", false);
 }
 
-void LineWriter::write_all(int fd, const std::string& text, const char* what) {
+void LineWriter::write_all(int fd, const std::string& text, const char* what, bool to_stdout) {
     size_t done = 0;
     while (done < text.size()) {
         ssize_t n = ::write(fd, text.data() + done, text.size() - done);
         if (n < 0) {
             if (errno == EINTR) continue;
-            throw WriteFailure(std::string(what) + ": write failed (" + std::strerror(errno) + ")", fd == 1);
+            throw WriteFailure(std::string(what) + ": write failed (" + std::strerror(errno) + ")", to_stdout);
         }
         done += static_cast<size_t>(n);
     }
@@ -295,6 +295,7 @@ void LineWriter::write_all(int fd, const std::string& text, const char* what) {
 
 namespace {
 Json opt_int(const std::optional<int>& v) { return v ? Json(*v) : Json(); }
+Json opt_token(const std::optional<Token>& v) { return v ? Json(*v) : Json(); }
 }  // namespace
 
 Json round_line(const std::string& window_id, int rep, const std::string& config, const RoundRecord& r) {
@@ -313,7 +314,7 @@ Json round_line(const std::string& window_id, int rep, const std::string& config
     o.set("accepted", r.accepted);
     o.set("committed", Json::ints(r.committed));
     o.set("outcome", r.outcome);
-    o.set("next_root", opt_int(r.next_root));
+    o.set("next_root", opt_token(r.next_root));
     o.set("cursor_before", opt_int(r.cursor_before));
     o.set("cursor_after", opt_int(r.cursor_after));
     o.set("work_forwards", r.work.forwards);

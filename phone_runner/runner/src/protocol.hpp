@@ -62,8 +62,9 @@ struct WriteFailure : std::runtime_error {
     bool to_stdout;
 };
 
-// The descriptor protocol lines go to: stdout, or a copy of it when a model library may print on
-// stdout itself (MNN announces the CPU's features there); fd 1 then points at stderr.
+// The descriptor protocol lines go to: a copy of stdout (main() makes it in every build, since a
+// model library may print on stdout itself: MNN announces the CPU's features there); fd 1 then
+// points at stderr. Its number is not 1, so a writer knows its stream by role, never by number.
 extern int protocol_fd;
 
 class LineWriter {
@@ -73,7 +74,9 @@ public:
     static Json start(const char* type);  // {"v": 1, "type": ...}
 
 private:
-    static void write_all(int fd, const std::string& text, const char* what);
+    // ``to_stdout``: this descriptor is the host's stream, which decides where a failure's error
+    // line may still go (PROTOCOL.md: a broken stdout leaves it in the output file only).
+    static void write_all(int fd, const std::string& text, const char* what, bool to_stdout);
     FILE* file_;
 };
 

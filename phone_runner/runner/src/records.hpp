@@ -55,7 +55,7 @@ struct RoundRecord {  // what one target call did; ``committed`` lists the token
     int accepted = 0;
     Tokens committed;
     std::string outcome;  // correction | bonus | eos | cap
-    std::optional<int> next_root;
+    std::optional<Token> next_root;
     std::optional<int> cursor_before;
     std::optional<int> cursor_after;
     DraftWork work;

@@ -21,7 +21,7 @@ struct ExactnessError : std::runtime_error {
 struct Verdict {
     int accepted = 0;            // chain tokens committed
     Tokens committed;            // accepted chain tokens, then the correction/bonus unless output ended
-    std::optional<int> next_root;  // none when the output ended (EOS or cap)
+    std::optional<Token> next_root;  // none when the output ended (EOS or cap)
     std::string outcome;         // correction | bonus | eos | cap
 };
 

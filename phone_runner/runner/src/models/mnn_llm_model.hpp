@@ -44,7 +44,7 @@ private:
     size_t history_ = 0;         // KV entries held, prompt included
     size_t verify_base_ = 0;     // history before the last verify
     Tokens kv_;                  // committed/draft tokens held after the prompt (drafter, producer)
-    int last_ = -1;              // producer: the next token to feed
+    Token last_ = -1;            // producer: the next token to feed
     Row first_{-1, 0.0};         // the prompt's greedy continuation, from prefill
     int produced_ = 0;
     bool producer_done_ = false;

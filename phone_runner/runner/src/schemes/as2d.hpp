@@ -39,7 +39,7 @@ private:
     ReadCursor cursor_;
     // Paper order: after a rejection the correction is processed in a plain step, and the
     // correction token stays on record for the next round's fallback search.
-    std::optional<std::pair<int, int>> correction_;  // (mismatch slot, correction token)
+    std::optional<std::pair<int, Token>> correction_;  // (mismatch slot, correction token)
     bool processing_ = false;                         // this round's root is a correction to process
 };
 
