@@ -40,13 +40,14 @@ def test_agreement_reports_per_window_errors(host_cfg, windows, tmp_path):  # no
     # Exactly 1.0 only if the width probe never ran: two measured calls never drift by the same float.
     # (With one ratio for every width, the anchored replay is the frozen one times it: test_drift.py.)
     assert row["width_shape"] != 1.0 and row["width_signed_error_pct"] is not None
-    # The profile anchors As²d too (its calibration ran As²d on the anchor window), so an As²d probe ran there
-    # and the verdict's As²d replay is the frozen one scaled by As²d's ratio; the target-only ratio's is kept.
+    # The verdict's anchored replay scales every width by one ratio: the frozen one times it.
+    frozen = 1 + row["frozen_signed_error_pct"] / 100
+    assert frozen == pytest.approx(row["tps_replay"] * row["drift_ratio"] / row["tps_native"])
+    # The profile anchors As²d too (its calibration ran As²d on the anchor window), so an As²d probe ran
+    # there, and As²d's replay scaled by its ratio is reported beside the verdict: the frozen one over it.
     assert row["drift_ratio_as2d"] > 0 and row["drift_ratio_as2d"] != row["drift_ratio"]
     assert summary["as2d_anchored"] is True and "As²d by its own probe" in verdict(summary)
-    frozen = 1 + row["frozen_signed_error_pct"] / 100
-    assert frozen == pytest.approx(row["tps_replay"] * row["drift_ratio_as2d"] / row["tps_native"])
-    assert 1 + row["to_anchor_signed_error_pct"] / 100 == pytest.approx(frozen / row["drift_ratio"])
+    assert 1 + row["as2d_anchor_signed_error_pct"] / 100 == pytest.approx(frozen / row["drift_ratio_as2d"])
     assert summary["width_mae_pct"] == pytest.approx(abs(row["width_signed_error_pct"]))
     assert (tmp_path / "agreement.parquet").exists() and (tmp_path / "host.yaml").exists()
 
@@ -83,9 +84,10 @@ def test_agreement_summary_by_hand():
     assert a["width_mae_pct"] is None and "own probe" not in verdict(a)
     assert a["as2d_anchored"] is False and "own probe x" not in verdict(a)
     own = summarize(drifted.with_columns(pl.Series("drift_ratio_as2d", [0.95, 1.05]),
-                                         pl.Series("to_anchor_signed_error_pct", [8.0, -2.0])), Profile())
-    assert own["as2d_drift_min"] == pytest.approx(0.95) and own["to_anchor_mae_pct"] == pytest.approx(5.0)
-    assert "As²d by its own probe x0.95-x1.05, by target-only's: MAE 5.00%" in verdict(own)
+                                         pl.Series("as2d_anchor_signed_error_pct", [8.0, -2.0])), Profile())
+    assert own["as2d_drift_min"] == pytest.approx(0.95) and own["as2d_anchor_mae_pct"] == pytest.approx(5.0)
+    assert own["mae_pct"] == a["mae_pct"]  # judged as before
+    assert "As²d by its own probe (x0.95-x1.05): MAE 5.00%" in verdict(own)
     shaped = summarize(drifted.with_columns(pl.Series("width_shape", [0.9, 0.95]),
                                             pl.Series("width_signed_error_pct", [3.0, -6.0])), Profile())
     assert shaped["width_mae_pct"] == pytest.approx(4.5) and shaped["within_goal"] is True  # judged as before

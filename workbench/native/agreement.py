@@ -12,9 +12,10 @@ pools tokens and time. Stage decompositions (D/V/O/H) of both sides show where a
 the profile's calibration window measures how much this machine's speed has moved since calibration;
 the frozen profile, scaled by the ratio of the median of the window's probes (``window_probes``), prices
 the window. With a profile that anchors As²d too (``anchor_as2d_ms``), an As²d run on that window follows
-each target-only probe, and As²d's replay is scaled by the median of those instead (``drift_ratio_as2d``;
-the target-only-anchored As²d error stays beside it, ``to_anchor_signed_error_pct``): a VM's two vCPUs
-need not drift alike, and As²d keeps both busy. Both errors are reported: ``frozen_*``
+each target-only probe, and As²d's replay scaled by the median of those is reported beside the verdict
+(``drift_ratio_as2d``, ``as2d_anchor_signed_error_pct``): a VM's two vCPUs need not drift alike and As²d
+keeps both busy, but one As²d run is noisier than one target-only run (README). Both errors are
+reported: ``frozen_*``
 (the paper's protocol as is) and the anchored one, which the goal judges when the profile has an
 anchor. On a VM whose speed drifts within minutes only the anchored one says whether the cost
 *model* is right; the frozen one mostly measures the drift.
@@ -68,7 +69,7 @@ from .windows import AudioWindow, demo_windows
 
 AGREEMENT_COLUMNS = ("window_id", "tokens", "tps_native", "tps_replay", "signed_error_pct", "abs_error_pct",
                      "time_native", "time_replay", "target_only_error_pct", "drift_ratio", "width_shape",
-                     "width_signed_error_pct", "drift_ratio_as2d", "to_anchor_signed_error_pct",
+                     "width_signed_error_pct", "drift_ratio_as2d", "as2d_anchor_signed_error_pct",
                      "frozen_signed_error_pct",
                      "frozen_target_only_error_pct", "matched", "rounds_native",
                      "rounds_replay", "reps", "noise_floor_pct", "target_only_noise_floor_pct",
@@ -125,10 +126,10 @@ def window_agreement(setup: HostSetup, profile: DeviceProfile, window_id: str, t
                      reference: Sequence[int] | None = None, as2d_probe_ms: float | None = None) -> dict[str, Any]:
     """The D.3 rule for one window: replay the median-latency native As²d run's own trajectory with the
     frozen profile (re-anchored by ``probe_ms`` when given, each width by its own drift when
-    ``probe_widths_ms`` is given too, ``replay/drift.py``; As²d by its own probe ``as2d_probe_ms`` when
-    given, target-only by ``probe_ms``); the target-only reference is the first run's output (all runs are
-    audited against it, and against ``reference``, the unplanned target's output, when given:
-    ``Episodes.references``)."""
+    ``probe_widths_ms`` is given too, and by As²d's own probe ``as2d_probe_ms`` when given, both reported
+    beside the verdict's error, ``replay/drift.py``); the target-only reference is the first run's output
+    (all runs are audited against it, and against ``reference``, the unplanned target's output, when
+    given: ``Episodes.references``)."""
     ref = target_only[0].output
     med = as2d[median_run(as2d)]
     source = profile_source(profile, "producer", {"producer": [setup.source]}) or setup.source
@@ -149,19 +150,18 @@ def window_agreement(setup: HostSetup, profile: DeviceProfile, window_id: str, t
     judged = profile
     ratio, shape_at, err, to_err, width_err = 1.0, 1.0, frozen_err, frozen_to, None
     a2_ratio: float | None = None
-    to_anchor_err: float | None = None
+    a2_err: float | None = None
     if probe_ms is not None:
         ratio = drift_ratio(profile, probe_ms)
         if probe_widths_ms and profile.anchor_widths_ms:  # reported beside the verdict's error, not in it
             shape = width_shape(profile, probe_widths_ms)
             shape_at = shape(max(profile.anchor_widths_ms))
             width_err = errors(scaled(profile, ratio, shape))[1]
+        if as2d_probe_ms is not None:  # reported beside the verdict's error, not in it (drift.py)
+            a2_ratio = as2d_drift_ratio(profile, as2d_probe_ms)
+            a2_err = errors(scaled(profile, a2_ratio))[1]
         judged = scaled(profile, ratio)
         res, err, to_err = errors(judged)
-        if as2d_probe_ms is not None:  # As²d judged by As²d's own drift, target-only by target-only's
-            a2_ratio, to_anchor_err = as2d_drift_ratio(profile, as2d_probe_ms), err
-            judged = scaled(profile, a2_ratio)
-            res, err, _ = errors(judged)
     terms = decompose(cast(Window, window), med, judged, source, setup.params("as2d"))  # errors() set it
     return {
         "window_id": window_id, "tokens": len(ref), "tps_native": nat, "tps_replay": res.tps,
@@ -169,7 +169,7 @@ def window_agreement(setup: HostSetup, profile: DeviceProfile, window_id: str, t
         "time_native": med.time, "time_replay": res.time,
         "target_only_error_pct": to_err, "drift_ratio": ratio, "width_shape": shape_at,
         "width_signed_error_pct": width_err, "drift_ratio_as2d": a2_ratio,
-        "to_anchor_signed_error_pct": to_anchor_err,
+        "as2d_anchor_signed_error_pct": a2_err,
         "frozen_signed_error_pct": frozen_err,
         "frozen_target_only_error_pct": frozen_to,
         "matched": all(r.output == ref for r in [*target_only, *as2d]) and (reference is None

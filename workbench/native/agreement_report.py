@@ -71,12 +71,12 @@ def summarize(frame: pl.DataFrame, profile: DeviceProfile) -> dict[str, Any]:
 
 
 def _as2d_anchor(frame: pl.DataFrame) -> dict[str, Any]:
-    """As²d's own drift range and, beside it, the MAE As²d would have under the target-only anchor."""
+    """As²d's own drift range and the MAE As²d's replay has when scaled by it (beside the verdict)."""
     if "drift_ratio_as2d" not in frame.columns or frame["drift_ratio_as2d"].null_count() == frame.height:
         return {"as2d_anchored": False}
     return {"as2d_anchored": True, "as2d_drift_min": float(frame["drift_ratio_as2d"].min()),
             "as2d_drift_max": float(frame["drift_ratio_as2d"].max()),
-            "to_anchor_mae_pct": float(frame["to_anchor_signed_error_pct"].abs().mean())}
+            "as2d_anchor_mae_pct": float(frame["as2d_anchor_signed_error_pct"].abs().mean())}
 
 
 def decomposition_lines(frame: pl.DataFrame) -> list[str]:
@@ -110,8 +110,8 @@ def verdict(summary: Mapping[str, Any]) -> str:
                       f"x{summary['width_shape_max']:.2f} of K1's): MAE {summary['width_mae_pct']:.2f}%")
         own = ""
         if summary.get("as2d_anchored"):
-            own = (f"; As²d by its own probe x{summary['as2d_drift_min']:.2f}-x{summary['as2d_drift_max']:.2f}, "
-                   f"by target-only's: MAE {summary['to_anchor_mae_pct']:.2f}%")
+            own = (f"; As²d by its own probe (x{summary['as2d_drift_min']:.2f}-x{summary['as2d_drift_max']:.2f}): "
+                   f"MAE {summary['as2d_anchor_mae_pct']:.2f}%")
         how = (f"drift-anchored (machine speed x{summary['drift_min']:.2f}-x{summary['drift_max']:.2f} of its "
                f"calibration{own}{widths}; frozen profile: MAE {summary['frozen_mae_pct']:.2f}%, target-only "
                f"{summary['frozen_target_only_mae_pct']:.2f}%)")

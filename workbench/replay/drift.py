@@ -21,8 +21,9 @@ in one agreement run and raised it in the next, so agreement reports it beside t
 producer). A VM's vCPUs need not drift alike, so a target-only probe can see a slowdown that As²d, run
 in the same minutes, does not. The profile therefore also keeps
 As²d's median native time per committed token on the anchor window (``anchor_as2d_ms``), the probe runs
-As²d there too, and an As²d replay is scaled by that ratio (``as2d_drift_ratio``), a target-only replay by
-the target-only one. Both ratios still come from the calibration window only.
+As²d there too, and agreement prices As²d by that ratio as well (``as2d_drift_ratio``). Like the width
+shape it is a diagnosis beside the verdict, not in it: one As²d run carries the producer's noise on top of
+the target's, and on this VM it raised the error in the run where it was first measured.
 """
 
 from __future__ import annotations
