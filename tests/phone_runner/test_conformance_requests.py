@@ -18,14 +18,14 @@ from typing import Any
 
 import pytest
 
-from phone_runner.protocol import ProtocolError, parse_request, validate_line
-from phone_runner.runner import runner_binary
+from phone_runner.protocol import ProtocolError, parse_request
 from workbench.replay.engine import ReplayConfig
 from workbench.replay.profile import DeviceProfile
 from workbench.replay.trajectory import SourceTrack, Window
 
 from . import two_runners
 from .test_conformance import Case, _tiny_profile, _window, pinned_cases, request
+from .two_runners import cpp_lines
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -86,17 +86,7 @@ MALFORMED: dict[str, Callable[[dict[str, Any]], None]] = {
 
 def _cpp(tmp: Path, reqs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The last line the C++ runner answers for each request (one process, --batch)."""
-    path = tmp / "reqs.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in reqs))
-    done = subprocess.run([str(runner_binary()), "--batch", str(path)], capture_output=True, text=True, timeout=120)
-    answers: list[list[dict[str, Any]]] = []
-    for i, text in enumerate(done.stdout.splitlines(), 1):
-        obj = validate_line(text, i, "as2d_runner --batch")
-        if obj["type"] == "header" or not answers or answers[-1][-1]["type"] in ("summary", "error"):
-            answers.append([])
-        answers[-1].append(obj)
-    assert len(answers) == len(reqs), done.stdout[-2000:]
-    return [a[-1] for a in answers]
+    return [answer[-1] for answer in cpp_lines(tmp, reqs)]
 
 
 def test_every_malformed_request_class_is_bad_request_in_both_runners(tmp_path: Path) -> None:

@@ -33,14 +33,15 @@ def python_lines(req: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def cpp_lines(tmp: Path, reqs: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
-    """The C++ runner's lines for each request (one process, ``--batch``)."""
+    """The C++ runner's lines for each request (one process, ``--batch``): an answer starts at a header,
+    or after a summary or error line (a malformed request is answered by its error line alone)."""
     path = tmp / "two_runners.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in reqs))
     done = subprocess.run([str(runner_binary()), "--batch", str(path)], capture_output=True, text=True, timeout=600)
     out: list[list[dict[str, Any]]] = []
     for i, text in enumerate(done.stdout.splitlines(), 1):
         obj = validate_line(text, i, "as2d_runner --batch")
-        if obj["type"] == "header":
+        if obj["type"] == "header" or not out or out[-1][-1]["type"] in ("summary", "error"):
             out.append([])
         out[-1].append(obj)
     assert len(out) == len(reqs), done.stdout[-2000:] + done.stderr[-2000:]
