@@ -219,13 +219,12 @@ def run_request(dev: adbutils.AdbDevice, request: dict[str, Any], *, runner: Seq
         raise failed(f"{source} line {n + 1}: {status} in the middle of a line {bytes(stream.buf)[:80]!r} "
                      f"(stderr: {_tail(stream)})", run, fix="see the runner's stderr above")
     if run.error is not None:
-        msg = run.error["message"]
-        fix = ("free space on the phone (`adb shell df /data/local/tmp`)" if "No space left" in msg else
-               "make /data/local/tmp/as2d writable on the phone" if "Read-only" in msg or "Permission" in msg else
-               "fix the request field it names" if run.error["code"] == "bad_request" else "")
-        raise failed(f"device {dev.serial}: runner error {run.error['code']}"
-                     f"{' in window ' + repr(run.error['window_id']) if run.error.get('window_id') else ''}: {msg}",
-                     run, fix=fix)
+        msg, code = run.error["message"], run.error["code"]
+        where = f" in window {run.error['window_id']!r}" if run.error.get("window_id") else ""
+        what = f"device {dev.serial}: runner error {code}{where}: {msg}"
+        if code == "exactness":  # a rerun repeats it: no "then rerun" after its fix
+            raise RunFailed(what, run, kept=kept(run), fix=EXACTNESS_FIX)
+        raise failed(what, run, fix=error_fix(code, msg))
     if run.summary is None:
         if v2 and stream.exit_code is not None:
             raise failed(f"device {dev.serial}: the runner exited with status {stream.exit_code} and no summary "
@@ -238,6 +237,28 @@ def run_request(dev: adbutils.AdbDevice, request: dict[str, Any], *, runner: Seq
         raise RunFailed(f"{source}: the pulled file disagrees with the streamed output", run)
     atomic_write_bytes(local_out, pulled.encode())
     return run, spans
+
+
+EXACTNESS_FIX = ("the runner's output left the target's greedy output (C.4): a runner or engine fault, not a "
+                 "setting, and a rerun repeats it; keep the raw lines for the report and run "
+                 "`pytest tests/phone_runner` against this runner build")
+
+
+def error_fix(code: str, message: str) -> str:
+    """What to change before a rerun, for a runner ``error`` line (PROTOCOL.md); "" when a plain rerun
+    is the fix (an ``internal`` fault with no cause the host recognizes)."""
+    if "No space left" in message:
+        return "free space on the phone (`adb shell df /data/local/tmp`)"
+    if "Read-only" in message or "Permission" in message:
+        return "make /data/local/tmp/as2d writable on the phone"
+    return {
+        "bad_request": "fix the request field it names",
+        "width_not_priced": ("price that width: calibrate this phone over it (experiment=calibrate_phone sweeps "
+                             "K1-K16), or choose a method.budget its device profile prices"),
+        "missing_file": "correct the path it names (phone.models.<role> is pushed as models/<folder>/)",
+        "unsupported_backend": ("choose a phone.engine.kind and model backend this runner supports (its message "
+                                "names the one it lacks)"),
+    }.get(code, "")
 
 
 def _tail(stream: _Stream) -> str:

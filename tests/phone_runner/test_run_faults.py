@@ -167,3 +167,18 @@ def test_a_runner_binary_gone_after_the_checks_fails_the_run_in_one_line(loopbac
                         "methods=[target_only]", "phone.engine.clock=virtual"))
     assert err.value.key == "phone.runner_binary" and "\n" not in str(err.value)
     assert [r.info.status for r in runs(tmp_path)] == ["FAILED"]
+
+
+@pytest.mark.parametrize(("code", "fix", "rerun"), [
+    ("width_not_priced", "price that width: calibrate this phone over it", True),
+    ("exactness", "the runner's output left the target's greedy output (C.4)", False),
+])
+def test_a_runner_error_says_what_to_change_before_a_rerun(loopback: LoopbackDevice, tmp_path: Path, code: str,
+                                                           fix: str, rerun: bool) -> None:
+    line = f'{{"v": 1, "type": "error", "code": "{code}", "message": "injected {code}", "window_id": "w0"}}'
+    fake = _fake_runner(loopback, tmp_path, "run", f"sys.stdout.write({line!r} + '\\n')", "os._exit(2)")
+    err = _failed_line(tmp_path, "native_phone", f"phone.python={fake}", "methods=[target_only]",
+                       "phone.engine.clock=virtual")
+    assert f"runner error {code} in window 'w0': injected {code}" in str(err)
+    assert err.fix.startswith(fix)
+    assert ("then rerun the same command to resume" in err.fix) is rerun  # a rerun repeats an exactness fault
