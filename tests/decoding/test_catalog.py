@@ -65,3 +65,20 @@ def test_replay_config_reads_back_its_settings_and_labels_itself():
     assert cfg == ReplayConfig("as2d", source="qwen", budget=5) and cfg != ReplayConfig("as2d", source="qwen")
     with pytest.raises(AttributeError, match="width"):
         _ = cfg.width
+
+
+def test_adaptive_without_hybrid_drafting_builds_and_decodes_with_no_drafter():
+    spec = scheme_spec("as2d_adaptive")
+    assert spec.uses_drafter() and not spec.uses_drafter(hybrid=False)
+    assert not scheme_spec("as2d").uses_drafter() and scheme_spec("sd").uses_drafter()
+    # a source that diverges once (a substitution at position 7), so the guess round is taken
+    stream = [*REF[:7], 63, *REF[8:]]
+    buf = PublicationBuffer.from_stream(stream, [0.0] * len(stream), [0.9] * len(stream))
+    flat = {k: 1.0 for k in range(1, 26)}
+    with pytest.raises(ValueError, match="needs a drafter"):
+        make_scheme("as2d_adaptive", max_output=64, eos_id=EOS, source=buf, costs=flat)
+    scheme = make_scheme("as2d_adaptive", max_output=64, eos_id=EOS, source=buf, costs=flat, hybrid=False, budget=5)
+    res = decode(scheme, ReferenceTarget(REF, EOS, V))
+    assert res.output == tuple(REF)  # C.4: the target's greedy output
+    after = [r for r in res.records if r.chain and r.root == REF[7]]  # the round that follows the rejection
+    assert after and after[0].chain[0] == REF[8]  # verified the correction plus the continuation after it

@@ -106,6 +106,11 @@ class HostSetup:
     def params(self, scheme: str) -> dict[str, Any]:
         return dict(self.settings[scheme])
 
+    def uses_drafter(self, scheme: str) -> bool:
+        """Whether ``scheme`` drafts with this setup's settings (``SchemeSpec.uses_drafter``): no
+        per-window drafter session is built for one that never calls it."""
+        return scheme_spec(scheme).uses_drafter(**self.settings.get(scheme, {}))
+
     def use_profile(self, profile: DeviceProfile | None) -> bool:
         """Run the target by the kernel plan of this machine's host ``profile`` (its verifier costs were
         measured under it, ``models.kernel_plan``); True when the target took a plan. A profile without
@@ -140,7 +145,7 @@ def run_scheme(host: NativeHost, setup: HostSetup, window: AudioWindow, scheme: 
     Target, serial drafter and producer are all prompted with the window's own instruction (a
     CoVoST 2 window translates, a Spoken SQuAD window answers its question), as in trace collection."""
     ask = window.instruction
-    drafter = setup.pair.new_drafter(window.audio, ask) if scheme_spec(scheme).needs_drafter else None
+    drafter = setup.pair.new_drafter(window.audio, ask) if setup.uses_drafter(scheme) else None
     costs = setup.costs if scheme_spec(scheme).needs_costs else None
     if scheme_spec(scheme).needs_costs and costs is None:
         raise ValueError(f"scheme {scheme!r} needs this machine's per-width costs: HostSetup.costs "

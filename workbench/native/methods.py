@@ -43,22 +43,29 @@ def online_cap(costs: RoundCosts) -> int:
 
 
 def online_methods(setup: HostSetup, costs: RoundCosts, prefix: str = "",
-                   fallbacks: Sequence[Fallback] = (), tag: str = "") -> list[Method]:
+                   fallbacks: Sequence[Fallback] = (), tag: str = "", guess: bool = True) -> list[Method]:
     """as2d_online priced by this machine's per-width ``costs`` (widths up to ``online_cap``) and, on two
     or more CPUs, the same with the producer's core joining once the producer has finished (``+cores``,
     ``driver.JoiningCores``), and that with each of ``fallbacks`` (``+cores+fallback:AFTER:BELOW``);
     method names start with ``prefix`` (the MNN bench's ``mnn/``); ``tag`` follows the source's name
-    (``@mnn``: the producer on another engine)."""
+    (``@mnn``: the producer on another engine). With ``guess``, each again with the substitution guess
+    after a rejection (``+guess``: as2d_adaptive with its one source and no drafter, i.e. the online
+    budget whose guessed chains keep their own acceptance estimate; docs/adaptive.md)."""
+    cap = online_cap(costs)
     online = dataclasses.replace(setup, costs=costs, settings={
-        **setup.settings, "as2d_online": scheme_settings("as2d_online", online_cap(costs))})
+        **setup.settings, "as2d_online": scheme_settings("as2d_online", cap),
+        "as2d_adaptive": scheme_settings("as2d_adaptive", cap, {"hybrid": False, "guess": True})})
     name = f"{prefix}as2d_online/{setup.source}{tag}"
-    ms = [Method(name, "native", online, 1, "as2d_online")]
-    if len(ALLOWED_CPUS) > 1:
-        joined = dataclasses.replace(online, widen=all_cores())
-        ms.append(Method(f"{name}+cores", "native", joined, 1, "as2d_online"))
-        for fb in dict.fromkeys(fallbacks):
-            rule = dataclasses.replace(joined, fallback=fb)
-            ms.append(Method(f"{name}+cores+{fb.name}", "native", rule, 1, "as2d_online"))
+    variants = [(name, "as2d_online")] + ([(f"{name}+guess", "as2d_adaptive")] if guess else [])
+    ms = []
+    for base, scheme in variants:
+        ms.append(Method(base, "native", online, 1, scheme))
+        if len(ALLOWED_CPUS) > 1:
+            joined = dataclasses.replace(online, widen=all_cores())
+            ms.append(Method(f"{base}+cores", "native", joined, 1, scheme))
+            for fb in dict.fromkeys(fallbacks):
+                rule = dataclasses.replace(joined, fallback=fb)
+                ms.append(Method(f"{base}+cores+{fb.name}", "native", rule, 1, scheme))
     return ms
 
 

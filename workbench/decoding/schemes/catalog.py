@@ -116,11 +116,16 @@ class SchemeSpec:
             return None
         return int(self.settings(**settings)[self.chain_setting])
 
+    def uses_drafter(self, **settings: Any) -> bool:
+        """Whether a build with ``settings`` calls a drafter: ``needs_drafter``, unless the settings turn
+        the drafting part off (as2d_adaptive's ``hybrid: false``: online budget and guess, one source)."""
+        return self.needs_drafter and self.settings(**settings).get("hybrid", True) is not False
+
     def build(self, *, max_output: int, eos_id: int | None, drafter: Drafter | None = None,
               source: CandidateSource | None = None, costs: RoundCosts | Mapping[int, float] | None = None,
               **settings: Any) -> Scheme:
         s = self.settings(**settings)
-        if self.needs_drafter and drafter is None:
+        if drafter is None and self.uses_drafter(**settings):
             raise ValueError(f"scheme {self.name!r} needs a drafter")
         if self.decoupled and source is None:
             raise ValueError(f"scheme {self.name!r} needs a candidate source (buffer)")
