@@ -16,7 +16,7 @@ RUN_COLUMNS = {"window_id", "split", "method", "rep", "tokens", "time", "tps", "
 
 def test_bench_runs_every_method_and_documents_its_frames(host_cfg, windows, tmp_path):  # noqa: F811
     profile = load_profile("host")  # any profile gives as2d_online per-width costs; the CLI uses this machine's
-    methods = default_methods(host_cfg, None, profile, batches=[1, 8, 1], fallbacks=[Fallback(12, 0.2)])
+    methods = default_methods(host_cfg, None, profile, batches=[1, 8, 1], fallbacks=[Fallback(12, 0.2)], guess=True)
     names = [m.name for m in methods]
     assert {"target_only@1t", "target_only@2t", "sd", "lookahead", "asp", "as2d/tiny-producer",
             "as2d_online/tiny-producer", "as2d/tiny-producer@batch1", "as2d/tiny-producer@batch8"} <= set(names)

@@ -68,13 +68,14 @@ def default_methods(model_cfg: dict[str, Any], same_vocab_cfg: dict[str, Any] | 
                     profile: DeviceProfile | None = None, batches: Sequence[int] = (),
                     kernels: Sequence[str] = (), hf: bool = True, budgets: Sequence[int] = (),
                     as2d_kernels: Sequence[str] | None = None, fallbacks: Sequence[Fallback] = (),
-                    mnn_producer: bool = False) -> list[Method]:
+                    mnn_producer: bool = False, guess: bool = False) -> list[Method]:
     """target-only (1 and 2 threads), HF assisted (same-vocab int8 base; cross-tokenizer tiny.en),
     SD, prefix lookahead and ASP with the serial drafter, As²d with each producer; with this machine's ``profile``
     also as2d_online (chain length per round from the machine's per-width costs, up to ``online_cap``)
     and, on two or more CPUs, the same with the producer's core joining the verifier once the producer
     has finished (``+cores``, ``driver.JoiningCores``), and that with each of ``fallbacks``
-    (``+cores+fallback:AFTER:BELOW``, ``driver.Fallback``); with ``mnn_producer``, fixed As²d and those
+    (``+cores+fallback:AFTER:BELOW``, ``driver.Fallback``), and with ``guess`` each of those with the
+    substitution guess (``+guess``); with ``mnn_producer``, fixed As²d and those
     again with the producer on MNN (``@mnn``, ``methods.producer_on_mnn``); for each of
     ``batches`` other than the configured one, also As²d publishing batches of that size (``@batchN``);
     for each of ``budgets`` other than the pair's b, also fixed As²d at that budget (``@bN``);
@@ -108,12 +109,12 @@ def default_methods(model_cfg: dict[str, Any], same_vocab_cfg: dict[str, Any] | 
            Method("asp", "native", main, 1, "asp"),
            Method(f"as2d/{main.source}", "native", main, 1, "as2d")]
     if main.costs is not None:
-        ms += online_methods(main, main.costs, fallbacks=fallbacks)
+        ms += online_methods(main, main.costs, fallbacks=fallbacks, guess=guess)
     if mnn_producer:
         on_mnn = producer_on_mnn(main, model_cfg.get("mnn") or {})
         ms.append(Method(f"as2d/{main.source}@mnn", "native", on_mnn, 1, "as2d"))
         if main.costs is not None:
-            ms += online_methods(on_mnn, main.costs, fallbacks=fallbacks, tag="@mnn")
+            ms += online_methods(on_mnn, main.costs, fallbacks=fallbacks, tag="@mnn", guess=guess)
     for b in dict.fromkeys(budgets):
         if b != main.budget:  # fixed As²d at another proposal budget (a dev-chosen setting)
             other = dataclasses.replace(main, settings={**main.settings, "as2d": scheme_settings("as2d", b)})
@@ -265,7 +266,7 @@ def _methods(args: Any, cfg: dict[str, Any], profile: DeviceProfile | None) -> t
     batches = [*args.batches, *([1] if args.single_token_batches else [])]
     methods = default_methods(cfg, alt, profile, batches, args.kernels, hf=args.hf, budgets=args.budgets,
                               as2d_kernels=args.as2d_kernels, fallbacks=[Fallback.parse(f) for f in args.fallbacks],
-                              mnn_producer=args.mnn_producer and _mnn_available())
+                              mnn_producer=args.mnn_producer and _mnn_available(), guess=args.guess)
     if args.mnn_baseline:  # best target-only is the best over engines too
         from .mnn_bench import mnn_target_only
 
@@ -338,6 +339,8 @@ def parser() -> Any:
                     help="also as2d_online+cores with these fallback rules AFTER:BELOW (driver.Fallback: stop the "
                          "producer when fewer than BELOW candidates per round were accepted in the first AFTER "
                          "rounds; choose on dev)")
+    ap.add_argument("--guess", action="store_true",
+                    help="also each as2d_online method with the substitution guess after a rejection (+guess)")
     ap.add_argument("--single-token-batches", action="store_true", help="same as --batches 1")
     ap.add_argument("--kernels", nargs="*", default=["plain", "packed"],
                     help="target-only also with the target's linears on these kernels (models.packed_linear)")

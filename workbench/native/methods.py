@@ -43,7 +43,7 @@ def online_cap(costs: RoundCosts) -> int:
 
 
 def online_methods(setup: HostSetup, costs: RoundCosts, prefix: str = "",
-                   fallbacks: Sequence[Fallback] = (), tag: str = "", guess: bool = True) -> list[Method]:
+                   fallbacks: Sequence[Fallback] = (), tag: str = "", guess: bool = False) -> list[Method]:
     """as2d_online priced by this machine's per-width ``costs`` (widths up to ``online_cap``) and, on two
     or more CPUs, the same with the producer's core joining once the producer has finished (``+cores``,
     ``driver.JoiningCores``), and that with each of ``fallbacks`` (``+cores+fallback:AFTER:BELOW``);
