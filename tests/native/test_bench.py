@@ -28,7 +28,7 @@ def test_bench_runs_every_method_and_documents_its_frames(host_cfg, windows, tmp
     guess = next(m for m in methods if m.name == "as2d_online/tiny-producer+guess")  # online budget + guess
     assert guess.scheme == "as2d_adaptive" and guess.setup.costs is online.setup.costs
     assert guess.setup.params("as2d_adaptive")["budget"] == online.setup.params("as2d_online")["budget"]
-    assert not guess.setup.uses_drafter("as2d_adaptive") and online.setup.uses_drafter("sd")  # no drafter session
+    assert not guess.setup.uses_drafter("as2d_adaptive") and online.setup.uses_drafter("sd")  # no per-window drafter
     overhead = profile.alignment_ms + profile.queue_ms
     assert online.setup.costs.running[4] == profile.verify_ms(4, True) + overhead  # the one builder, digit for digit
     assert online.setup.costs.idle[4] == profile.verify_ms(4, False) + overhead

@@ -108,7 +108,7 @@ class HostSetup:
 
     def uses_drafter(self, scheme: str) -> bool:
         """Whether ``scheme`` drafts with this setup's settings (``SchemeSpec.uses_drafter``): no
-        per-window drafter session is built for one that never calls it."""
+        per-window drafter is built for one that never calls it."""
         return scheme_spec(scheme).uses_drafter(**self.settings.get(scheme, {}))
 
     def use_profile(self, profile: DeviceProfile | None) -> bool:
