@@ -57,15 +57,12 @@ def online_methods(setup: HostSetup, costs: RoundCosts, prefix: str = "",
         "as2d_adaptive": scheme_settings("as2d_adaptive", cap, {"hybrid": False, "guess": True})})
     name = f"{prefix}as2d_online/{setup.source}{tag}"
     variants = [(name, "as2d_online")] + ([(f"{name}+guess", "as2d_adaptive")] if guess else [])
-    ms = []
-    for base, scheme in variants:
-        ms.append(Method(base, "native", online, 1, scheme))
-        if len(ALLOWED_CPUS) > 1:
-            joined = dataclasses.replace(online, widen=all_cores())
-            ms.append(Method(f"{base}+cores", "native", joined, 1, scheme))
-            for fb in dict.fromkeys(fallbacks):
-                rule = dataclasses.replace(joined, fallback=fb)
-                ms.append(Method(f"{base}+cores+{fb.name}", "native", rule, 1, scheme))
+    setups = [("", online)]
+    if len(ALLOWED_CPUS) > 1:
+        joined = dataclasses.replace(online, widen=all_cores())
+        setups += [("+cores", joined)] + [(f"+cores+{fb.name}", dataclasses.replace(joined, fallback=fb))
+                                          for fb in dict.fromkeys(fallbacks)]
+    ms = [Method(f"{base}{suffix}", "native", s, 1, scheme) for base, scheme in variants for suffix, s in setups]
     return ms
 
 

@@ -193,7 +193,7 @@ def run_request(host: NativeHost, setup: HostSetup, window: AudioWindow, scheme:
     pair's own prompt). Returns (result, timed target, joules read by ``meter`` or None)."""
     pair = setup.pair
     ask = {} if instruction is None else {"instruction": instruction}
-    drafter = pair.new_drafter(window.audio, **ask) if scheme_spec(scheme).needs_drafter else None
+    drafter = pair.new_drafter(window.audio, **ask) if setup.uses_drafter(scheme) else None
     target = RequestTarget(pair.new_target(window.audio, **ask))
     if prepare:
         target.prepare()

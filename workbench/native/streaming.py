@@ -217,14 +217,13 @@ def temperature_reader(roots: tuple[str, ...] = ("/sys/class/thermal", "/sys/cla
 def host_processor(setup: Any, host: Any, scheme: str = "as2d") -> Processor:
     """Process a block natively: fresh target on the context audio (encode = features, prefill =
     audio + instruction prefill), then ``scheme`` through EOS; target-only after a missed deadline."""
-    from workbench.decoding import scheme_spec
 
     from .ondemand import RequestTarget
 
     def process(block: Block, ctx: np.ndarray, may_draft: bool) -> Processed:
         name = scheme if may_draft else "target_only"
         t = time.perf_counter()
-        drafter = setup.pair.new_drafter(ctx) if scheme_spec(name).needs_drafter else None
+        drafter = setup.pair.new_drafter(ctx) if setup.uses_drafter(name) else None
         target = RequestTarget(setup.pair.new_target(ctx))
         encode_s = time.perf_counter() - t
         r = host.run(f"b{block.index:04d}", name, target, audio=ctx, max_output=setup.max_output, drafter=drafter,
