@@ -6,6 +6,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
+from tests.loopback_fixtures import adb_server, loopback  # noqa: F401  (fixtures: one adb server per session)
+
 settings.register_profile(
     "default",
     deadline=None,

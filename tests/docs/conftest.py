@@ -1,4 +1,3 @@
-"""The recipe tests reuse the dataset tests' piper clips and the phone tests' loopback phone."""
+"""The recipe tests reuse the dataset tests' piper clips (the loopback phone comes from tests/conftest.py)."""
 
 from tests.data.conftest import speech  # noqa: F401  (fixture)
-from tests.phone_runner.conftest import adb_server, loopback  # noqa: F401  (fixtures)

@@ -2,10 +2,15 @@
 
 The adb server is Debian's ``adb``; it runs on a private port so the tests never touch a server
 (or phones) the user has on 5037, and it is killed at the end of the session.
+
+They are registered once, by ``tests/conftest.py``: a session fixture imported into a second conftest
+is a second fixture, whose own server would repoint ``ANDROID_ADB_SERVER_PORT`` away from the phones
+the first one's tests connect.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,6 +33,8 @@ def adb_server() -> Iterator[int]:
 @pytest.fixture
 def loopback(adb_server: int, tmp_path: Path) -> Iterator[LoopbackDevice]:
     """A connected, authorized loopback phone; unplugged and forgotten afterwards."""
+    # the jobs under test find the server through the variable; it must name the server we connect to
+    assert os.environ.get("ANDROID_ADB_SERVER_PORT") == str(adb_server), "a second adb server fixture is active"
     dev = start_loopback(tmp_path / "phone", adb_server)
     try:
         yield dev
