@@ -128,3 +128,16 @@ def test_pairs_in_sync_without_outputs(name: str) -> None:
     for c in ipynb.cells:
         assert not c.get("outputs") and not c.get("execution_count"), f"{name}.ipynb has outputs; clear them"
     assert ipynb.metadata["kernelspec"]["name"] == "python3"  # opens with a kernel, no picker
+
+
+def test_a_notebook_run_leaves_nothing_in_the_temporary_folder(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernel's sockets and its connection file live in one temporary folder that is removed with
+    the kernel: a suite of notebook runs must not fill the system's temporary folder."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(6 * 7)")])
+    out = execute_notebook(nb, tmp_path, timeout=60)
+    assert out.cells[0].outputs[0]["text"].strip() == "42"
+    assert list(tmp_path.iterdir()) == []

@@ -120,3 +120,27 @@ def _target_only_and_as2d(reference, speculative):
                          load_audio(LIBRIVOX / "sense_and_sensibility_01_austen_64kb-0880.wav"))
     with NativeHost(speculative.producer, speculative.verifier) as host:
         return run_scheme(host, reference, window, "target_only"), run_scheme(host, speculative, window, "as2d")
+
+
+def test_the_mnn_bench_runs_torch_target_only_on_each_forced_kernel_and_thread_count(setup):
+    """The MNN bench's best target-only is over engines x kernels x threads: torch target-only with
+    every decoder linear forced onto each kernel, at one thread and at every allowed CPU, with no
+    producer process; the packed kernels' greedy output is the plain kernels'."""
+    from workbench.native.mnn_bench import torch_kernel_variants
+
+    cfg = load_model_config("whisper_base")
+    cfg["serial_drafter"] = None
+    methods = torch_kernel_variants(cfg, setup.verifier, ["plain", "packed", "packed"], cores=2)
+    assert [(m.name, m.threads) for m in methods] == [
+        ("target_only@1t/torch/plain", 1), ("target_only@2t/torch/plain", 2),
+        ("target_only@1t/torch/packed", 1), ("target_only@2t/torch/packed", 2)]
+    for m in methods:
+        kernel = m.name.rsplit("/", 1)[1]
+        assert m.setup.producer is None and m.scheme == "target_only"
+        switch = m.setup.pair.target.kernels  # plain: nn.Linear as loaded, no switch at all
+        assert (switch is None) if kernel == "plain" else {switch.kernel_for(r) for r in (1, 4, 16)} == {kernel}
+    window = AudioWindow("librivox-0880", ("0880",),
+                         load_audio(LIBRIVOX / "sense_and_sensibility_01_austen_64kb-0880.wav"))
+    with NativeHost(None, setup.verifier) as host:
+        plain, packed = (run_scheme(host, m.setup, window, "target_only").output for m in methods[1::2])
+    assert len(plain) > 5 and packed == plain

@@ -258,7 +258,7 @@ def _methods(args: Any, cfg: dict[str, Any], profile: DeviceProfile | None) -> t
         torch_cfg = {**cfg, "engine": "torch"}
         methods, mnn, torch_setup = mnn_methods(
             cfg, profile_costs(profile) if profile else None, fallbacks=[Fallback.parse(f) for f in args.fallbacks],
-            torch_profile=host_profile(torch_cfg, args.on_mismatch),
+            kernels=args.kernels, torch_profile=host_profile(torch_cfg, args.on_mismatch),
             same_vocab_cfg=load_model_config(args.same_vocab_model) if args.same_vocab_model else None)
         print("engine mnn: target_only@Nt is MNN target-only (the exactness reference), target_only@Nt/torch torch's")
         return methods, "mnn/as2d", (mnn, torch_setup)

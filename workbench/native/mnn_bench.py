@@ -4,7 +4,9 @@ One interleaved run on the bench windows through the native driver (producer in 
 
 * MNN target-only (the exactness reference of every MNN run: ``matched`` is judged against it),
 * torch target-only, ``target_only@1t/torch`` (its ``matched`` says whether torch greedy equals MNN
-  greedy on that window; it takes part in the best target-only like every other variant),
+  greedy on that window; it takes part in the best target-only like every other variant), by this
+  machine's kernel plan and on each forced linear kernel (``target_only@2t/torch/packed``): the plan
+  was fitted on the verifier's one thread, and at two threads another kernel can be the faster one,
 * MNN As²d with the pair's producer on MNN, MNN serial SD and ASP;
 
 then the per-width forward costs of both engines (step K=1 and verify K) and F.6: per window,
@@ -49,7 +51,7 @@ def mnn_target_only(model_cfg: dict[str, Any], suffix: str = "/mnn") -> list[Any
 
 
 def mnn_methods(model_cfg: dict[str, Any], costs: RoundCosts | None = None, *, torch_profile: Any = None,
-                fallbacks: Sequence[Fallback] = (),
+                fallbacks: Sequence[Fallback] = (), kernels: Sequence[str] = (),
                 same_vocab_cfg: dict[str, Any] | None = None) -> tuple[list[Any], Any, Any]:
     """(methods, MNN setup, torch setup) for ``run_bench``.
 
@@ -62,9 +64,10 @@ def mnn_methods(model_cfg: dict[str, Any], costs: RoundCosts | None = None, *, t
     ``fallbacks``: also ``+cores`` with each of these fallback rules (``driver.Fallback``), as on torch.
     ``torch_profile``: this machine's torch host profile; torch target-only then runs by its kernel
     plan (plain, packed or padded per width), so the best target-only is the best over engines *and*
-    kernels, not MNN against torch's plain kernels. ``same_vocab_cfg``: a second producer's
-    ``conf/model`` (the target's vocabulary, e.g. Whisper-base int8), also on MNN, as fixed As²d and
-    as2d_online: a producer choice made on dev like the others."""
+    kernels, not MNN against torch's plain kernels; ``kernels``: torch target-only also with every linear
+    on each of these (``models.packed_linear``), at one thread and at every allowed CPU.
+    ``same_vocab_cfg``: a second producer's ``conf/model`` (the target's vocabulary, e.g. Whisper-base
+    int8), also on MNN, as fixed As²d and as2d_online: a producer choice made on dev like the others."""
     from workbench.models.mnn.runtime import check_engine
     from workbench.models.pair import load_pair
     from workbench.native.episodes import host_setup
@@ -84,6 +87,7 @@ def mnn_methods(model_cfg: dict[str, Any], costs: RoundCosts | None = None, *, t
         methods.append(Method(f"target_only@{cores}t", "native", wide_setup, cores, "target_only"))
     methods += [Method("target_only@1t/torch", "native", torch_setup, 1, "target_only"),
                 Method(f"target_only@{cores}t/torch", "native", torch_setup, cores, "target_only"),
+                *torch_kernel_variants(model_cfg, mnn.verifier, kernels, cores),
                 Method(f"mnn/as2d/{mnn.source}", "native", mnn, 1, "as2d")]
     if costs is not None:
         if cores > 1:
@@ -98,6 +102,22 @@ def mnn_methods(model_cfg: dict[str, Any], costs: RoundCosts | None = None, *, t
     if mnn.serial_source is not None:
         methods += [Method("mnn/sd", "native", mnn, 1, "sd"), Method("mnn/asp", "native", mnn, 1, "asp")]
     return methods, mnn, torch_setup
+
+
+def torch_kernel_variants(model_cfg: dict[str, Any], verifier: Any, kernels: Sequence[str],
+                          cores: int) -> list[Any]:
+    """Torch target-only with every linear forced onto each of ``kernels``, on one thread and on ``cores``
+    (``target_only@Nt/torch/<kernel>``): entries of the best target-only over engines x kernels x threads."""
+    from workbench.models.pair import load_pair
+    from workbench.native.episodes import host_setup
+
+    methods = []
+    for k in dict.fromkeys(kernels):
+        cfg = {**model_cfg, "engine": "torch", "target": {**model_cfg["target"], "kernels": k}}
+        alone = replace(host_setup(load_pair(cfg, engine="torch"), verifier=verifier), producer=None)
+        methods += [Method(f"target_only@{n}t/torch/{k}", "native", alone, n, "target_only")
+                    for n in dict.fromkeys((1, cores))]
+    return methods
 
 
 def engine_costs(mnn: Any, torch_setup: Any, audio: Any, reps: int = 10, widths: Sequence[int] = (1, 4, 8),
@@ -142,4 +162,4 @@ def f6_agreement(mnn: Any, torch_setup: Any, windows: Sequence[Any]) -> pl.DataF
     return greedy_agreement(outs)
 
 
-__all__ = ["MNN_REF", "engine_costs", "f6_agreement", "mnn_methods", "mnn_target_only"]
+__all__ = ["MNN_REF", "engine_costs", "f6_agreement", "mnn_methods", "mnn_target_only", "torch_kernel_variants"]
