@@ -48,6 +48,10 @@ def test_agreement_reports_per_window_errors(host_cfg, windows, tmp_path):  # no
     assert row["drift_ratio_as2d"] > 0 and row["drift_ratio_as2d"] != row["drift_ratio"]
     assert summary["as2d_anchored"] is True and "As²d by its own probe" in verdict(summary)
     assert 1 + row["as2d_anchor_signed_error_pct"] / 100 == pytest.approx(frozen / row["drift_ratio_as2d"])
+    # That As²d probe also timed its producer (the profile anchors it: calibration's As²d runs published), so
+    # As²d is replayed with the producer by its own drift and the rest by the target-only one, beside the verdict.
+    assert row["drift_ratio_producer"] > 0 and row["producer_anchor_signed_error_pct"] is not None
+    assert summary["producer_anchored"] is True and "the producer by its own probe" in verdict(summary)
     assert summary["width_mae_pct"] == pytest.approx(abs(row["width_signed_error_pct"]))
     assert (tmp_path / "agreement.parquet").exists() and (tmp_path / "host.yaml").exists()
 
@@ -88,6 +92,15 @@ def test_agreement_summary_by_hand():
     assert own["as2d_drift_min"] == pytest.approx(0.95) and own["as2d_anchor_mae_pct"] == pytest.approx(5.0)
     assert own["mae_pct"] == a["mae_pct"]  # judged as before
     assert "As²d by its own probe (x0.95-x1.05): MAE 5.00%" in verdict(own)
+    assert own["producer_anchored"] is False and "the producer by its own probe" not in verdict(own)
+    # The producer by its own probe: replayed in 1/1.06 and 1/0.96 s against 1 s each, pooled 2 / 1.9851 - 1.
+    prod = summarize(drifted.with_columns(
+        pl.Series("drift_ratio_as2d", [0.95, 1.05]), pl.Series("as2d_anchor_signed_error_pct", [8.0, -2.0]),
+        pl.Series("drift_ratio_producer", [1.1, 1.2]), pl.Series("producer_anchor_signed_error_pct", [6.0, -4.0])),
+        Profile())
+    assert prod["producer_anchor_mae_pct"] == pytest.approx(5.0) and prod["mae_pct"] == a["mae_pct"]
+    assert prod["producer_anchor_pooled_pct"] == pytest.approx(100 * (2.0 / (1 / 1.06 + 1 / 0.96) - 1))
+    assert "the producer by its own probe (x1.10-x1.20): MAE 5.00%, pooled +0.75%" in verdict(prod)
     shaped = summarize(drifted.with_columns(pl.Series("width_shape", [0.9, 0.95]),
                                             pl.Series("width_signed_error_pct", [3.0, -6.0])), Profile())
     assert shaped["width_mae_pct"] == pytest.approx(4.5) and shaped["within_goal"] is True  # judged as before
@@ -155,7 +168,9 @@ def test_a_windows_drift_anchor_is_the_median_of_its_probes():
     ep = Episodes()
     ep.probes.update({("a", 0): 10.0, ("a", 1): 30.0, ("a", 2): 12.0, ("b", 0): 99.0})
     ep.width_probes.update({("a", 0): {1: 10.0, 4: 20.0}, ("a", 1): {1: 14.0, 4: 26.0}, ("a", 2): {1: 12.0, 4: 21.0}})
-    assert window_probes(ep, "a") == (12.0, {1: 12.0, 4: 21.0}, None)
+    assert window_probes(ep, "a") == (12.0, {1: 12.0, 4: 21.0}, None, None)
     ep.as2d_probes.update({("a", 0): 7.0, ("a", 1): 5.0, ("a", 2): 9.0, ("b", 0): 1.0})  # As²d's own, alike
-    assert window_probes(ep, "a") == (12.0, {1: 12.0, 4: 21.0}, 7.0)
-    assert window_probes(ep, "c") == (None, None, None)
+    assert window_probes(ep, "a") == (12.0, {1: 12.0, 4: 21.0}, 7.0, None)
+    ep.producer_probes.update({("a", 0): 8.5, ("a", 1): 8.0, ("a", 2): 9.5, ("b", 0): 2.0})  # its producer's
+    assert window_probes(ep, "a") == (12.0, {1: 12.0, 4: 21.0}, 7.0, 8.5)
+    assert window_probes(ep, "c") == (None, None, None, None)

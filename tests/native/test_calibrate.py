@@ -63,6 +63,10 @@ def test_calibration_writes_a_profile_replay_accepts_with_all_widths(host_cfg, w
     a2 = raw.filter((pl.col("kind") == "episode") & (pl.col("scheme") == "as2d"))  # As²d's own anchor, per token
     assert a2.height >= 1 and loaded.anchor_as2d_ms == pytest.approx(
         statistics.median((a2["ms"] / a2["tokens"]).to_list()), abs=1e-4)
+    pub = raw.filter((pl.col("kind") == "producer_token") & (pl.col("scheme") == "as2d") & (pl.col("tokens") >= 4)
+                     & (pl.col("window_id") == "calib"))  # the producer's own anchor, per published token
+    assert pub.height >= 1 and loaded.anchor_producer_ms == pytest.approx(statistics.median(pub["ms"].to_list()),
+                                                                          abs=1e-4)
     # A width the episodes called often is priced from those calls (R_LIVE; a window's first call left out,
     # the cold surcharge prices it), each moved along its width's slope to ref_tokens; the rest by the
     # sweep: beside the producer from As²d's calls, idle from target-only, SD and ASP calls.

@@ -8,7 +8,7 @@ import pytest
 import yaml
 from replay_fixtures import exact_window
 
-from workbench.replay.drift import as2d_drift_ratio, drift_ratio, scaled, width_shape
+from workbench.replay.drift import as2d_drift_ratio, drift_ratio, producer_drift_ratio, scaled, width_shape
 from workbench.replay.engine import replay
 from workbench.replay.profile import DEVICE_DIR, ProfileError, load_profile, parse_profile
 from workbench.replay.result import ReplayConfig
@@ -124,3 +124,32 @@ def test_as2d_drifts_by_its_own_probe_over_its_own_anchor():
         parse_profile(alone, file="as2d-alone.yaml")
     with pytest.raises(ProfileError, match="positive"):
         parse_profile({**raw, "anchor_as2d_ms": {"v": 0.0, "source": "test"}}, file="zero.yaml")
+
+
+def test_the_producer_drifts_by_its_own_probe_and_only_its_times_move():
+    """The producer's anchor is its interval per token beside the target on the anchor window: its ratio
+    scales the producer process's sources only; the verifier, the loop and the serial drafter (it runs
+    in the verifier's loop) keep the target-only ratio; a profile without it refuses."""
+    raw = yaml.safe_load((DEVICE_DIR / "host.yaml").read_text())
+    raw.update(anchor_ms={"v": 25.0, "source": "test"}, anchor_window="calib00",
+               anchor_producer_ms={"v": 8.0, "source": "test"})
+    p = parse_profile(raw, file="producer-anchored.yaml")
+    assert producer_drift_ratio(p, 9.2) == pytest.approx(1.15)
+    q = scaled(p, 0.9, source_ratio=1.15)
+    assert q.anchor_producer_ms == pytest.approx(9.2) and q.anchor_ms == pytest.approx(22.5)
+    assert q.verify_ms(4) == pytest.approx(0.9 * p.verify_ms(4)) and q.queue_ms == pytest.approx(0.9 * p.queue_ms)
+    for name, s in p.sources.items():
+        r = 0.9 if name == p.serial_drafter else 1.15
+        assert q.source(name).op_ms == pytest.approx(r * s.op_ms)
+        assert q.source(name).startup_ms == pytest.approx(r * s.startup_ms)
+        assert q.source(name).concurrent_factor == s.concurrent_factor
+    assert scaled(p, 0.9) == scaled(p, 0.9, source_ratio=0.9)
+    with pytest.raises(ValueError, match="source drift ratio"):
+        scaled(p, 0.9, source_ratio=float("nan"))
+    with pytest.raises(ValueError, match="positive"):
+        producer_drift_ratio(p, -1.0)
+    with pytest.raises(ValueError, match="no anchor_producer_ms; recalibrate"):
+        producer_drift_ratio(load_profile("host"), 9.0)
+    alone = {k: v for k, v in raw.items() if k not in ("anchor_ms", "anchor_window")}
+    with pytest.raises(ProfileError, match="anchor_producer_ms"):
+        parse_profile(alone, file="producer-alone.yaml")

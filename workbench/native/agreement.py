@@ -51,7 +51,7 @@ import polars as pl
 
 from workbench.io import atomic_write_json, atomic_write_parquet
 from workbench.metrics import overlap_decomposition
-from workbench.replay.drift import as2d_drift_ratio, drift_ratio, scaled, width_shape
+from workbench.replay.drift import as2d_drift_ratio, drift_ratio, producer_drift_ratio, scaled, width_shape
 from workbench.replay.engine import replay
 from workbench.replay.profile import DeviceProfile, load_profile
 from workbench.replay.result import STAGE_SCHEMA, ReplayConfig, ReplayResult
@@ -70,6 +70,7 @@ from .windows import AudioWindow, demo_windows
 AGREEMENT_COLUMNS = ("window_id", "tokens", "tps_native", "tps_replay", "signed_error_pct", "abs_error_pct",
                      "time_native", "time_replay", "target_only_error_pct", "drift_ratio", "width_shape",
                      "width_signed_error_pct", "drift_ratio_as2d", "as2d_anchor_signed_error_pct",
+                     "drift_ratio_producer", "producer_anchor_signed_error_pct",
                      "frozen_signed_error_pct",
                      "frozen_target_only_error_pct", "matched", "rounds_native",
                      "rounds_replay", "reps", "noise_floor_pct", "target_only_noise_floor_pct",
@@ -123,10 +124,12 @@ def median_run(runs: Sequence[NativeResult]) -> int:
 def window_agreement(setup: HostSetup, profile: DeviceProfile, window_id: str, target_only: Sequence[NativeResult],
                      as2d: Sequence[NativeResult], probe_ms: float | None = None,
                      probe_widths_ms: Mapping[int, float] | None = None,
-                     reference: Sequence[int] | None = None, as2d_probe_ms: float | None = None) -> dict[str, Any]:
+                     reference: Sequence[int] | None = None, as2d_probe_ms: float | None = None,
+                     producer_probe_ms: float | None = None) -> dict[str, Any]:
     """The D.3 rule for one window: replay the median-latency native As²d run's own trajectory with the
     frozen profile (re-anchored by ``probe_ms`` when given, each width by its own drift when
-    ``probe_widths_ms`` is given too, and by As²d's own probe ``as2d_probe_ms`` when given, both reported
+    ``probe_widths_ms`` is given too, by As²d's own probe ``as2d_probe_ms`` when given, and with the
+    producer's times by the producer's own probe ``producer_probe_ms`` when given, all reported
     beside the verdict's error, ``replay/drift.py``); the target-only reference is the first run's output
     (all runs are audited against it, and against ``reference``, the unplanned target's output, when
     given: ``Episodes.references``)."""
@@ -151,6 +154,8 @@ def window_agreement(setup: HostSetup, profile: DeviceProfile, window_id: str, t
     ratio, shape_at, err, to_err, width_err = 1.0, 1.0, frozen_err, frozen_to, None
     a2_ratio: float | None = None
     a2_err: float | None = None
+    p_ratio: float | None = None
+    p_err: float | None = None
     if probe_ms is not None:
         ratio = drift_ratio(profile, probe_ms)
         if probe_widths_ms and profile.anchor_widths_ms:  # reported beside the verdict's error, not in it
@@ -160,6 +165,9 @@ def window_agreement(setup: HostSetup, profile: DeviceProfile, window_id: str, t
         if as2d_probe_ms is not None:  # reported beside the verdict's error, not in it (drift.py)
             a2_ratio = as2d_drift_ratio(profile, as2d_probe_ms)
             a2_err = errors(scaled(profile, a2_ratio))[1]
+        if producer_probe_ms is not None and profile.anchor_producer_ms is not None:  # beside the verdict too
+            p_ratio = producer_drift_ratio(profile, producer_probe_ms)
+            p_err = errors(scaled(profile, ratio, source_ratio=p_ratio))[1]
         judged = scaled(profile, ratio)
         res, err, to_err = errors(judged)
     terms = decompose(cast(Window, window), med, judged, source, setup.params("as2d"))  # errors() set it
@@ -170,6 +178,7 @@ def window_agreement(setup: HostSetup, profile: DeviceProfile, window_id: str, t
         "target_only_error_pct": to_err, "drift_ratio": ratio, "width_shape": shape_at,
         "width_signed_error_pct": width_err, "drift_ratio_as2d": a2_ratio,
         "as2d_anchor_signed_error_pct": a2_err,
+        "drift_ratio_producer": p_ratio, "producer_anchor_signed_error_pct": p_err,
         "frozen_signed_error_pct": frozen_err,
         "frozen_target_only_error_pct": frozen_to,
         "matched": all(r.output == ref for r in [*target_only, *as2d]) and (reference is None
@@ -183,16 +192,18 @@ def window_agreement(setup: HostSetup, profile: DeviceProfile, window_id: str, t
     }
 
 
-def window_probes(ep: Episodes, window_id: str) -> tuple[float | None, dict[int, float] | None, float | None]:
-    """The window's drift anchor: the median of the probes taken before its repetitions (per width, and
-    As²d's). One probe is one run, as noisy as any other run on this machine; their median is the
-    machine's speed while the window was measured, from the calibration window only."""
-    probes = [v for (w, _), v in ep.probes.items() if w == window_id]
+def window_probes(ep: Episodes, window_id: str) -> tuple[float | None, dict[int, float] | None, float | None,
+                                                        float | None]:
+    """The window's drift anchor: the median of the probes taken before its repetitions (per width, As²d's,
+    and its producer's). One probe is one run, as noisy as any other run on this machine; their median is
+    the machine's speed while the window was measured, from the calibration window only."""
+    def median_of(probes: Mapping[tuple[str, int], float]) -> float | None:
+        xs = [v for (w, _), v in probes.items() if w == window_id]
+        return statistics.median(xs) if xs else None
+
     widths = [v for (w, _), v in ep.width_probes.items() if w == window_id]
-    a2 = [v for (w, _), v in ep.as2d_probes.items() if w == window_id]
     per_width = {k: statistics.median(p[k] for p in widths if k in p) for k in {k for p in widths for k in p}}
-    return ((statistics.median(probes) if probes else None), (per_width or None),
-            (statistics.median(a2) if a2 else None))
+    return median_of(ep.probes), (per_width or None), median_of(ep.as2d_probes), median_of(ep.producer_probes)
 
 
 def agreement_frame(ep: Episodes, setup: HostSetup, profile: DeviceProfile) -> pl.DataFrame:
@@ -202,8 +213,9 @@ def agreement_frame(ep: Episodes, setup: HostSetup, profile: DeviceProfile) -> p
     for wid in dict.fromkeys(w for w, _, _, _ in ep.results):
         to, a2 = ep.runs(wid, "target_only"), ep.runs(wid, "as2d")
         if to and a2:
-            probe, widths, a2_probe = window_probes(ep, wid)
-            rows.append(window_agreement(setup, profile, wid, to, a2, probe, widths, ep.references.get(wid), a2_probe))
+            probe, widths, a2_probe, p_probe = window_probes(ep, wid)
+            rows.append(window_agreement(setup, profile, wid, to, a2, probe, widths, ep.references.get(wid), a2_probe,
+                                         p_probe))
     return pl.DataFrame(rows, schema=list(AGREEMENT_COLUMNS) if not rows else None).select(AGREEMENT_COLUMNS)
 
 

@@ -76,7 +76,22 @@ def _as2d_anchor(frame: pl.DataFrame) -> dict[str, Any]:
         return {"as2d_anchored": False}
     return {"as2d_anchored": True, "as2d_drift_min": float(frame["drift_ratio_as2d"].min()),
             "as2d_drift_max": float(frame["drift_ratio_as2d"].max()),
-            "as2d_anchor_mae_pct": float(frame["as2d_anchor_signed_error_pct"].abs().mean())}
+            "as2d_anchor_mae_pct": float(frame["as2d_anchor_signed_error_pct"].abs().mean()),
+            **_producer_anchor(frame)}
+
+
+def _producer_anchor(frame: pl.DataFrame) -> dict[str, Any]:
+    """The producer's own drift range and the As²d MAE and pooled error with the producer's times scaled
+    by it and the rest by the target-only probe (beside the verdict, ``drift.producer_drift_ratio``)."""
+    col = "producer_anchor_signed_error_pct"
+    if col not in frame.columns or frame[col].null_count() == frame.height:
+        return {"producer_anchored": False}
+    rows = frame.filter(pl.col(col).is_not_null())
+    replay_s = (rows["time_native"] / (1 + rows[col] / 100)).sum()  # signed error = T_native / T_replay - 1
+    return {"producer_anchored": True, "producer_drift_min": float(rows["drift_ratio_producer"].min()),
+            "producer_drift_max": float(rows["drift_ratio_producer"].max()),
+            "producer_anchor_mae_pct": float(rows[col].abs().mean()),
+            "producer_anchor_pooled_pct": 100 * (rows["time_native"].sum() / replay_s - 1)}
 
 
 def decomposition_lines(frame: pl.DataFrame) -> list[str]:
@@ -112,6 +127,10 @@ def verdict(summary: Mapping[str, Any]) -> str:
         if summary.get("as2d_anchored"):
             own = (f"; As²d by its own probe (x{summary['as2d_drift_min']:.2f}-x{summary['as2d_drift_max']:.2f}): "
                    f"MAE {summary['as2d_anchor_mae_pct']:.2f}%")
+        if summary.get("producer_anchored"):
+            own += (f"; the producer by its own probe (x{summary['producer_drift_min']:.2f}-"
+                    f"x{summary['producer_drift_max']:.2f}): MAE {summary['producer_anchor_mae_pct']:.2f}%, "
+                    f"pooled {summary['producer_anchor_pooled_pct']:+.2f}%")
         how = (f"drift-anchored (machine speed x{summary['drift_min']:.2f}-x{summary['drift_max']:.2f} of its "
                f"calibration{own}{widths}; frozen profile: MAE {summary['frozen_mae_pct']:.2f}%, target-only "
                f"{summary['frozen_target_only_mae_pct']:.2f}%)")

@@ -189,6 +189,14 @@ def publication_rows(window_id: str, scheme: str, rep: int, times: Sequence[floa
     return rows
 
 
+def producer_token_ms(times: Sequence[float]) -> float | None:
+    """The producer's interval per published token in one run (``publication_rows``' ``producer_token``,
+    the statistic the profile's ``anchor_producer_ms`` is the calibration median of); None when it
+    published fewer than 4 tokens after its first publication."""
+    rows = [r for r in publication_rows("", "as2d", 0, times) if r["kind"] == "producer_token" and r["tokens"] >= 4]
+    return rows[0]["ms"] if rows else None
+
+
 @dataclass
 class Episodes:
     rows: list[dict[str, Any]] = field(default_factory=list)  # one "episode" row per measured run
@@ -198,6 +206,8 @@ class Episodes:
     probes: dict[tuple[str, int], float] = field(default_factory=dict)
     # (window, rep) -> ms per committed token of As²d on that window, run right after the target-only probe
     as2d_probes: dict[tuple[str, int], float] = field(default_factory=dict)
+    # (window, rep) -> the producer's interval per published token (ms) in that As²d probe run
+    producer_probes: dict[tuple[str, int], float] = field(default_factory=dict)
     # (window, rep) -> {width: median idle verify call (ms)} on that window at offset 0, just before that rep
     width_probes: dict[tuple[str, int], dict[int, float]] = field(default_factory=dict)
     # window -> the target's greedy output with no kernel plan (plain kernels, unpadded), where the target
@@ -248,7 +258,8 @@ def native_episodes(setup: HostSetup, windows: Sequence[AudioWindow], schemes: S
     ``probe``: the drift anchor's calibration window (``replay/drift.py``); one target-only run on it
     before each measured repetition says how fast this machine runs at that moment (``Episodes.probes``);
     with ``probe_widths``, idle verify calls of those widths on it too (``Episodes.width_probes``); with
-    ``probe_as2d``, one As²d run on it too (``Episodes.as2d_probes``, As²d's own drift anchor)."""
+    ``probe_as2d``, one As²d run on it too (``Episodes.as2d_probes``, As²d's own drift anchor, and its
+    producer's interval per token, ``Episodes.producer_probes``, the producer's CPU's own drift anchor)."""
     if host is None:
         with NativeHost(setup.producer, setup.verifier) as h:
             return native_episodes(setup, windows, schemes, reps, warmup, h, progress, probe, probe_widths,
@@ -274,6 +285,9 @@ def native_episodes(setup: HostSetup, windows: Sequence[AudioWindow], schemes: S
                         raise ExactnessError(f"As²d drift probe on {probe.window_id}: output differs from "
                                              "target-only's")
                     ep.as2d_probes[(w.window_id, rep)] = 1000 * a2.time / max(1, len(a2.output))
+                    per_token = producer_token_ms(a2.producer_times)
+                    if per_token is not None:
+                        ep.producer_probes[(w.window_id, rep)] = per_token
             for scheme in (schemes if rep % 2 == 0 else list(reversed(schemes))):
                 r = run_scheme(host, setup, w, scheme)
                 if rep < 0:
@@ -292,4 +306,5 @@ def native_episodes(setup: HostSetup, windows: Sequence[AudioWindow], schemes: S
 
 
 __all__ = ["HostSetup", "Episodes", "SAMPLE_SCHEMA", "as_calibrated", "default_placements", "host_setup",
-           "native_episodes", "publication_rows", "run_scheme", "sample", "scheme_settings", "unplanned_reference"]
+           "native_episodes", "producer_token_ms", "publication_rows", "run_scheme", "sample", "scheme_settings",
+           "unplanned_reference"]

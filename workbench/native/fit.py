@@ -312,8 +312,8 @@ def asp_part(f: Fit, sources: dict[str, Any], setup: HostSetup) -> dict[str, Any
 
 def anchor_part(f: Fit) -> dict[str, Any]:
     """The drift anchor: the median target-only round on the first calibration window, As²d's median time
-    per committed token there, and the idle calls at the probe widths on it at its first context (the runs
-    and calls the drift probe repeats, ``drift.py``)."""
+    per committed token there, its producer's median interval per published token, and the idle calls at
+    the probe widths on it at its first context (the runs and calls the drift probe repeats, ``drift.py``)."""
     to = f.target_only()
     if not to.height:
         return {}
@@ -326,6 +326,12 @@ def anchor_part(f: Fit) -> dict[str, Any]:
     if a2.height:
         out["anchor_as2d_ms"] = f.meas((a2["ms"] / a2["tokens"]).to_list(),
                                        "median As2d time per committed token on anchor_window (As2d drift anchor)")
+    pub = f.kind("producer_token").filter((pl.col("scheme") == "as2d") & (pl.col("window_id") == wid)
+                                          & (pl.col("tokens") >= 4))
+    if pub.height:
+        out["anchor_producer_ms"] = f.meas(pub["ms"].to_list(), "median producer interval per published token "
+                                                                "beside the target in As2d on anchor_window "
+                                                                "(producer drift anchor)")
     ver = f.kind("verify").filter(~pl.col("concurrent") & (pl.col("offset") == 0) & (pl.col("window_id") == wid))
     widths = {k: ver.filter(pl.col("width") == k)["ms"].to_list() for k in PROBE_WIDTHS}
     widths = {k: v for k, v in widths.items() if v}

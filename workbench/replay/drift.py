@@ -24,6 +24,12 @@ As²d's median native time per committed token on the anchor window (``anchor_as
 As²d there too, and agreement prices As²d by that ratio as well (``as2d_drift_ratio``). Like the width
 shape it is a diagnosis beside the verdict, not in it: one As²d run carries the producer's noise on top of
 the target's, and on this VM it raised the error in the run where it was first measured.
+
+**The producer's own anchor.** That As²d probe run also times the producer: its interval per published
+token beside the target (``anchor_producer_ms`` at calibration, the probe's run now). Their ratio
+(``producer_drift_ratio``) scales the producer's times only (``scaled(..., source_ratio=)``), and the
+target-only ratio everything else: each process is priced by the drift of the CPU it runs on. A
+diagnosis beside the verdict too, until it has held on a split it was not found on.
 """
 
 from __future__ import annotations
@@ -54,6 +60,17 @@ def as2d_drift_ratio(profile: DeviceProfile, probe_ms: float) -> float:
     if not (math.isfinite(probe_ms) and probe_ms > 0):
         raise ValueError(f"As²d drift probe must be a positive time in ms, got {probe_ms!r}")
     return probe_ms / profile.anchor_as2d_ms
+
+
+def producer_drift_ratio(profile: DeviceProfile, probe_ms: float) -> float:
+    """``probe_ms / anchor_producer_ms``: the producer's interval per token on the anchor window now over
+    at calibration (its own CPU's drift)."""
+    if profile.anchor_producer_ms is None:
+        raise ValueError(f"profile {profile.file}: no anchor_producer_ms; recalibrate it with "
+                         "workbench.native.calibrate to anchor the producer on its own probe")
+    if not (math.isfinite(probe_ms) and probe_ms > 0):
+        raise ValueError(f"producer drift probe must be a positive time in ms, got {probe_ms!r}")
+    return probe_ms / profile.anchor_producer_ms
 
 
 def width_shape(profile: DeviceProfile, probe_ms: Mapping[int, float]) -> Callable[[int], float]:
@@ -88,11 +105,16 @@ def _times(m, r: float, shape: Callable[[int], float] | None = None):
     return MappingProxyType({k: v * r * (shape(k) if shape else 1.0) for k, v in m.items()})
 
 
-def scaled(profile: DeviceProfile, ratio: float, shape: Callable[[int], float] | None = None) -> DeviceProfile:
+def scaled(profile: DeviceProfile, ratio: float, shape: Callable[[int], float] | None = None,
+           source_ratio: float | None = None) -> DeviceProfile:
     """Every time of ``profile`` times ``ratio``, and a verifier call of width K also times ``shape(K)``
-    (``width_shape``; ``None``: every width alike); ratios (coexistence factors) and counts unchanged."""
-    if not (math.isfinite(ratio) and ratio > 0):
-        raise ValueError(f"drift ratio must be a positive number, got {ratio!r}")
+    (``width_shape``; ``None``: every width alike); ratios (coexistence factors) and counts unchanged.
+    ``source_ratio``: the producer process's sources' times by this one instead (``producer_drift_ratio``);
+    the serial drafter keeps ``ratio``."""
+    src = ratio if source_ratio is None else source_ratio
+    for name, r in (("drift ratio", ratio), ("source drift ratio", src)):
+        if not (math.isfinite(r) and r > 0):
+            raise ValueError(f"{name} must be a positive number, got {r!r}")
     v = profile.verifier
     ctx = v.context
     if ctx is not None:
@@ -101,8 +123,10 @@ def scaled(profile: DeviceProfile, ratio: float, shape: Callable[[int], float] |
     verifier = replace(v, idle_ms=_times(v.idle_ms, ratio, shape),
                        concurrent_ms=_times(v.concurrent_ms, ratio, shape),
                        idle_sd_ms=_times(v.idle_sd_ms, ratio, shape), context=ctx)
-    sources = {n: replace(s, op_ms=s.op_ms * ratio, publication_ms=s.publication_ms * ratio,
-                          startup_ms=s.startup_ms * ratio) for n, s in profile.sources.items()}
+    # the serial drafter runs in the verifier's loop, on the verifier's CPU: it drifts with the target
+    per = {n: ratio if n == profile.serial_drafter else src for n in profile.sources}
+    sources = {n: replace(s, op_ms=s.op_ms * per[n], publication_ms=s.publication_ms * per[n],
+                          startup_ms=s.startup_ms * per[n]) for n, s in profile.sources.items()}
     asp = profile.asp
     if asp is not None:
         asp = replace(asp, paired_branch_ms=asp.paired_branch_ms * ratio, prob_row_ms=asp.prob_row_ms * ratio,
@@ -113,7 +137,9 @@ def scaled(profile: DeviceProfile, ratio: float, shape: Callable[[int], float] |
                    asp=asp, anchor_ms=None if profile.anchor_ms is None else profile.anchor_ms * ratio,
                    anchor_widths_ms=None if profile.anchor_widths_ms is None
                    else _times(profile.anchor_widths_ms, ratio, shape),
-                   anchor_as2d_ms=None if profile.anchor_as2d_ms is None else profile.anchor_as2d_ms * ratio)
+                   anchor_as2d_ms=None if profile.anchor_as2d_ms is None else profile.anchor_as2d_ms * ratio,
+                   anchor_producer_ms=None if profile.anchor_producer_ms is None
+                   else profile.anchor_producer_ms * src)
 
 
-__all__ = ["as2d_drift_ratio", "drift_ratio", "scaled", "width_shape"]
+__all__ = ["as2d_drift_ratio", "drift_ratio", "producer_drift_ratio", "scaled", "width_shape"]

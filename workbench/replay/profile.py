@@ -182,6 +182,10 @@ class DeviceProfile:
     # rest: the same probe run of As²d says how far the machine drifted for a run with both cores busy,
     # which a one-core target-only probe need not see (drift.py).
     anchor_as2d_ms: float | None = None
+    # Host profiles: the producer's median interval per published token (ms) beside the target in As²d's
+    # runs on that window, measured with the rest: the probe's As²d run says how far the producer's own
+    # CPU drifted, which on a VM moves apart from the target's (drift.py).
+    anchor_producer_ms: float | None = None
     # Host profiles: how a decoder forward of each width runs cheapest on this machine (kernel and padded
     # width, models.kernel_plan), fitted by its calibration; the verifier costs above were measured under it.
     kernel_plan: KernelPlan | None = None
@@ -334,7 +338,7 @@ _TOP_REQUIRED = {"schema", "name", "device", "rules", "target_step_ms", "loop_re
                  "queue_ms", "alignment_ms", "verifier", "sources", "serial_drafter"}
 # targets: another pair's cost block on this phone (replay/targets.py)
 _TOP_OPTIONAL = {"description", "asp", "machine", "metadata", "anchor_ms", "anchor_window", "anchor_widths_ms",
-                 "anchor_as2d_ms", "kernel_plan", "targets"}
+                 "anchor_as2d_ms", "anchor_producer_ms", "kernel_plan", "targets"}
 
 
 def parse_profile(raw: Any, file: str = "<memory>") -> DeviceProfile:
@@ -381,7 +385,8 @@ def parse_profile(raw: Any, file: str = "<memory>") -> DeviceProfile:
         anchor_ms=r.number(raw["anchor_ms"], "anchor_ms") if "anchor_ms" in raw else None,
         anchor_window=_anchor_window(r, raw),
         anchor_widths_ms=_anchor_widths(r, raw),
-        anchor_as2d_ms=_anchor_as2d(r, raw),
+        anchor_as2d_ms=_anchor_per_token(r, raw, "anchor_as2d_ms", "an As²d anchor"),
+        anchor_producer_ms=_anchor_per_token(r, raw, "anchor_producer_ms", "a producer anchor"),
         kernel_plan=_kernel_plan(r, raw.get("kernel_plan")),
     )
 
@@ -546,12 +551,12 @@ def _parse_growth(r: _Reader, node: Any, path: str) -> tuple[float, float]:
     return float(per["v"]), r.number(node["ref_tokens"], f"{path}.ref_tokens")
 
 
-def _anchor_as2d(r: _Reader, raw: Mapping[str, Any]) -> float | None:
-    if "anchor_as2d_ms" not in raw:
+def _anchor_per_token(r: _Reader, raw: Mapping[str, Any], key: str, what: str) -> float | None:
+    if key not in raw:
         return None
     if "anchor_ms" not in raw:
-        raise r.fail("anchor_as2d_ms", "an As²d anchor needs the drift anchor anchor_ms too (recalibrate)")
-    v = r.number(raw["anchor_as2d_ms"], "anchor_as2d_ms")
+        raise r.fail(key, f"{what} needs the drift anchor anchor_ms too (recalibrate)")
+    v = r.number(raw[key], key)
     if not v > 0:
-        raise r.fail("anchor_as2d_ms", f"expected a positive time per token in ms, got {v!r}")
+        raise r.fail(key, f"expected a positive time per token in ms, got {v!r}")
     return v
