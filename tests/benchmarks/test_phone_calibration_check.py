@@ -3,24 +3,14 @@ width outside the band is flagged. The measurement itself is never asserted here
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks/phone_calibration_check.py"
+from tests.benchmarks.scripts import script_module
 
 
 @pytest.fixture(scope="module")
 def check():
-    spec = importlib.util.spec_from_file_location("phone_calibration_check", SCRIPT)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses resolve their annotations through the module
-    spec.loader.exec_module(mod)
-    yield mod
-    sys.modules.pop(spec.name, None)
+    yield from script_module("phone_calibration_check")
 
 
 def test_rows_take_the_median_of_all_host_sweeps_and_flag_a_width_outside_the_band(check) -> None:

@@ -4,25 +4,16 @@ measurement itself is never asserted here (no timed assertions)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks/producer_drift.py"
+from tests.benchmarks.scripts import script_module
 
 
 @pytest.fixture(scope="module")
 def drift():
-    spec = importlib.util.spec_from_file_location("producer_drift", SCRIPT)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    yield mod
-    sys.modules.pop(spec.name, None)
+    yield from script_module("producer_drift")
 
 
 def test_intervals_carry_the_running_width_and_stop_at_target_eos(drift):

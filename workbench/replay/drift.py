@@ -52,25 +52,28 @@ def drift_ratio(profile: DeviceProfile, probe_ms: float) -> float:
     return probe_ms / profile.anchor_ms
 
 
+def _ratio(profile: DeviceProfile, field: str, probe_ms: float, purpose: str, probe: str) -> float:
+    """``probe_ms`` over the profile's anchor ``field``, with one line naming the fix when either is missing."""
+    anchor = getattr(profile, field)
+    if anchor is None:
+        raise ValueError(f"profile {profile.file}: no {field}; recalibrate it with workbench.native.calibrate "
+                         f"to {purpose}")
+    if not (math.isfinite(probe_ms) and probe_ms > 0):
+        raise ValueError(f"{probe} must be a positive time in ms, got {probe_ms!r}")
+    return probe_ms / anchor
+
+
 def as2d_drift_ratio(profile: DeviceProfile, probe_ms: float) -> float:
     """``probe_ms / anchor_as2d_ms``: As²d's time per token on the anchor window now over at calibration."""
-    if profile.anchor_as2d_ms is None:
-        raise ValueError(f"profile {profile.file}: no anchor_as2d_ms; recalibrate it with workbench.native.calibrate "
-                         "to anchor As²d's replay on As²d's own probe")
-    if not (math.isfinite(probe_ms) and probe_ms > 0):
-        raise ValueError(f"As²d drift probe must be a positive time in ms, got {probe_ms!r}")
-    return probe_ms / profile.anchor_as2d_ms
+    return _ratio(profile, "anchor_as2d_ms", probe_ms, "anchor As²d's replay on As²d's own probe",
+                  "As²d drift probe")
 
 
 def producer_drift_ratio(profile: DeviceProfile, probe_ms: float) -> float:
     """``probe_ms / anchor_producer_ms``: the producer's interval per token on the anchor window now over
     at calibration (its own CPU's drift)."""
-    if profile.anchor_producer_ms is None:
-        raise ValueError(f"profile {profile.file}: no anchor_producer_ms; recalibrate it with "
-                         "workbench.native.calibrate to anchor the producer on its own probe")
-    if not (math.isfinite(probe_ms) and probe_ms > 0):
-        raise ValueError(f"producer drift probe must be a positive time in ms, got {probe_ms!r}")
-    return probe_ms / profile.anchor_producer_ms
+    return _ratio(profile, "anchor_producer_ms", probe_ms, "anchor the producer on its own probe",
+                  "producer drift probe")
 
 
 def width_shape(profile: DeviceProfile, probe_ms: Mapping[int, float]) -> Callable[[int], float]:
