@@ -22,7 +22,7 @@ from workbench.replay.profile import DeviceProfile
 
 from .driver import Fallback, NativeHost, NativeResult
 from .producer import ALLOWED_CPUS, Placement, ProducerSpec
-from .samples import SAMPLE_SCHEMA, sample
+from .samples import MIN_PER_TOKEN, SAMPLE_SCHEMA, sample
 from .sweep import width_probe
 from .windows import AudioWindow
 
@@ -192,8 +192,9 @@ def publication_rows(window_id: str, scheme: str, rep: int, times: Sequence[floa
 def producer_token_ms(times: Sequence[float]) -> float | None:
     """The producer's interval per published token in one run (``publication_rows``' ``producer_token``,
     the statistic the profile's ``anchor_producer_ms`` is the calibration median of); None when it
-    published fewer than 4 tokens after its first publication."""
-    rows = [r for r in publication_rows("", "as2d", 0, times) if r["kind"] == "producer_token" and r["tokens"] >= 4]
+    published fewer than ``MIN_PER_TOKEN`` tokens after its first publication."""
+    rows = [r for r in publication_rows("", "as2d", 0, times) if r["kind"] == "producer_token"
+            and r["tokens"] >= MIN_PER_TOKEN]
     return rows[0]["ms"] if rows else None
 
 

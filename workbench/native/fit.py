@@ -22,6 +22,7 @@ from workbench.replay.profile import SCHEMA
 from .context import context_fit
 from .episodes import HostSetup
 from .machine import cpu_model, engine_label, machine_fingerprint
+from .samples import MIN_PER_TOKEN
 from .sweep import PROBE_WIDTHS
 
 LIVE_MIN_CALLS = 5  # fewer native calls at a width than this: the sweep prices it
@@ -242,7 +243,7 @@ def _coexistence(f: Fit, op_idle: float, per_tok_conc: list[float],
                  curve: PublicationCurve | None = None) -> dict[str, Any]:
     """The producer's per-token interval in the native As²d episodes over its idle per-token time (R_LIVE):
     the synthetic load (a width sweep beside back-to-back passes) stresses the cores differently."""
-    live = f.kind("producer_token").filter(pl.col("tokens") >= 4)["ms"].to_list()
+    live = f.kind("producer_token").filter(pl.col("tokens") >= MIN_PER_TOKEN)["ms"].to_list()
     if curve is not None:
         return {"v": round(curve.at(curve.ref) / op_idle, 4),
                 "source": f"fitted on host {f.date}, n={curve.n} native As2d publication intervals, their line at "
@@ -259,7 +260,7 @@ def _coexistence(f: Fit, op_idle: float, per_tok_conc: list[float],
 def producer_part(f: Fit, setup: HostSetup, has_conf: bool) -> dict[str, Any]:
     """``sources:``: the producer (idle per-token service, coexistence, startup, publication) and the
     serial drafter (its draft forward inside the verifier's loop)."""
-    per_tok = f.kind("producer_pass").filter(pl.col("tokens") >= 4).with_columns(
+    per_tok = f.kind("producer_pass").filter(pl.col("tokens") >= MIN_PER_TOKEN).with_columns(
         (pl.col("ms") / pl.col("tokens")).alias("per_token"))
     idle = per_tok.filter(~pl.col("concurrent"))["per_token"].to_list()
     curve = publication_curve(f.raw)
@@ -327,7 +328,7 @@ def anchor_part(f: Fit) -> dict[str, Any]:
         out["anchor_as2d_ms"] = f.meas((a2["ms"] / a2["tokens"]).to_list(),
                                        "median As2d time per committed token on anchor_window (As2d drift anchor)")
     pub = f.kind("producer_token").filter((pl.col("scheme") == "as2d") & (pl.col("window_id") == wid)
-                                          & (pl.col("tokens") >= 4))
+                                          & (pl.col("tokens") >= MIN_PER_TOKEN))
     if pub.height:
         out["anchor_producer_ms"] = f.meas(pub["ms"].to_list(), "median producer interval per published token "
                                                                 "beside the target in As2d on anchor_window "

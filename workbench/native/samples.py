@@ -14,6 +14,9 @@ import polars as pl
 SAMPLE_SCHEMA = {"window_id": pl.Utf8, "kind": pl.Utf8, "scheme": pl.Utf8, "width": pl.Int64,
                  "concurrent": pl.Boolean, "offset": pl.Int64, "rep": pl.Int64, "ms": pl.Float64,
                  "tokens": pl.Int64, "rounds": pl.Int64, "kernel": pl.Utf8}
+# A per-token time (``producer_token``, ``producer_pass``) is read only from a sample over at least this
+# many tokens: fewer are dominated by one interval's noise. Calibration's fits and the drift probe share it.
+MIN_PER_TOKEN = 4
 
 
 def sample(kind: str, window_id: str | None, **values: Any) -> dict[str, Any]:
@@ -23,4 +26,4 @@ def sample(kind: str, window_id: str | None, **values: Any) -> dict[str, Any]:
     return row
 
 
-__all__ = ["SAMPLE_SCHEMA", "sample"]
+__all__ = ["MIN_PER_TOKEN", "SAMPLE_SCHEMA", "sample"]
