@@ -40,18 +40,19 @@ def test_agreement_reports_per_window_errors(host_cfg, windows, tmp_path):  # no
     # Exactly 1.0 only if the width probe never ran: two measured calls never drift by the same float.
     # (With one ratio for every width, the anchored replay is the frozen one times it: test_drift.py.)
     assert row["width_shape"] != 1.0 and row["width_signed_error_pct"] is not None
-    # The verdict's anchored replay scales every width by one ratio: the frozen one times it.
+    # With one ratio for both processes, the anchored replay is the frozen one times it (reported beside).
     frozen = 1 + row["frozen_signed_error_pct"] / 100
-    assert frozen == pytest.approx(row["tps_replay"] * row["drift_ratio"] / row["tps_native"])
+    assert frozen == pytest.approx((1 + row["one_ratio_signed_error_pct"] / 100) * row["drift_ratio"])
     # The profile anchors As²d too (its calibration ran As²d on the anchor window), so an As²d probe ran
     # there, and As²d's replay scaled by its ratio is reported beside the verdict: the frozen one over it.
     assert row["drift_ratio_as2d"] > 0 and row["drift_ratio_as2d"] != row["drift_ratio"]
     assert summary["as2d_anchored"] is True and "As²d by its own probe" in verdict(summary)
     assert 1 + row["as2d_anchor_signed_error_pct"] / 100 == pytest.approx(frozen / row["drift_ratio_as2d"])
     # That As²d probe also timed its producer (the profile anchors it: calibration's As²d runs published), so
-    # As²d is replayed with the producer by its own drift and the rest by the target-only one, beside the verdict.
-    assert row["drift_ratio_producer"] > 0 and row["producer_anchor_signed_error_pct"] is not None
-    assert summary["producer_anchored"] is True and "the producer by its own probe" in verdict(summary)
+    # the verdict replays the producer by its own core's drift and the rest by the target-only one.
+    assert row["drift_ratio_producer"] > 0 and row["drift_ratio_producer"] != row["drift_ratio"]
+    assert row["producer_anchor_signed_error_pct"] == row["signed_error_pct"] != row["one_ratio_signed_error_pct"]
+    assert summary["producer_anchored"] is True and "one ratio for both processes" in verdict(summary)
     assert summary["width_mae_pct"] == pytest.approx(abs(row["width_signed_error_pct"]))
     assert (tmp_path / "agreement.parquet").exists() and (tmp_path / "host.yaml").exists()
 
@@ -84,7 +85,7 @@ def test_agreement_summary_by_hand():
     a = summarize(drifted, Profile())
     assert a["anchored"] is True and a["frozen_mae_pct"] == pytest.approx(22.5) and a["within_goal"] is True
     assert a["drift_min"] == pytest.approx(0.9) and a["drift_max"] == pytest.approx(1.1)
-    assert "drift-anchored (machine speed x0.90-x1.10" in verdict(a) and "frozen profile: MAE 22.50%" in verdict(a)
+    assert "drift-anchored (the target's core x0.90-x1.10" in verdict(a) and "frozen profile: MAE 22.50%" in verdict(a)
     assert a["width_mae_pct"] is None and "own probe" not in verdict(a)
     assert a["as2d_anchored"] is False and "own probe x" not in verdict(a)
     own = summarize(drifted.with_columns(pl.Series("drift_ratio_as2d", [0.95, 1.05]),
@@ -92,15 +93,16 @@ def test_agreement_summary_by_hand():
     assert own["as2d_drift_min"] == pytest.approx(0.95) and own["as2d_anchor_mae_pct"] == pytest.approx(5.0)
     assert own["mae_pct"] == a["mae_pct"]  # judged as before
     assert "As²d by its own probe (x0.95-x1.05): MAE 5.00%" in verdict(own)
-    assert own["producer_anchored"] is False and "the producer by its own probe" not in verdict(own)
-    # The producer by its own probe: replayed in 1/1.06 and 1/0.96 s against 1 s each, pooled 2 / 1.9851 - 1.
+    assert own["producer_anchored"] is False and "one ratio for both" not in verdict(own)
+    # The producer by its own core's probe is judged; one ratio for both, replayed in 1/1.06 and 1/0.96 s
+    # against 1 s each, is reported beside: pooled 2 / 1.9851 - 1.
     prod = summarize(drifted.with_columns(
-        pl.Series("drift_ratio_as2d", [0.95, 1.05]), pl.Series("as2d_anchor_signed_error_pct", [8.0, -2.0]),
-        pl.Series("drift_ratio_producer", [1.1, 1.2]), pl.Series("producer_anchor_signed_error_pct", [6.0, -4.0])),
+        pl.Series("drift_ratio_producer", [1.1, 1.2]), pl.Series("one_ratio_signed_error_pct", [6.0, -4.0])),
         Profile())
-    assert prod["producer_anchor_mae_pct"] == pytest.approx(5.0) and prod["mae_pct"] == a["mae_pct"]
-    assert prod["producer_anchor_pooled_pct"] == pytest.approx(100 * (2.0 / (1 / 1.06 + 1 / 0.96) - 1))
-    assert "the producer by its own probe (x1.10-x1.20): MAE 5.00%, pooled +0.75%" in verdict(prod)
+    assert prod["one_ratio_mae_pct"] == pytest.approx(5.0) and prod["mae_pct"] == a["mae_pct"]
+    assert prod["one_ratio_pooled_pct"] == pytest.approx(100 * (2.0 / (1 / 1.06 + 1 / 0.96) - 1))
+    assert ("the producer's core x1.10-x1.20; one ratio for both processes: MAE 5.00%, pooled +0.75%"
+            in verdict(prod))
     shaped = summarize(drifted.with_columns(pl.Series("width_shape", [0.9, 0.95]),
                                             pl.Series("width_signed_error_pct", [3.0, -6.0])), Profile())
     assert shaped["width_mae_pct"] == pytest.approx(4.5) and shaped["within_goal"] is True  # judged as before

@@ -6,9 +6,11 @@ import polars as pl
 import pytest
 import yaml
 
+from workbench.decoding.records import RoundRecord
 from workbench.native.context import context_fit, round_times, within_run_slope
-from workbench.native.episodes import SAMPLE_SCHEMA, sample
-from workbench.native.fit import live_widths, with_positions
+from workbench.native.driver import NativeResult
+from workbench.native.episodes import SAMPLE_SCHEMA, Episodes, sample
+from workbench.native.fit import beside_producer, live_widths, with_positions
 from workbench.replay.engine import replay
 from workbench.replay.profile import DEVICE_DIR, ProfileError, parse_profile
 from workbench.replay.result import ReplayConfig
@@ -121,3 +123,37 @@ def test_live_width_prices_are_moved_to_the_reference_context():
     assert moved["v"] == pytest.approx(a + s * ref, abs=1e-3) and "moved to 40" in moved["source"]
     plain = live_widths(rounds, {1: [99.0]}, "today", "calls")[1]
     assert plain["v"] == pytest.approx(a + s * 11.5, abs=1e-3)  # the median position of rounds 1..20
+
+
+def _as2d_run(producer_finish: float, beside_ms: float, alone_ms: float, calls: int = 12) -> NativeResult:
+    """As²d calls of width 2, each costing ``beside_ms`` while it starts before ``producer_finish`` (s) and
+    ``alone_ms`` after it."""
+    records, t = [], 0.0
+    for i in range(calls):
+        cost = (beside_ms if t < producer_finish else alone_ms) / 1000
+        rec = RoundRecord(i, "as2d", 2, 10 + 2 * i, (11 + 2 * i,), (0,), None, 1, 1, (10 + 2 * i, 11 + 2 * i),
+                          "bonus", None, None, None)
+        records.append(rec.timed(t, t, t + cost))
+        t += cost
+    out = tuple(tok for r in records for tok in r.committed)
+    return NativeResult("w", "as2d", out, tuple(records), (), t, t, producer_tokens=out,
+                        producer_times=tuple(0.0 for _ in out), producer_finish=producer_finish)
+
+
+def test_the_price_beside_the_producer_takes_only_the_calls_that_started_while_it_ran():
+    """Once the producer stops, As²d's calls run alone and replay prices them idle: the live price of a
+    width beside the producer is the calls that started before its finish (30 ms), not their mix with
+    the later idle ones (20 ms), and the flag follows replay's rule (a call starting after the finish is idle)."""
+    ep = Episodes()
+    for rep in range(2):
+        ep.results.append(("w", "as2d", rep, _as2d_run(0.175, 30.0, 20.0)))
+    rounds = ep.rounds().with_columns((pl.col("t_end") - pl.col("t_start")).alias("call"))
+    running = rounds.filter(pl.col("rep") == 0)["producer_running"].to_list()
+    assert running == [True] * 6 + [False] * 6  # calls start at 0, 30, ..., 150 ms, then 180 ms after the finish
+    beside = live_widths(beside_producer(rounds), {2: [99.0]}, "today", "calls")[2]
+    assert beside["v"] == pytest.approx(30.0, abs=1e-6) and "n=10" in beside["source"]  # first calls left out
+    assert live_widths(rounds, {2: [99.0]}, "today", "calls")[2]["v"] == pytest.approx(20.0, abs=1e-6)
+    # a run whose producer never stopped before EOS runs beside it throughout; rounds without the flag stay whole
+    unstopped = _as2d_run(float("nan"), 30.0, 20.0)
+    assert unstopped.producer_end == unstopped.t_eos > 0
+    assert beside_producer(rounds.drop("producer_running")).height == rounds.height

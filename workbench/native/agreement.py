@@ -8,17 +8,20 @@ measured times. Signed TPS error is ``100 (TPS_replay / TPS_native - 1)`` agains
 native As²d run; the mean absolute error averages its magnitude over windows; the pooled error
 pools tokens and time. Stage decompositions (D/V/O/H) of both sides show where an error comes from.
 
-**Drift anchor** (``replay/drift.py``): just before each measured repetition, one target-only run on
-the profile's calibration window measures how much this machine's speed has moved since calibration;
-the frozen profile, scaled by the ratio of the median of the window's probes (``window_probes``), prices
-the window. With a profile that anchors As²d too (``anchor_as2d_ms``), an As²d run on that window follows
-each target-only probe, and As²d's replay scaled by the median of those is reported beside the verdict
-(``drift_ratio_as2d``, ``as2d_anchor_signed_error_pct``): a VM's two vCPUs need not drift alike and As²d
-keeps both busy, but one As²d run is noisier than one target-only run (README). Both errors are
-reported: ``frozen_*``
-(the paper's protocol as is) and the anchored one, which the goal judges when the profile has an
-anchor. On a VM whose speed drifts within minutes only the anchored one says whether the cost
-*model* is right; the frozen one mostly measures the drift.
+**Drift anchor** (``replay/drift.py``): just before each measured repetition, one target-only run on the
+profile's calibration window measures how much this machine's speed has moved since calibration; the
+frozen profile, scaled by the ratio of the median of the window's probes (``window_probes``), prices the
+window. With a profile that anchors the producer (``anchor_producer_ms``), the As²d probe run's producer
+measures its own core's drift, and the producer's times are scaled by that ratio instead: a VM's two
+vCPUs drift apart, even in opposite directions, and one ratio for both misprices the producer against
+the target (``one_ratio_signed_error_pct``, reported beside the verdict). With a profile that anchors
+As²d too (``anchor_as2d_ms``), an As²d run on that window follows each target-only probe, and As²d's
+replay scaled by the median of those is reported beside the verdict (``drift_ratio_as2d``,
+``as2d_anchor_signed_error_pct``): a VM's two vCPUs need not drift alike and As²d keeps both busy, but
+one As²d run is noisier than one target-only run (README). Both errors are reported: ``frozen_*`` (the
+paper's protocol as is) and the anchored one, which the goal judges when the profile has an anchor. On a
+VM whose speed drifts within minutes only the anchored one says whether the cost *model* is right; the
+frozen one mostly measures the drift.
 
 With a profile that anchors several widths, the probe also times idle verify calls at those widths and
 ``width_signed_error_pct`` prices each width by its own drift (``drift.width_shape``). It is reported
@@ -70,7 +73,7 @@ from .windows import AudioWindow, demo_windows
 AGREEMENT_COLUMNS = ("window_id", "tokens", "tps_native", "tps_replay", "signed_error_pct", "abs_error_pct",
                      "time_native", "time_replay", "target_only_error_pct", "drift_ratio", "width_shape",
                      "width_signed_error_pct", "drift_ratio_as2d", "as2d_anchor_signed_error_pct",
-                     "drift_ratio_producer", "producer_anchor_signed_error_pct",
+                     "drift_ratio_producer", "producer_anchor_signed_error_pct", "one_ratio_signed_error_pct",
                      "frozen_signed_error_pct",
                      "frozen_target_only_error_pct", "matched", "rounds_native",
                      "rounds_replay", "reps", "noise_floor_pct", "target_only_noise_floor_pct",
@@ -127,12 +130,12 @@ def window_agreement(setup: HostSetup, profile: DeviceProfile, window_id: str, t
                      reference: Sequence[int] | None = None, as2d_probe_ms: float | None = None,
                      producer_probe_ms: float | None = None) -> dict[str, Any]:
     """The D.3 rule for one window: replay the median-latency native As²d run's own trajectory with the
-    frozen profile (re-anchored by ``probe_ms`` when given, each width by its own drift when
-    ``probe_widths_ms`` is given too, by As²d's own probe ``as2d_probe_ms`` when given, and with the
-    producer's times by the producer's own probe ``producer_probe_ms`` when given, all reported
-    beside the verdict's error, ``replay/drift.py``); the target-only reference is the first run's output
-    (all runs are audited against it, and against ``reference``, the unplanned target's output, when
-    given: ``Episodes.references``)."""
+    frozen profile, re-anchored by ``probe_ms`` when given, the producer's times by its own probe
+    ``producer_probe_ms`` when given (each process by the drift of the core it runs on, ``replay/drift.py``;
+    one ratio for both is reported beside). Beside the verdict too: each width by its own drift when
+    ``probe_widths_ms`` is given, As²d by its own probe ``as2d_probe_ms``. The target-only reference is
+    the first run's output (all runs are audited against it, and against ``reference``, the unplanned
+    target's output, when given: ``Episodes.references``)."""
     ref = target_only[0].output
     med = as2d[median_run(as2d)]
     source = profile_source(profile, "producer", {"producer": [setup.source]}) or setup.source
@@ -156,6 +159,7 @@ def window_agreement(setup: HostSetup, profile: DeviceProfile, window_id: str, t
     a2_err: float | None = None
     p_ratio: float | None = None
     p_err: float | None = None
+    one_err: float | None = None
     if probe_ms is not None:
         ratio = drift_ratio(profile, probe_ms)
         if probe_widths_ms and profile.anchor_widths_ms:  # reported beside the verdict's error, not in it
@@ -165,11 +169,13 @@ def window_agreement(setup: HostSetup, profile: DeviceProfile, window_id: str, t
         if as2d_probe_ms is not None:  # reported beside the verdict's error, not in it (drift.py)
             a2_ratio = as2d_drift_ratio(profile, as2d_probe_ms)
             a2_err = errors(scaled(profile, a2_ratio))[1]
-        if producer_probe_ms is not None and profile.anchor_producer_ms is not None:  # beside the verdict too
+        if producer_probe_ms is not None and profile.anchor_producer_ms is not None:
+            # each process by its own core's drift: the judged replay; one ratio for both is kept beside it
             p_ratio = producer_drift_ratio(profile, producer_probe_ms)
-            p_err = errors(scaled(profile, ratio, source_ratio=p_ratio))[1]
-        judged = scaled(profile, ratio)
+            one_err = errors(scaled(profile, ratio))[1]
+        judged = scaled(profile, ratio, source_ratio=p_ratio)
         res, err, to_err = errors(judged)
+        p_err = None if p_ratio is None else err
     terms = decompose(cast(Window, window), med, judged, source, setup.params("as2d"))  # errors() set it
     return {
         "window_id": window_id, "tokens": len(ref), "tps_native": nat, "tps_replay": res.tps,
@@ -179,6 +185,7 @@ def window_agreement(setup: HostSetup, profile: DeviceProfile, window_id: str, t
         "width_signed_error_pct": width_err, "drift_ratio_as2d": a2_ratio,
         "as2d_anchor_signed_error_pct": a2_err,
         "drift_ratio_producer": p_ratio, "producer_anchor_signed_error_pct": p_err,
+        "one_ratio_signed_error_pct": one_err,
         "frozen_signed_error_pct": frozen_err,
         "frozen_target_only_error_pct": frozen_to,
         "matched": all(r.output == ref for r in [*target_only, *as2d]) and (reference is None

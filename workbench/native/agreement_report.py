@@ -59,7 +59,7 @@ def summarize(frame: pl.DataFrame, profile: DeviceProfile) -> dict[str, Any]:
             "frozen_mae_pct": float(frame["frozen_signed_error_pct"].abs().mean()),
             "frozen_target_only_mae_pct": float(frame["frozen_target_only_error_pct"].abs().mean()),
             "drift_min": float(frame["drift_ratio"].min()), "drift_max": float(frame["drift_ratio"].max()),
-            **_as2d_anchor(frame),
+            **_as2d_anchor(frame), **_producer_anchor(frame),
             "width_shape_min": float(frame["width_shape"].min()), "width_shape_max": float(frame["width_shape"].max()),
             "width_mae_pct": (float(frame["width_signed_error_pct"].abs().mean())
                               if frame["width_signed_error_pct"].null_count() < frame.height else None),
@@ -76,22 +76,22 @@ def _as2d_anchor(frame: pl.DataFrame) -> dict[str, Any]:
         return {"as2d_anchored": False}
     return {"as2d_anchored": True, "as2d_drift_min": float(frame["drift_ratio_as2d"].min()),
             "as2d_drift_max": float(frame["drift_ratio_as2d"].max()),
-            "as2d_anchor_mae_pct": float(frame["as2d_anchor_signed_error_pct"].abs().mean()),
-            **_producer_anchor(frame)}
+            "as2d_anchor_mae_pct": float(frame["as2d_anchor_signed_error_pct"].abs().mean())}
 
 
 def _producer_anchor(frame: pl.DataFrame) -> dict[str, Any]:
-    """The producer's own drift range and the As²d MAE and pooled error with the producer's times scaled
-    by it and the rest by the target-only probe (beside the verdict, ``drift.producer_drift_ratio``)."""
-    col = "producer_anchor_signed_error_pct"
+    """The producer's own drift range (its times priced by it in the judged replay,
+    ``drift.producer_drift_ratio``), and beside the verdict the As²d MAE and pooled error with one ratio,
+    the target-only probe's, for both processes."""
+    col = "one_ratio_signed_error_pct"
     if col not in frame.columns or frame[col].null_count() == frame.height:
         return {"producer_anchored": False}
     rows = frame.filter(pl.col(col).is_not_null())
     replay_s = (rows["time_native"] / (1 + rows[col] / 100)).sum()  # signed error = T_native / T_replay - 1
     return {"producer_anchored": True, "producer_drift_min": float(rows["drift_ratio_producer"].min()),
             "producer_drift_max": float(rows["drift_ratio_producer"].max()),
-            "producer_anchor_mae_pct": float(rows[col].abs().mean()),
-            "producer_anchor_pooled_pct": 100 * (rows["time_native"].sum() / replay_s - 1)}
+            "one_ratio_mae_pct": float(rows[col].abs().mean()),
+            "one_ratio_pooled_pct": 100 * (rows["time_native"].sum() / replay_s - 1)}
 
 
 def decomposition_lines(frame: pl.DataFrame) -> list[str]:
@@ -123,16 +123,16 @@ def verdict(summary: Mapping[str, Any]) -> str:
         if summary.get("width_mae_pct") is not None:
             widths = (f"; each width by its own probe (widest drifting x{summary['width_shape_min']:.2f}-"
                       f"x{summary['width_shape_max']:.2f} of K1's): MAE {summary['width_mae_pct']:.2f}%")
-        own = ""
-        if summary.get("as2d_anchored"):
-            own = (f"; As²d by its own probe (x{summary['as2d_drift_min']:.2f}-x{summary['as2d_drift_max']:.2f}): "
-                   f"MAE {summary['as2d_anchor_mae_pct']:.2f}%")
+        own, cores = "", ""
         if summary.get("producer_anchored"):
-            own += (f"; the producer by its own probe (x{summary['producer_drift_min']:.2f}-"
-                    f"x{summary['producer_drift_max']:.2f}): MAE {summary['producer_anchor_mae_pct']:.2f}%, "
-                    f"pooled {summary['producer_anchor_pooled_pct']:+.2f}%")
-        how = (f"drift-anchored (machine speed x{summary['drift_min']:.2f}-x{summary['drift_max']:.2f} of its "
-               f"calibration{own}{widths}; frozen profile: MAE {summary['frozen_mae_pct']:.2f}%, target-only "
+            cores = f", the producer's core x{summary['producer_drift_min']:.2f}-x{summary['producer_drift_max']:.2f}"
+            own = (f"; one ratio for both processes: MAE {summary['one_ratio_mae_pct']:.2f}%, "
+                   f"pooled {summary['one_ratio_pooled_pct']:+.2f}%")
+        if summary.get("as2d_anchored"):
+            own += (f"; As²d by its own probe (x{summary['as2d_drift_min']:.2f}-x{summary['as2d_drift_max']:.2f}): "
+                    f"MAE {summary['as2d_anchor_mae_pct']:.2f}%")
+        how = (f"drift-anchored (the target's core x{summary['drift_min']:.2f}-x{summary['drift_max']:.2f} of its "
+               f"calibration{cores}{own}{widths}; frozen profile: MAE {summary['frozen_mae_pct']:.2f}%, target-only "
                f"{summary['frozen_target_only_mae_pct']:.2f}%)")
     return (f"D.3 replay vs native: MAE {summary['mae_pct']:.2f}% over {summary['windows']} held-out windows "
             f"(goal <= {summary['goal_mae_pct']:g}%): {ok}; pooled {summary['pooled_error_pct']:+.2f}%, "

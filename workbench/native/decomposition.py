@@ -116,7 +116,7 @@ def model_call_s(profile: DeviceProfile, width: int, start: float, producer_end:
 def _native_calls(run: NativeResult, profile: DeviceProfile) -> tuple[float, float, float, float, int]:
     """(model price of the concurrent calls, their measured time, the same for idle calls, count of
     concurrent calls) over the native run's calls."""
-    end = run.producer_finish if run.producer_finish == run.producer_finish else run.t_eos
+    end = run.producer_end
     pos, out = 1, [0.0, 0.0, 0.0, 0.0]
     n_conc = 0
     for i, r in enumerate(run.records):

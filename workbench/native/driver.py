@@ -76,6 +76,15 @@ class NativeResult:
     def tps(self) -> float:
         return len(self.output) / self.time if self.time > 0 else math.inf
 
+    @property
+    def producer_end(self) -> float:
+        """Until when (decode clock) the producer ran beside the target: its finish, or EOS when it had not
+        stopped by then; 0 in a run without one. A call that starts before it is a concurrent call, as
+        replay prices it (``pricing.verify(K, concurrent=True)``)."""
+        if not math.isnan(self.producer_finish):
+            return self.producer_finish
+        return self.t_eos if self.producer_tokens else 0.0
+
 
 def _loop(scheme: Scheme, target: Target, t0: float, clock: Callable[[], float]) -> tuple[list[RoundRecord], list]:
     """Drive rounds until EOS or the cap on the wall clock: the core's one round loop, labelled by

@@ -36,8 +36,9 @@ RULES = {
     "R_LIVE": "The producer's coexistence factor and startup come from its publication times in the "
               "native As2d episodes of the calibration windows (what replay must predict); so does the "
               "verifier's cost at each width those episodes called often enough: beside the producer "
-              "from As2d's calls, idle from target-only, SD and ASP calls (first calls left out; each call "
-              "moved along its width's context slope to ref_tokens, where replay prices the width).",
+              "from As2d's calls that started while the producer ran, idle from target-only, SD and ASP "
+              "calls (first calls left out; each call moved along its width's context slope to ref_tokens, "
+              "where replay prices the width).",
     "R_KERNEL": "kernel_plan: per width, the cheaper linear kernel for exactly that many rows, and the "
                 "padded width whose forward costs least (taken only when it saves more than "
                 "models.kernel_plan.PAD_MARGIN); medians of the kernel sweep, idle. Every verifier cost "
@@ -125,6 +126,13 @@ def live_widths(rounds: pl.DataFrame, sweep: dict[int, list[float]], date: str, 
     return out
 
 
+def beside_producer(rounds: pl.DataFrame) -> pl.DataFrame:
+    """The calls of ``rounds`` that started while the producer ran (``NativeResult.producer_end``): once it
+    stops, As²d's calls run alone on the machine and replay prices them idle, so they must not lower the
+    price of a call beside it. Rounds recorded before the flag existed are taken whole."""
+    return rounds.filter(pl.col("producer_running")) if "producer_running" in rounds.columns else rounds
+
+
 def _with_sd(entry: dict[str, Any], sd: tuple[float, int] | None) -> dict[str, Any]:
     """Per-width dispersion (Fig. 8 error bars): sd of the width's residuals around its context line."""
     return entry if sd is None else {**entry, "sd": sd[0], "n": sd[1]}
@@ -142,7 +150,8 @@ def verifier_part(f: Fit) -> tuple[dict[str, Any], dict[str, Any]]:
     verifier = {
         "idle_ms": {k: _with_sd(e, sds.get(k)) for k, e in live_widths(
             f.config(*IDLE_SCHEMES), idle, f.date, "idle calls (target-only, SD, ASP)", ctx).items()},
-        "concurrent": {"ms": live_widths(f.config("as2d"), conc, f.date, "As2d calls beside the producer", ctx),
+        "concurrent": {"ms": live_widths(beside_producer(f.config("as2d")), conc, f.date,
+                                         "As2d calls beside the producer", ctx),
                        "missing": "median_ratio"},
         **({"context": ctx} if ctx is not None else {}),
     }

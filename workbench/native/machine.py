@@ -20,9 +20,10 @@ FIELDS = ("cpu", "cores", "threads", "torch", "engine", "calibration")
 # mnn.runtime.load_module; 4: the per-width kernel plan, and the verifier costs measured under it; 5: a word
 # the producer publishes at once shares its interval among its tokens, episodes.publication_rows; 6: K1's
 # context slope from the target-only runs, live width prices moved to ref_tokens, native.context; 7: As²d's
-# own drift anchor, anchor_as2d_ms; 8: the producer's own drift anchor, anchor_producer_ms): older cached
+# own drift anchor, anchor_as2d_ms; 8: the producer's own drift anchor, anchor_producer_ms; 9: the verifier
+# beside the producer from only the As2d calls that started while it ran, fit.beside_producer): older cached
 # profiles are then measured again.
-CALIBRATION_VERSION = 8
+CALIBRATION_VERSION = 9
 
 # CPUs this process may use, read once at import (``producer.ALLOWED_CPUS``): calibration and runs pin
 # themselves to one core (placements), which must not change which machine this is.

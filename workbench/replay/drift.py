@@ -28,8 +28,10 @@ the target's, and on this VM it raised the error in the run where it was first m
 **The producer's own anchor.** That As²d probe run also times the producer: its interval per published
 token beside the target (``anchor_producer_ms`` at calibration, the probe's run now). Their ratio
 (``producer_drift_ratio``) scales the producer's times only (``scaled(..., source_ratio=)``), and the
-target-only ratio everything else: each process is priced by the drift of the CPU it runs on. A
-diagnosis beside the verdict too, until it has held on a split it was not found on.
+target-only ratio everything else: each process is priced by the drift of the CPU it runs on. This is
+the anchor D.3's verdict judges (``native/agreement.py``): a VM's two vCPUs drift apart, even in
+opposite directions, and one ratio for both then misprices the producer against the target by the
+gap, one way for every window of a run.
 """
 
 from __future__ import annotations
