@@ -221,9 +221,10 @@ class Episodes:
     def rounds(self) -> pl.DataFrame:
         out = []
         for wid, scheme, rep, r in self.results:
+            end = r.producer_end
             for rec in r.records:
                 out.append({**rec.as_row(), "window_id": wid, "config": scheme, "rep": rep, "T": r.time,
-                            "producer_running": rec.t_start < r.producer_end})
+                            "producer_running": rec.t_start < end})
         return pl.DataFrame(out, schema_overrides={"chain": pl.List(pl.Int64), "provenance": pl.List(pl.Int64),
                                                    "committed": pl.List(pl.Int64), "k1_reason": pl.Utf8,
                                                    "cursor_before": pl.Int64, "cursor_after": pl.Int64,
