@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import statistics
+
 import polars as pl
 import pytest
 import yaml
 
 from workbench.decoding.records import RoundRecord
-from workbench.native.context import context_fit, round_times, within_run_slope
+from workbench.native.context import SLOPE_MIN_SAMPLES, context_fit, round_times, within_run_slope
 from workbench.native.driver import NativeResult
 from workbench.native.episodes import SAMPLE_SCHEMA, Episodes, sample
 from workbench.native.fit import beside_producer, live_widths, with_positions
@@ -48,6 +50,28 @@ def test_fit_recovers_slope_cold_call_and_step_at_the_reference_context():
     assert fit.step["v"] == pytest.approx(A[1] + SLOPE[1] * ref, abs=1e-3)
     assert ctx["residual_ms"]["v"] == pytest.approx(0.0, abs=1e-3)
     assert context_fit(_sweep(), _target_only_rounds().head(0), "today") is None
+
+
+def test_a_sweep_slope_its_noise_made_is_taken_as_none():
+    """Width 4's samples hold no trend, only noise; width 1's three samples (one rep) leave too few to test
+    a slope. Both get slope 0 and their dispersion around the mean, so a live call moved to ``ref_tokens``
+    is not moved by noise (a cheap model's noisy slope once priced a call below zero)."""
+    noise = (0.0, 4.0, -3.0, 3.5, -4.0, 0.5, 1.0, -2.0, 2.5, -1.0, 3.0, -0.5)
+    rows = [sample("verify", "w", width=4, concurrent=False, offset=off, rep=rep, ms=40.0 + noise[3 * rep + i],
+                   tokens=4) for rep in range(4) for i, off in enumerate((0, 32, 64))]
+    rows += [sample("verify", "w", width=1, concurrent=False, offset=off, ms=20.0 + 0.3 * off, tokens=1)
+             for off in (0, 32, 64)]
+    assert 3 < SLOPE_MIN_SAMPLES <= 12
+    fit = context_fit(pl.DataFrame(rows, schema=SAMPLE_SCHEMA), _target_only_rounds().head(5), "today")
+    slopes = fit.context["slope_ms"]
+    assert slopes[4]["v"] == 0.0 and "standard errors of 0" in slopes[4]["source"]
+    assert slopes[1]["v"] == 0.0 and "too few samples" in slopes[1]["source"]
+    assert fit.sd[4][0] == pytest.approx(statistics.stdev(noise), abs=1e-3)
+    # the same sweep with a true trend keeps it
+    trend = [{**r, "ms": r["ms"] + 0.5 * r["offset"]} for r in rows if r["width"] == 4]
+    kept = context_fit(pl.DataFrame(trend, schema=SAMPLE_SCHEMA), _target_only_rounds().head(5), "today")
+    assert kept.context["slope_ms"][4]["v"] == pytest.approx(0.5, abs=0.1)
+    assert "standard errors from 0" in kept.context["slope_ms"][4]["source"]
 
 
 def _profile(context=None):

@@ -6,7 +6,10 @@ first call after a window's prefill is slower (caches cold after idle). From cal
 * per width K, a least-squares line ``ms = a_K + slope_K * pos`` over the width sweep's idle samples
   (``pos`` = committed tokens = sweep offset + 1); the profile keeps the width's median as its cost
   at ``ref_tokens`` (the median sample position) and the slope; the sd of the residuals is the
-  width's dispersion;
+  width's dispersion. A slope is kept only when it exceeds ``SLOPE_SIGNIFICANCE`` standard errors
+  over at least ``SLOPE_MIN_SAMPLES`` samples, else it is 0 (the rule R_GROWTH applies to the
+  producer): the sweep has three offsets, and a slope its noise made is extrapolated over every
+  call of a window, far enough on a cheap model to price a call below zero;
 * K1's slope, where the native target-only runs give enough rounds, from those rounds instead: a
   least-squares slope with one level per run (``within_run_slope``). A decode loop's consecutive
   calls see one machine speed; the sweep's few offsets, repeated minutes apart on a VM whose speed
@@ -35,11 +38,30 @@ class ContextFitResult:
     sd: dict[int, tuple[float, int]]  # width -> (residual sd ms, n)
 
 
+SLOPE_SIGNIFICANCE = 2.0  # a sweep slope within this many standard errors of zero is taken as none
+SLOPE_MIN_SAMPLES = 6  # fewer sweep samples at a width than this: no slope (too few to test one)
+
+
 def _line(x: np.ndarray, y: np.ndarray) -> tuple[float, float, np.ndarray]:
     if len(set(x.tolist())) < 2:
         return 0.0, float(np.median(y)), y - np.median(y)
     slope, icept = np.polyfit(x, y, 1)
     return float(slope), float(icept), y - (slope * x + icept)
+
+
+def significant_line(x: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray, str]:
+    """(slope, residuals, how it was judged): the least-squares slope of ``y`` on ``x`` when it exceeds
+    ``SLOPE_SIGNIFICANCE`` standard errors over at least ``SLOPE_MIN_SAMPLES`` samples, else 0 with the
+    residuals around the mean."""
+    slope, _, res = _line(x, y)
+    sxx = float(((x - x.mean()) ** 2).sum())
+    if len(x) < SLOPE_MIN_SAMPLES or sxx <= 0.0:
+        return 0.0, y - y.mean(), f"too few samples for a slope (< {SLOPE_MIN_SAMPLES}): 0"
+    se = float(np.sqrt(float((res ** 2).sum()) / (len(x) - 2) / sxx))
+    t = abs(slope) / se if se > 0 else float("inf")
+    if t < SLOPE_SIGNIFICANCE:
+        return 0.0, y - y.mean(), f"slope {slope:+.4g} within {SLOPE_SIGNIFICANCE:g} standard errors of 0: 0"
+    return slope, res, f"{t:.1f} standard errors from 0"
 
 
 WITHIN_RUN_MIN_ROUNDS = 20  # fewer target-only rounds (after the first) than this: K1's slope from the sweep
@@ -83,8 +105,9 @@ def context_fit(sweep: pl.DataFrame, target_only_rounds: pl.DataFrame, date: str
     for k in sorted(set(idle["width"].to_list())):
         g = idle.filter(pl.col("width") == k)
         x = (g["offset"] + 1).to_numpy().astype(float)
-        slope, _, res = _line(x, g["ms"].to_numpy())
-        slopes[k] = {"v": round(slope, 5), "source": f"{src}, n={g.height}, least squares on context length"}
+        slope, res, judged = significant_line(x, g["ms"].to_numpy())
+        slopes[k] = {"v": round(slope, 5),
+                     "source": f"{src}, n={g.height}, least squares on context length, {judged}"}
         if g.height >= 2:
             sd[k] = (round(float(np.std(res, ddof=1)), 4), g.height)
     ref = float(statistics.median((idle["offset"] + 1).to_list()))
@@ -116,4 +139,5 @@ def context_fit(sweep: pl.DataFrame, target_only_rounds: pl.DataFrame, date: str
     return ContextFitResult(context, step_entry, sd)
 
 
-__all__ = ["WITHIN_RUN_MIN_ROUNDS", "ContextFitResult", "context_fit", "round_times", "within_run_slope"]
+__all__ = ["SLOPE_MIN_SAMPLES", "SLOPE_SIGNIFICANCE", "WITHIN_RUN_MIN_ROUNDS", "ContextFitResult", "context_fit",
+           "round_times", "significant_line", "within_run_slope"]

@@ -21,9 +21,10 @@ FIELDS = ("cpu", "cores", "threads", "torch", "engine", "calibration")
 # the producer publishes at once shares its interval among its tokens, episodes.publication_rows; 6: K1's
 # context slope from the target-only runs, live width prices moved to ref_tokens, native.context; 7: As²d's
 # own drift anchor, anchor_as2d_ms; 8: the producer's own drift anchor, anchor_producer_ms; 9: the verifier
-# beside the producer from only the As2d calls that started while it ran, fit.beside_producer): older cached
+# beside the producer from only the As2d calls that started while it ran, fit.beside_producer;
+# 10: a width's sweep slope only where it is significant, context.significant_line): older cached
 # profiles are then measured again.
-CALIBRATION_VERSION = 9
+CALIBRATION_VERSION = 10
 
 # CPUs this process may use, read once at import (``producer.ALLOWED_CPUS``): calibration and runs pin
 # themselves to one core (placements), which must not change which machine this is.
