@@ -176,3 +176,47 @@ def test_a_windows_drift_anchor_is_the_median_of_its_probes():
     ep.producer_probes.update({("a", 0): 8.5, ("a", 1): 8.0, ("a", 2): 9.5, ("b", 0): 2.0})  # its producer's
     assert window_probes(ep, "a") == (12.0, {1: 12.0, 4: 21.0}, 7.0, 8.5)
     assert window_probes(ep, "c") == (None, None, None, None)
+
+
+def test_a_repeat_rule_measures_a_scattered_window_more_within_its_cap():
+    """At least ``reps``; then more while any method's median still has a noise floor above the goal,
+    never past ``max_reps``; native times only decide."""
+    from workbench.native.noise_floor import RepeatRule
+
+    quiet, scattered = [0.5] * 5, [0.40, 0.60, 0.45, 0.55, 0.50]
+    rule = RepeatRule(5, 9, 2.0)
+    assert rule.more(3, {"as2d": quiet[:3]})  # below reps: always
+    assert not rule.more(5, {"target_only": quiet, "as2d": quiet})
+    assert rule.more(5, {"target_only": quiet, "as2d": scattered})  # one scattered method is enough
+    assert not rule.more(9, {"as2d": scattered * 2})  # the cap
+    assert not RepeatRule(5).more(5, {"as2d": scattered})  # no cap: exactly reps
+    for bad in ((0, None, 2.0), (5, 4, 2.0), (5, 9, 0.0)):
+        with pytest.raises(ValueError, match="repetitions"):
+            RepeatRule(*bad)
+
+
+def test_native_episodes_follow_the_repeat_rule(host_cfg, windows):  # noqa: F811
+    from workbench.native.episodes import host_setup, native_episodes
+    from workbench.native.noise_floor import RepeatRule
+
+    setup = host_setup(host_cfg)
+    # a goal no two real runs meet: repeated to the cap; one every run meets: stopped at reps
+    for goal, want in ((1e-9, 4), (1e9, 2)):
+        ep = native_episodes(setup, windows[1:], ["target_only", "as2d"], RepeatRule(2, 4, goal), warmup=0)
+        assert [len(ep.runs("eval", s)) for s in ("target_only", "as2d")] == [want, want]
+        assert sorted({rep for _, _, rep, _ in ep.results}) == list(range(want))
+
+
+def test_a_bad_repeat_setting_is_one_config_line():
+    from omegaconf import OmegaConf
+
+    from workbench.jobs.base import ConfigError
+    from workbench.jobs.config import repeat_rule
+
+    assert repeat_rule(OmegaConf.create({"repeats": 5, "max_repeats": 15, "noise_goal_pct": 2.0})).max_reps == 15
+    assert repeat_rule(OmegaConf.create({"repeats": 5, "max_repeats": None})).max_reps is None
+    with pytest.raises(ConfigError, match="native.max_repeats"):
+        repeat_rule(OmegaConf.create({"repeats": 5, "max_repeats": 3}))
+    with pytest.raises(ConfigError, match="calibration.noise_goal_pct"):
+        repeat_rule(OmegaConf.create({"agreement_reps": 5, "agreement_max_reps": 15, "noise_goal_pct": -1}),
+                    "calibration", "agreement_reps", "agreement_max_reps")

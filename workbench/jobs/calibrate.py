@@ -10,7 +10,7 @@ from omegaconf import DictConfig, OmegaConf
 from workbench.figures.paper import replay_error
 
 from .base import ConfigError, JobResult
-from .config import check_models
+from .config import check_models, repeat_rule
 
 
 def validate(cfg: DictConfig) -> None:
@@ -18,6 +18,8 @@ def validate(cfg: DictConfig) -> None:
     reps = cfg.calibration.reps
     if not isinstance(reps, int) or reps < 5:
         raise ConfigError("calibration.reps", f"the protocol needs >= 5 measured repetitions, got {reps!r}")
+    if cfg.calibration.agreement:
+        repeat_rule(cfg.calibration, "calibration", "agreement_reps", "agreement_max_reps")
 
 
 def run(cfg: DictConfig, out: Path) -> JobResult:
@@ -40,7 +42,8 @@ def run(cfg: DictConfig, out: Path) -> JobResult:
     summary = None
     if c.agreement:
         frame, summ = replay_agreement(calib, evals[: c.agreement_windows or len(evals)], model,
-                                       int(c.agreement_reps), profile=profile)
+                                       repeat_rule(c, "calibration", "agreement_reps", "agreement_max_reps"),
+                                       profile=profile)
         tables["agreement"] = frame
         metrics.update({f"agreement.{k}": float(v) for k, v in summ.items() if isinstance(v, int | float)})
         figures["replay_error"] = replay_error(frame)

@@ -15,6 +15,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from workbench.decoding import CATALOG, scheme_spec
 from workbench.decoding.schemes import MAX_BUDGET
+from workbench.native.noise_floor import RepeatRule
 from workbench.replay.profile import DeviceProfile, MissingWidthError, load_profile, parse_profile
 from workbench.replay.result import ReplayConfig
 
@@ -79,6 +80,20 @@ def replay_configs(cfg: DictConfig, name: str, source: str | None,
         values = method_file(cfg, name).get(spec.averages) or [s[spec.chain_setting]]
         return [ReplayConfig(name, **{**s, spec.chain_setting: int(k)}) for k in values]
     return [ReplayConfig(name, source=source if spec.decoupled else None, **s)]
+
+
+def repeat_rule(node: DictConfig, key: str = "native", reps: str = "repeats",
+                max_reps: str = "max_repeats") -> RepeatRule:
+    """Measured repetitions per window (``noise_floor.RepeatRule``) from ``<key>.<reps>``,
+    ``<key>.<max_reps>`` and ``<key>.noise_goal_pct``; one config error line when they do not make one."""
+    n, cap, goal = node.get(reps), node.get(max_reps), node.get("noise_goal_pct", 2.0)
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise ConfigError(f"{key}.{reps}", f"need an integer >= 1, got {n!r}")
+    if cap is not None and (not isinstance(cap, int) or isinstance(cap, bool) or cap < n):
+        raise ConfigError(f"{key}.{max_reps}", f"need null or an integer >= {key}.{reps} ({n}), got {cap!r}")
+    if isinstance(goal, bool) or not isinstance(goal, int | float) or not goal > 0:
+        raise ConfigError(f"{key}.noise_goal_pct", f"need a positive percentage, got {goal!r}")
+    return RepeatRule(n, cap, float(goal))
 
 
 def check_models(cfg: DictConfig, roles: Sequence[str] = ("target", "drafter", "serial_drafter")) -> None:

@@ -31,7 +31,7 @@ from workbench.tracking.store import flatten
 
 from .base import ConfigError, JobResult
 from .budgets import budget_table, check_device_budgets, device_budget
-from .config import budget, check_models, check_widths, device_profile, methods
+from .config import budget, check_models, check_widths, device_profile, methods, repeat_rule
 from .corpus_accounting import corpus_accounting
 from .demo_traces import demo_corpus, demo_windows, load_model_pair
 from .evaluate import evaluate, per_window_method, summarize
@@ -66,6 +66,8 @@ def validate(cfg: DictConfig) -> None:
                               f"and split={cfg.dataset.get('split')} holds one split",
                               fix="set dataset.split=all")
         check_dataset_root(cfg)
+    if cfg.native.enabled:
+        repeat_rule(cfg.native)
     check_models(cfg)  # before the profiles: a fresh machine's host profile is calibrated with these weights
     profiles = _profiles(cfg)
     check_device_budgets(cfg, profiles)

@@ -20,7 +20,7 @@ from workbench.replay.profile import DeviceProfile
 from workbench.replay.selection import dev_test_from_labels, split_windows
 from workbench.replay.trajectory import Window
 
-from .config import method_settings
+from .config import method_settings, repeat_rule
 from .demo_traces import clip_audio, demo_corpus, instructions
 
 
@@ -54,7 +54,7 @@ def native_runs(cfg: DictConfig, pair: ModelPair, windows: list[Window],
     # D.3 protocol: a warm-up pass per window before the measured repetitions (cold caches, first calls);
     # with a drift anchor, a probe on the profile's calibration window before each repetition (target-only,
     # and As²d where the profile anchors it too).
-    ep = native_episodes(setup, audio, names, int(cfg.native.repeats), warmup=int(cfg.native.warmup),
+    ep = native_episodes(setup, audio, names, repeat_rule(cfg.native), warmup=int(cfg.native.warmup),
                          progress=True, probe=anchor, probe_widths=probe_widths(host_profile) if anchor else (),
                          probe_as2d=anchor is not None and host_profile.anchor_as2d_ms is not None)
     runs = episode_report(ep)

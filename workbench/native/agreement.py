@@ -29,7 +29,9 @@ beside the verdict, not in it: on this VM it helped in one run and hurt in the n
 
 **Noise floor** (``noise_floor.py``): the native side is a median of ``reps`` runs; the bootstrap of
 that median gives each window the error a perfect replay would still show (``noise_floor_pct``). The
-verdict prints the mean floor beside the MAE and the repetitions that would halve the goal.
+verdict prints the mean floor beside the MAE and the repetitions that would halve the goal. A
+``RepeatRule`` (``--max-reps``, ``--noise-goal``) repeats a window past ``--reps`` while a method's median
+on it still scatters by more than the goal: the windows whose runs scatter get the repetitions.
 
 **Decomposition** (``decomposition.py``): each window's signed error split into terms that add up to it
 (publication curve, readiness, verify cost concurrent / idle, loop work, drain), from the native run's
@@ -66,7 +68,7 @@ from .calibrate import calibrate_host
 from .decomposition import TERMS, decompose
 from .driver import NativeHost, NativeResult
 from .episodes import Episodes, HostSetup, host_setup, native_episodes, publication_groups
-from .noise_floor import median_noise_pct
+from .noise_floor import RepeatRule, median_noise_pct
 from .sweep import PROBE_WIDTHS
 from .windows import AudioWindow, demo_windows
 
@@ -230,7 +232,7 @@ def replay_agreement(
     calib: Sequence[AudioWindow],
     evals: Sequence[AudioWindow],
     model_cfg: dict[str, Any],
-    reps: int = 5,
+    reps: int | RepeatRule = 5,
     *,
     warmup: int = 1,
     profile: DeviceProfile | None = None,
@@ -271,7 +273,11 @@ def replay_agreement(
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description="Replay vs native TPS agreement on this host (paper D.3).")
     ap.add_argument("--model", default="whisper_base")
-    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--reps", type=int, default=5, help="measured repetitions per window, at least")
+    ap.add_argument("--max-reps", type=int, default=15,
+                    help="then more, up to this many, while a window's native median scatters by over --noise-goal "
+                         "percent (its noise floor); --max-reps equal to --reps: exactly --reps")
+    ap.add_argument("--noise-goal", type=float, default=2.0)
     ap.add_argument("--profile", default=None, help="a frozen profile (default: calibrate now on the dev windows)")
     ap.add_argument("--calib-windows", type=int, default=1)
     ap.add_argument("--calib-reps", type=int, default=5, help="repetitions of the calibration (D.2: at least 5)")
@@ -299,7 +305,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.engine:
         cfg = {**cfg, "engine": args.engine}
     command = "python -m workbench.native.agreement " + shlex.join(argv or sys.argv[1:])
-    frame, summary = replay_agreement(calib[: args.calib_windows], evals[: args.windows], cfg, args.reps,
+    if args.max_reps < args.reps:
+        ap.error(f"--max-reps {args.max_reps} is below --reps {args.reps}: give at least --reps")
+    rule = RepeatRule(args.reps, args.max_reps, args.noise_goal)
+    frame, summary = replay_agreement(calib[: args.calib_windows], evals[: args.windows], cfg, rule,
                                       profile=profile, out_dir=args.out_dir, calib_reps=args.calib_reps,
                                       command=command)
     with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=200, float_precision=2):

@@ -37,6 +37,12 @@ def _mean(frame: pl.DataFrame, col: str) -> float:
     return statistics.fmean(vals) if vals else math.nan
 
 
+def reps_range(summary: Mapping[str, Any]) -> str:
+    """The repetitions per window: ``5``, or ``5-12`` where a repeat rule measured some windows more."""
+    lo, hi = int(summary.get("reps", 0)), int(summary.get("reps_max", 0))
+    return f"{lo}-{hi}" if hi > lo else str(lo)
+
+
 def noise_line(summary: Mapping[str, Any]) -> str:
     """The native medians' own noise beside the MAE (``noise_floor.py``), and the repetitions that
     would put the As²d floor under half the goal."""
@@ -44,7 +50,7 @@ def noise_line(summary: Mapping[str, Any]) -> str:
     if not math.isfinite(floor):
         return "noise floor unknown (one repetition per window)"
     need = reps_for(floor, reps, GOAL_MAE_PCT / 2)
-    return (f"noise floor of the native medians at {reps} reps: As²d {floor:.2f}%, target-only "
+    return (f"noise floor of the native medians at {reps_range(summary)} reps: As²d {floor:.2f}%, target-only "
             f"{summary['target_only_noise_floor_pct']:.2f}% (--reps {need} would put As²d's under "
             f"{GOAL_MAE_PCT / 2:g}%)")
 
@@ -64,6 +70,7 @@ def summarize(frame: pl.DataFrame, profile: DeviceProfile) -> dict[str, Any]:
             "width_mae_pct": (float(frame["width_signed_error_pct"].abs().mean())
                               if frame["width_signed_error_pct"].null_count() < frame.height else None),
             "reps": int(frame["reps"].min()) if "reps" in frame.columns and frame.height else 0,
+            "reps_max": int(frame["reps"].max()) if "reps" in frame.columns and frame.height else 0,
             "noise_floor_pct": _mean(frame, "noise_floor_pct"),
             "target_only_noise_floor_pct": _mean(frame, "target_only_noise_floor_pct"),
             "matched_windows": int(frame["matched"].sum()), "profile": profile.file, "goal_mae_pct": GOAL_MAE_PCT,
@@ -157,7 +164,7 @@ def agreement_markdown(frame: pl.DataFrame, summary: Mapping[str, Any], split: s
             f"| As²d pooled signed error (%) | {summary['pooled_error_pct']:+.2f} | within ±2 |",
             f"| target-only MAE (%) | {summary['target_only_mae_pct']:.2f} | <= 3 |",
             f"| frozen-profile As²d MAE (%) | {summary['frozen_mae_pct']:.2f} | |",
-            f"| noise floor of the native As²d medians (%), {summary['reps']} reps | "
+            f"| noise floor of the native As²d medians (%), {reps_range(summary)} reps | "
             f"{summary['noise_floor_pct']:.2f} | |",
             f"| noise floor of the native target-only medians (%) | {summary['target_only_noise_floor_pct']:.2f} | |",
             f"| windows whose outputs matched | {summary['matched_windows']} / {summary['windows']} | all |", ""]

@@ -21,6 +21,7 @@ from workbench.models.pair import ModelPair, load_pair
 from workbench.replay.profile import DeviceProfile
 
 from .driver import Fallback, NativeHost, NativeResult
+from .noise_floor import RepeatRule
 from .producer import ALLOWED_CPUS, Placement, ProducerSpec
 from .samples import MIN_PER_TOKEN, SAMPLE_SCHEMA, sample
 from .sweep import width_probe
@@ -252,11 +253,12 @@ def unplanned_reference(host: NativeHost, setup: HostSetup, window: AudioWindow)
         switch.plan = plan
 
 
-def native_episodes(setup: HostSetup, windows: Sequence[AudioWindow], schemes: Sequence[str], reps: int,
-                    warmup: int = 1, host: NativeHost | None = None, progress: bool = False,
+def native_episodes(setup: HostSetup, windows: Sequence[AudioWindow], schemes: Sequence[str],
+                    reps: int | RepeatRule, warmup: int = 1, host: NativeHost | None = None, progress: bool = False,
                     probe: AudioWindow | None = None, probe_widths: Sequence[int] = (),
                     probe_as2d: bool = False) -> Episodes:
-    """Warm-up then ``reps`` measured runs per scheme and window, order alternating per repetition (D.3).
+    """Warm-up then ``reps`` measured runs per scheme and window, order alternating per repetition (D.3);
+    a ``RepeatRule`` adds repetitions to a window whose medians are not yet resolved.
 
     ``probe``: the drift anchor's calibration window (``replay/drift.py``); one target-only run on it
     before each measured repetition says how fast this machine runs at that moment (``Episodes.probes``);
@@ -271,12 +273,14 @@ def native_episodes(setup: HostSetup, windows: Sequence[AudioWindow], schemes: S
 
     from workbench.tracking.partial import record
 
+    rule = reps if isinstance(reps, RepeatRule) else RepeatRule(reps)
     ep = Episodes(placement=host.placement)
     for w in tqdm(windows, desc="native host", unit="window", disable=not progress):
         ref = unplanned_reference(host, setup, w)
         if ref is not None:
             ep.references[w.window_id] = ref
-        for rep in range(-warmup, reps):
+        rep = -warmup
+        while rep < 0 or rule.more(rep, {m: [r.time for r in ep.runs(w.window_id, m)] for m in schemes}):
             if probe is not None and rep >= 0:
                 if probe_widths:
                     ep.width_probes[(w.window_id, rep)] = width_probe(setup.pair, probe, probe_widths)
@@ -305,6 +309,7 @@ def native_episodes(setup: HostSetup, windows: Sequence[AudioWindow], schemes: S
                     ep.rows.append(sample("producer_startup", w.window_id, scheme=scheme, rep=rep,
                                           ms=1000 * min(s[2] for s in spans)))
                 ep.rows += publication_rows(w.window_id, scheme, rep, r.producer_times)
+            rep += 1
     return ep
 
 

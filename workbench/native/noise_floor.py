@@ -8,14 +8,16 @@ repetitions with replacement, take their median) gives the expected ``|median* /
 the window's **noise floor** in signed-TPS-error points (TPS is tokens over latency, so the TPS
 error of a median latency is ``median / t - 1``). A D.3 MAE near the mean floor says these
 repetitions cannot resolve the cost model's error on this machine; the floor shrinks as
-``1/sqrt(n)``, so :func:`reps_for` says how many repetitions would put it under a given error.
+``1/sqrt(n)``, so :func:`reps_for` says how many repetitions would put it under a given error, and
+:class:`RepeatRule` keeps repeating a window, within a cap, until its medians are that well resolved.
 """
 
 from __future__ import annotations
 
 import math
 import zlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -40,3 +42,28 @@ def reps_for(floor_pct: float, reps: int, target_pct: float) -> int | None:
     if not (math.isfinite(floor_pct) and reps >= 1 and target_pct > 0):
         return None
     return max(reps, math.ceil(reps * (floor_pct / target_pct) ** 2))
+
+
+@dataclass(frozen=True)
+class RepeatRule:
+    """Measured repetitions of one window: at least ``reps``; then one more at a time, up to ``max_reps``,
+    while any method's median latency has a noise floor above ``goal_pct`` (``median_noise_pct`` of that
+    method's own repetitions so far). The rule reads native times only, never a replay's, so where it
+    stops cannot favour agreement; it spends repetitions on the windows whose runs scatter (a producer
+    that sometimes falls behind) and none on the quiet ones. ``max_reps=None``: exactly ``reps``."""
+
+    reps: int
+    max_reps: int | None = None
+    goal_pct: float = 2.0
+
+    def __post_init__(self) -> None:
+        if self.reps < 1 or (self.max_reps is not None and self.max_reps < self.reps) or not self.goal_pct > 0:
+            raise ValueError(f"repetitions: need 1 <= reps <= max_reps and a positive goal, got {self}")
+
+    def more(self, done: int, times: Mapping[str, Sequence[float]]) -> bool:
+        """Whether to measure another repetition after ``done``, given each method's times so far."""
+        if done < self.reps:
+            return True
+        if self.max_reps is None or done >= self.max_reps:
+            return False
+        return any(median_noise_pct(t) > self.goal_pct for t in times.values())
