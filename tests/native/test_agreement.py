@@ -190,6 +190,9 @@ def test_a_repeat_rule_measures_a_scattered_window_more_within_its_cap():
     assert rule.more(5, {"target_only": quiet, "as2d": scattered})  # one scattered method is enough
     assert not rule.more(9, {"as2d": scattered * 2})  # the cap
     assert not RepeatRule(5).more(5, {"as2d": scattered})  # no cap: exactly reps
+    judged = RepeatRule(5, 9, 2.0, judged=("target_only", "as2d"))  # another method's scatter buys none
+    assert not judged.more(5, {"target_only": quiet, "as2d": quiet, "sd": scattered})
+    assert judged.more(5, {"target_only": quiet, "as2d": scattered, "sd": quiet})
     for bad in ((0, None, 2.0), (5, 4, 2.0), (5, 9, 0.0)):
         with pytest.raises(ValueError, match="repetitions"):
             RepeatRule(*bad)

@@ -6,6 +6,7 @@ settings of this run; each window's outputs are audited against its target-only 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 
 from omegaconf import DictConfig
@@ -54,7 +55,9 @@ def native_runs(cfg: DictConfig, pair: ModelPair, windows: list[Window],
     # D.3 protocol: a warm-up pass per window before the measured repetitions (cold caches, first calls);
     # with a drift anchor, a probe on the profile's calibration window before each repetition (target-only,
     # and As²d where the profile anchors it too).
-    ep = native_episodes(setup, audio, names, repeat_rule(cfg.native), warmup=int(cfg.native.warmup),
+    # extra repetitions serve D.3's medians (target-only and As²d): another method's scatter buys none
+    rule = dataclasses.replace(repeat_rule(cfg.native), judged=("target_only", "as2d"))
+    ep = native_episodes(setup, audio, names, rule, warmup=int(cfg.native.warmup),
                          progress=True, probe=anchor, probe_widths=probe_widths(host_profile) if anchor else (),
                          probe_as2d=anchor is not None and host_profile.anchor_as2d_ms is not None)
     runs = episode_report(ep)

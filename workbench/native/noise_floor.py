@@ -50,11 +50,13 @@ class RepeatRule:
     while any method's median latency has a noise floor above ``goal_pct`` (``median_noise_pct`` of that
     method's own repetitions so far). The rule reads native times only, never a replay's, so where it
     stops cannot favour agreement; it spends repetitions on the windows whose runs scatter (a producer
-    that sometimes falls behind) and none on the quiet ones. ``max_reps=None``: exactly ``reps``."""
+    that sometimes falls behind) and none on the quiet ones. ``max_reps=None``: exactly ``reps``.
+    ``judged``: the methods whose medians must be resolved (empty: every method measured)."""
 
     reps: int
     max_reps: int | None = None
     goal_pct: float = 2.0
+    judged: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.reps < 1 or (self.max_reps is not None and self.max_reps < self.reps) or not self.goal_pct > 0:
@@ -66,4 +68,4 @@ class RepeatRule:
             return True
         if self.max_reps is None or done >= self.max_reps:
             return False
-        return any(median_noise_pct(t) > self.goal_pct for t in times.values())
+        return any(median_noise_pct(t) > self.goal_pct for m, t in times.items() if not self.judged or m in self.judged)
