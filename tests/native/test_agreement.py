@@ -217,7 +217,8 @@ def test_a_bad_repeat_setting_is_one_config_line():
     from workbench.jobs.config import repeat_rule
 
     assert repeat_rule(OmegaConf.create({"repeats": 5, "max_repeats": 15, "noise_goal_pct": 2.0})).max_reps == 15
-    assert repeat_rule(OmegaConf.create({"repeats": 5, "max_repeats": None})).max_reps is None
+    assert repeat_rule(OmegaConf.create({"repeats": 5, "max_repeats": None, "noise_goal_pct": 2.0})).max_reps \
+        is None
     with pytest.raises(ConfigError, match="native.max_repeats"):
         repeat_rule(OmegaConf.create({"repeats": 5, "max_repeats": 3}))
     with pytest.raises(ConfigError, match="calibration.noise_goal_pct"):

@@ -86,7 +86,7 @@ def repeat_rule(node: DictConfig, key: str = "native", reps: str = "repeats",
                 max_reps: str = "max_repeats") -> RepeatRule:
     """Measured repetitions per window (``noise_floor.RepeatRule``) from ``<key>.<reps>``,
     ``<key>.<max_reps>`` and ``<key>.noise_goal_pct``; one config error line when they do not make one."""
-    n, cap, goal = node.get(reps), node.get(max_reps), node.get("noise_goal_pct", 2.0)
+    n, cap, goal = node.get(reps), node.get(max_reps), node.get("noise_goal_pct")
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise ConfigError(f"{key}.{reps}", f"need an integer >= 1, got {n!r}")
     if cap is not None and (not isinstance(cap, int) or isinstance(cap, bool) or cap < n):

@@ -68,7 +68,7 @@ from .calibrate import calibrate_host
 from .decomposition import TERMS, decompose
 from .driver import NativeHost, NativeResult
 from .episodes import Episodes, HostSetup, host_setup, native_episodes, publication_groups
-from .noise_floor import RepeatRule, median_noise_pct
+from .noise_floor import NOISE_GOAL_PCT, RepeatRule, median_noise_pct
 from .sweep import PROBE_WIDTHS
 from .windows import AudioWindow, demo_windows
 
@@ -277,7 +277,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--max-reps", type=int, default=15,
                     help="then more, up to this many, while a window's native median scatters by over --noise-goal "
                          "percent (its noise floor); --max-reps equal to --reps: exactly --reps")
-    ap.add_argument("--noise-goal", type=float, default=2.0)
+    ap.add_argument("--noise-goal", type=float, default=NOISE_GOAL_PCT)
     ap.add_argument("--profile", default=None, help="a frozen profile (default: calibrate now on the dev windows)")
     ap.add_argument("--calib-windows", type=int, default=1)
     ap.add_argument("--calib-reps", type=int, default=5, help="repetitions of the calibration (D.2: at least 5)")
@@ -290,6 +290,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--markdown", default=None, help="also write the d3-agreement table into this file "
                                                      "(docs/results.md: machine, command, split, date)")
     args = ap.parse_args(argv)
+    try:  # one usage line for --reps, --max-reps and --noise-goal that make no rule, before any work
+        rule = RepeatRule(args.reps, args.max_reps, args.noise_goal)
+    except ValueError as err:
+        ap.error(f"{err} (--reps, --max-reps, --noise-goal)")
     from workbench.models.registry import load_model_config
 
     if args.split == "test":
@@ -305,9 +309,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.engine:
         cfg = {**cfg, "engine": args.engine}
     command = "python -m workbench.native.agreement " + shlex.join(argv or sys.argv[1:])
-    if args.max_reps < args.reps:
-        ap.error(f"--max-reps {args.max_reps} is below --reps {args.reps}: give at least --reps")
-    rule = RepeatRule(args.reps, args.max_reps, args.noise_goal)
     frame, summary = replay_agreement(calib[: args.calib_windows], evals[: args.windows], cfg, rule,
                                       profile=profile, out_dir=args.out_dir, calib_reps=args.calib_reps,
                                       command=command)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+NOISE_GOAL_PCT = 2.0  # the repeat rule's default: a median resolved to within this (conf/ sets the jobs')
 DRAWS = 4000  # bootstrap draws: the floor's own Monte Carlo error is well under 0.1 point
 
 
@@ -55,7 +56,7 @@ class RepeatRule:
 
     reps: int
     max_reps: int | None = None
-    goal_pct: float = 2.0
+    goal_pct: float = NOISE_GOAL_PCT
     judged: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
