@@ -199,9 +199,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.markdown:
         from workbench.io import write_section
 
-        title = (f"**D.3 on the loopback phone (Python runner, torch engine: this host's forwards over adb)**: "
-                 f"{head}")
-        write_section(args.markdown, SECTION, "\n".join([title, "", *lines]))
+        title = "**D.3 on the loopback phone (Python runner, torch engine: this host's forwards over adb)**"
+        write_section(args.markdown, SECTION, "\n".join([title, "", head, "", *lines]))
     return 0 if all(r.passed for r in rows) else 1
 
 
