@@ -309,3 +309,19 @@ def test_a_tasks_sweep_replays_target_only_once(tmp_path):
     assert res.returncode == 0, res.stderr[-2000:]
     assert res.stdout.count("target-only on k70_pro: replayed here") == 1
     assert res.stdout.count("target-only on k70_pro: reused ") == 1
+
+
+def test_the_console_judges_each_d3_number_by_its_own_goal(capsys) -> None:
+    from workbench.run import print_checks
+
+    print_checks({"agreement.mae_pct": 4.9, "agreement.pooled_error_pct": -3.45,
+                  "agreement.target_only_mae_pct": 3.2})
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == [
+        "replay vs native agreement, As²d per-window MAE: 4.90% -> PASS (goal <= 5%)",
+        "replay vs native agreement, signed pooled error: -3.45% -> FAIL (goal within +-2%)",
+        "replay vs native agreement, target-only per-window MAE: 3.20% -> FAIL (goal <= 3%)",
+    ]
+    print_checks({"agreement.pooled_error_pct": 1.9})  # a job that measured only some of them says only those
+    out = capsys.readouterr().out
+    assert out == "replay vs native agreement, signed pooled error: +1.90% -> PASS (goal within +-2%)\n"

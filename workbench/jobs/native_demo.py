@@ -68,6 +68,7 @@ def native_runs(cfg: DictConfig, pair: ModelPair, windows: list[Window],
             s = summarize(agr, host_profile)
             runs.metrics["agreement.mae_pct"] = s["mae_pct"]
             runs.metrics["agreement.pooled_error_pct"] = s["pooled_error_pct"]
+            runs.metrics["agreement.target_only_mae_pct"] = s["target_only_mae_pct"]
             runs.metrics["agreement.within_goal"] = float(s["within_goal"])
             runs.metrics["agreement.noise_floor_pct"] = s["noise_floor_pct"]  # NaN with one repetition
             print(verdict(s))  # the D.3 line beside the demo's replay-vs-native table

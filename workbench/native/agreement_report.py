@@ -21,6 +21,8 @@ from .machine import cpu_model
 from .noise_floor import reps_for
 
 GOAL_MAE_PCT = 5.0  # D.3 agreement: within 5% (paper: 5.81% on phones)
+GOAL_POOLED_PCT = 2.0  # D.3: the signed pooled error (all windows' tokens over their time) within +-2%
+GOAL_TARGET_ONLY_MAE_PCT = 3.0  # D.3: target-only's own replay, per-window MAE
 
 
 def provenance(command: str | None = None) -> dict[str, Any]:
