@@ -33,7 +33,8 @@ from typing import Any
 
 import polars as pl
 
-GOAL_MAE_PCT = 5.0  # the project's D.3 goal (the paper reports 5.81 % on phones)
+from workbench.native.agreement_report import GOAL_MAE_PCT  # the project's D.3 goal (paper: 5.81 % on phones)
+
 SECTION = "loopback-d3"
 CONF = Path(__file__).resolve().parents[1] / "conf"
 PROFILE = "loopback_d3"

@@ -139,16 +139,15 @@ def print_checks(metrics: dict[str, float]) -> None:
         sel, orc = metrics.get(f"{device}.tps_selected"), metrics.get(f"{device}.tps_oracle")
         extra = f" (selected {sel:.2f} vs oracle {orc:.2f} tokens/s)" if sel is not None and orc is not None else ""
         say(f"oracle gap {device}: {gap:.3g}{extra}")
-    goals = {"mae_pct": ("As²d per-window MAE", GOAL_MAE_PCT, "<="),
-             "pooled_error_pct": ("signed pooled error", GOAL_POOLED_PCT, "within +-"),
-             "target_only_mae_pct": ("target-only per-window MAE", GOAL_TARGET_ONLY_MAE_PCT, "<=")}
-    for key, (what, goal, how) in goals.items():
+    goals = {"mae_pct": ("As²d per-window MAE", GOAL_MAE_PCT, ".2f", f"<= {GOAL_MAE_PCT:g}%"),
+             "pooled_error_pct": ("signed pooled error", GOAL_POOLED_PCT, "+.2f", f"within +-{GOAL_POOLED_PCT:g}%"),
+             "target_only_mae_pct": ("target-only per-window MAE", GOAL_TARGET_ONLY_MAE_PCT, ".2f",
+                                     f"<= {GOAL_TARGET_ONLY_MAE_PCT:g}%")}
+    for key, (what, goal, fmt, goal_text) in goals.items():
         if f"agreement.{key}" in metrics:
             value = metrics[f"agreement.{key}"]
             verdict = "PASS" if abs(value) <= goal else "FAIL"
-            say(f"replay vs native agreement, {what}: {value:+.2f}% -> {verdict} (goal {how}{goal:g}%)"
-                if how.startswith("within") else
-                f"replay vs native agreement, {what}: {value:.2f}% -> {verdict} (goal {how} {goal:g}%)")
+            say(f"replay vs native agreement, {what}: {value:{fmt}}% -> {verdict} (goal {goal_text})")
 
 
 def overrides() -> list[str]:
