@@ -146,7 +146,8 @@ def live_producer(publications: pl.DataFrame, op_idle: float, where: str) -> dic
     """The producer as it ran beside the target in native As²d runs (the host's R_LIVE and R_GROWTH,
     ``workbench.native.fit``): per-token publication intervals (each token of a batch its share) as a
     line in stream position; coexistence factor = the line at ``ref_tokens`` over the idle per-token
-    cost ``op_idle``; startup = the first publication after the clock minus two operations on the line.
+    cost ``op_idle``; startup = the first publication after the clock minus the operations on the line
+    before it.
     Empty when the runs published too little to fit a line."""
     from workbench.native.episodes import SAMPLE_SCHEMA, publication_rows
     from workbench.native.fit import publication_curve
@@ -160,17 +161,17 @@ def live_producer(publications: pl.DataFrame, op_idle: float, where: str) -> dic
     if curve is None or op_idle <= 0:
         return {}
     src = f"{where}, n={curve.n} native As2d publication intervals"
-    first = raw.filter(pl.col("kind") == "producer_first")["ms"].to_list()
+    first = raw.filter(pl.col("kind") == "producer_first")
     out: dict[str, Any] = {
         "concurrent_factor": {"v": round(curve.at(curve.ref) / op_idle, 4),
                               "source": f"{src}, their line at ref_tokens / idle per-token time (R_LIVE)"},
         "growth": {"per_token": {"v": round(curve.growth_per_token(), 6),
                                  "source": f"{src}, least squares slope over the interval at ref_tokens (R_GROWTH)"},
                    "ref_tokens": {"v": round(curve.ref, 2), "source": f"{src}, median stream position (R_GROWTH)"}}}
-    if first:
-        out["startup_ms"] = {"v": round(curve.startup(statistics.median(first)), 4),
-                             "source": f"{where}, n={len(first)} native As2d runs, median first publication "
-                                       "after the clock minus two operations on the line (R_LIVE)"}
+    if first.height:
+        out["startup_ms"] = {"v": round(curve.lead_ms(first), 4),
+                             "source": f"{where}, n={first.height} native As2d runs, median first publication "
+                                       "after the clock minus the operations on the line before it (R_LIVE)"}
     return out
 
 

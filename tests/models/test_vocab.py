@@ -73,6 +73,23 @@ def test_convert_stream_has_no_invented_confidence(codecs):
     assert all(p.confidence is None for p in out)
 
 
+def test_each_converted_token_carries_the_drafter_forwards_run_by_then(codecs):
+    """A word is released by the drafter token that starts the next one (or by the flush at the end):
+    its target tokens carry the forwards consumed by then, which replay prices the producer by."""
+    src, dst = codecs
+    ids = src.encode(" the cat and the dog")
+    produced = [ProducedToken(t, None, float(i)) for i, t in enumerate(ids)]
+    out = list(convert_stream(produced, VocabularyConverter(src, dst)))
+    counts = [p.forwards for p in out]
+    assert counts == sorted(counts) and counts[-1] == len(ids)  # the final flush after the last forward
+    # replaying the stream a forward at a time releases each token no earlier than its count says
+    for n in range(1, len(ids) + 1):
+        early = list(convert_stream(produced[:n], VocabularyConverter(src, dst)))
+        released = [p for p in out if p.forwards is not None and p.forwards < n]
+        assert [p.token for p in early][: len(released)] == [p.token for p in released]
+    assert counts[0] >= 2  # the first word is final only once the second starts
+
+
 def test_a_stop_request_ends_the_stream_inside_a_held_back_word(codecs):
     """A drafter looping inside one "word" yields no target token; the stop request must still be
     seen after the next drafter token, not only when the loop reaches its cap (the drain rule)."""

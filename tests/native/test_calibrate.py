@@ -104,7 +104,8 @@ def test_publication_rows_price_the_producer_as_it_ran():
     20 ms, then 2 intervals over 30 ms = 15 ms per token."""
     rows = publication_rows("w", "as2d", 0, (-0.9, 0.020, 0.030, 0.050))
     summary = [r for r in rows if r["kind"] != "producer_interval"]
-    assert [(r["kind"], r["ms"], r["tokens"]) for r in summary] == [("producer_first", pytest.approx(20.0), None),
+    # producer_first: two operations priced before it (the prompt prefill's and the first token's own)
+    assert [(r["kind"], r["ms"], r["tokens"]) for r in summary] == [("producer_first", pytest.approx(20.0), 2),
                                                                    ("producer_token", pytest.approx(15.0), 2)]
     # each interval on its own too: the publication-curve growth fit reads them
     assert [r["ms"] for r in rows if r["kind"] == "producer_interval"] == [pytest.approx(10.0), pytest.approx(20.0)]
@@ -125,6 +126,30 @@ def test_a_word_published_at_once_shares_its_interval_among_its_tokens():
                   (6, pytest.approx(10.0))]
     (tok,) = [r for r in rows if r["kind"] == "producer_token"]
     assert tok["ms"] == pytest.approx(10.0) and tok["tokens"] == 4  # 40 ms over the 4 tokens after the first group
+
+
+def test_a_counted_producer_is_priced_per_drafter_forward():
+    """Forward counts per token (Tok_T): the prefill ran 2 forwards before the clock (operation 0), the
+    next token took one more forward (20 ms), a two-token word waited 3 forwards (50 ms), one more token
+    took one (60 ms). Intervals are per forward, at forward positions: 30 ms over 3 forwards is 10 each,
+    not 15 per token of the word; the mean is 40 ms over 4 forwards, not over 3 tokens."""
+    from workbench.replay.trajectory import operations_of
+
+    times, ops = (-0.9, 0.020, 0.050, 0.050, 0.060), (2, 3, 6, 6, 7)
+    assert operations_of(ops) == (1, 1, 0, 0, 2, 1)
+    rows = publication_rows("w", "as2d", 0, times, ops)
+    (first,) = [r for r in rows if r["kind"] == "producer_first"]
+    assert first["ms"] == pytest.approx(20.0) and first["tokens"] == 2
+    iv = [(r["offset"], r["ms"]) for r in rows if r["kind"] == "producer_interval"]
+    assert iv == [(2, pytest.approx(10.0)), (3, pytest.approx(10.0)), (4, pytest.approx(10.0)),
+                  (5, pytest.approx(10.0))]
+    (tok,) = [r for r in rows if r["kind"] == "producer_token"]
+    assert tok["ms"] == pytest.approx(10.0) and tok["tokens"] == 4
+    # the same times counted per token would price the word's tokens, not its forwards
+    per_token = [r for r in publication_rows("w", "as2d", 0, times) if r["kind"] == "producer_token"]
+    assert per_token[0]["ms"] == pytest.approx(40.0 / 3) and per_token[0]["tokens"] == 3
+    with pytest.raises(ValueError, match="must not decrease"):
+        operations_of((3, 2))
 
 
 def test_calibration_fits_the_kernel_plan_and_measures_under_it(host_cfg, windows):

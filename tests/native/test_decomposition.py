@@ -53,7 +53,7 @@ class _LogClock:
         return self.t
 
 
-def native_like_run(times: list[float] | None = None) -> NativeResult:
+def native_like_run(times: list[float] | None = None, ops: tuple[int, ...] = ()) -> NativeResult:
     times = times or true_times()
     buf = PublicationBuffer("producer", "p0", VOCAB)
     for tok, t in zip(PRODUCED, times, strict=True):
@@ -66,16 +66,17 @@ def native_like_run(times: list[float] | None = None) -> NativeResult:
     records = rt.timed(scheme.records)
     t_eos = rt.end[-1]
     return NativeResult("w", "as2d", tuple(scheme.output), records, (), max(t_eos, times[-1]), t_eos,
-                        producer_tokens=PRODUCED, producer_times=tuple(times), producer_finish=times[-1])
+                        producer_tokens=PRODUCED, producer_times=tuple(times), producer_finish=times[-1],
+                        producer_ops=ops)
 
 
 def profile_for(run: NativeResult, growth: bool):
     """The reference host profile with this log's verifier costs and the producer fitted from the log's
     publication times (as calibration fits them from its native As²d episodes)."""
-    rows = [r for rep in range(3) for r in publication_rows("w", "as2d", rep, run.producer_times)]
+    rows = [r for rep in range(3) for r in publication_rows("w", "as2d", rep, run.producer_times, run.producer_ops)]
     raw = pl.DataFrame(rows, schema=SAMPLE_SCHEMA)
     curve = publication_curve(raw)
-    first = raw.filter(pl.col("kind") == "producer_first")["ms"][0]
+    first, before = raw.filter(pl.col("kind") == "producer_first").select("ms", "tokens").row(0)
     prof = yaml.safe_load((DEVICE_DIR / "host.yaml").read_text())
     for key in ("loop_residual_ms", "queue_ms", "alignment_ms"):
         prof[key] = {"v": 0.0, "source": "the log has no loop work"}
@@ -84,12 +85,12 @@ def profile_for(run: NativeResult, growth: bool):
     name = next(n for n in prof["sources"] if n != prof["serial_drafter"])
     src = prof["sources"][name]
     if growth:
-        op, startup = curve.at(curve.ref), first - (curve.at(0) + curve.at(1))
+        op, startup = curve.at(curve.ref), first - curve.ops_ms(before)
         src["growth"] = {"per_token": {"v": curve.b / op, "source": "fit"}, "ref_tokens": {"v": curve.ref,
                                                                                          "source": "fit"}}
     else:  # the constant-cost model: the median interval, every token alike
         op = float(raw.filter(pl.col("kind") == "producer_interval")["ms"].median())
-        startup = max(0.0, first - 2 * op)  # as calibration clamps it
+        startup = max(0.0, first - before * op)  # as calibration clamps it
     src.update(forward_ms={"v": op, "source": "fit"}, startup_ms={"v": startup, "source": "fit"},
                concurrent_factor={"v": 1.0, "source": "measured times carry their contention"},
                batch_tokens={"v": 1, "source": "log"}, publication_ms={"v": 0.0, "source": "log"})
@@ -218,3 +219,40 @@ def test_a_slope_within_the_noise_is_no_growth_and_one_stall_moves_nothing():
     raw = pl.DataFrame(publication_rows("w", "as2d", 0, times), schema=SAMPLE_SCHEMA)
     curve = publication_curve(raw)
     assert curve.b == 0.0 and curve.a == pytest.approx(8.0, abs=0.5)
+
+
+def counted_log(pattern: tuple[int, ...] = (1, 0, 2, 1, 0, 3, 1, 1)) -> tuple[list[float], tuple[int, ...]]:
+    """A cross-vocabulary producer's log: forward j ends at START + sum_{i<=j} (A + B i) (forward 0 is the
+    prompt prefill, its token published before the clock) and releases ``pattern``'s next count of tokens
+    (Tok_T: none while a word is held back, several when it completes); each token carries its forwards."""
+    times, counts = [-0.001], [1]
+    t, j = START_MS + A_MS, 0
+    while len(times) < len(PRODUCED):
+        j += 1
+        t += A_MS + B_MS * j
+        n = min(pattern[(j - 1) % len(pattern)], len(PRODUCED) - len(times))
+        times += [t / 1000] * n
+        counts += [j + 1] * n
+    return times, tuple(counts)
+
+
+def test_replay_prices_a_counted_producer_per_forward_and_reproduces_its_rounds():
+    """The log's producer takes 8 forwards for every 9 tokens, released in words. Calibrated and replayed
+    per forward (the run's forward counts), replay reproduces every round time within 1%; the same log
+    calibrated and replayed per token misses it."""
+    times, counts = counted_log()
+    run = native_like_run(times, counts)
+    assert run.output == REFERENCE and counts[-1] < len(counts)
+    profile, source, window, res = _replay(run, growth=True)
+    assert sum(window.sources[source].op_tokens) == len(PRODUCED)
+    # the decomposition times each forward on the native curve (a held-back word's forwards share its gap)
+    d = decompose(window, run, profile, source, SETTINGS)
+    assert sum(d[t] for t in TERMS) == pytest.approx(d["signed_error_pct"], abs=1e-9)
+    assert abs(d["publication"]) < 0.5 and abs(d["signed_error_pct"]) < 1.0
+    assert len(res.t_end) == len(run.records)
+    for native, replayed in zip((r.t_end for r in run.records), res.t_end, strict=True):
+        assert replayed == pytest.approx(native, rel=0.01)
+    per_token = native_like_run(times)
+    _, _, _, flat = _replay(per_token, growth=True)
+    worst = max(abs(a - b.t_end) / b.t_end for a, b in zip(flat.t_end, per_token.records, strict=False))
+    assert worst > 0.01 or len(flat.t_end) != len(per_token.records)

@@ -104,6 +104,20 @@ def test_producer_publishes_batches_or_cumulative_prefixes(publication, sizes) -
         assert times[:2] == [3.0, 7.0]  # a batch is published with its last token
 
 
+def test_the_shared_buffer_keeps_each_tokens_drafter_forwards_for_replay() -> None:
+    """A Tok_T stream (forward counts per token) publishes its counts beside its tokens; the verifier reads
+    them back (``forwards_of``), ``Done`` reports drafter forwards, not tokens; an uncounted stream reads
+    back as none (replay then prices one operation per token)."""
+    counts = (2, 2, 3, 5, 5, 5, 6)
+    stream = (ProducedToken(10 + i, None, 100.0 + i, f) for i, f in enumerate(counts))
+    shared = SharedBuffer(mp.get_context("spawn"))
+    assert _produce(stream, shared, threading.Event(), 1, t_begin=100.0) == 6
+    assert shared.forwards_of(len(counts)) == counts
+    shared.reset()
+    _produce(_fake_stream(5), shared, threading.Event(), 1, t_begin=100.0)
+    assert shared.forwards_of(5) == ()
+
+
 def test_producer_spec_names_a_bad_publication() -> None:
     with pytest.raises(ValueError, match="publication: 'chunks' is not one of"):
         ProducerSpec(drafter={}, publication="chunks")

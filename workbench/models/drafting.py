@@ -35,6 +35,10 @@ class ProducedToken(NamedTuple):
     token: int
     confidence: float | None
     t_generated: float  # clock time when the token was available (after its forward)
+    # drafter forwards (its prompt prefill included) run by the time this token was available; None: one
+    # per token. A cross-vocabulary producer (Tok_T) releases none, one or several tokens per forward, and
+    # replay prices its producer per forward (``replay.producer``), so the count travels with the token.
+    forwards: int | None = None
 
 
 def top1(logits: torch.Tensor) -> tuple[int, float]:

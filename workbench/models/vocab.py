@@ -77,15 +77,20 @@ def convert_stream(produced: Iterable[ProducedToken], converter: VocabularyConve
     ``stop``: checked after every drafter token, so a stop request ends the stream at the next
     forward boundary (the drain rule, A.3) even while a held-back word yields nothing: a drafter
     looping inside one "word" (no space, e.g. repeated punctuation) would otherwise run on to its
-    cap unseen by the caller. A stopped stream flushes nothing: the window is over."""
+    cap unseen by the caller. A stopped stream flushes nothing: the window is over.
+
+    Each converted token carries ``forwards``: the drafter tokens consumed by then (one forward each,
+    the prompt prefill's included), so replay can price the producer per forward."""
     import time
 
+    n = 0
     for p in produced:
+        n += 1
         for tok in converter.feed([p.token]):
-            yield ProducedToken(tok, None, time.perf_counter())
+            yield ProducedToken(tok, None, time.perf_counter(), n)
         if converter.finished:
             return
         if stop is not None and stop():
             return
     for tok in converter.finish():
-        yield ProducedToken(tok, None, time.perf_counter())
+        yield ProducedToken(tok, None, time.perf_counter(), n)

@@ -61,7 +61,7 @@ from workbench.replay.engine import replay
 from workbench.replay.profile import DeviceProfile, load_profile
 from workbench.replay.result import STAGE_SCHEMA, ReplayConfig, ReplayResult
 from workbench.replay.sources import profile_source
-from workbench.replay.trajectory import SourceTrack, Window
+from workbench.replay.trajectory import SourceTrack, Window, operations_of
 
 from .agreement_report import GOAL_MAE_PCT, agreement_markdown, decomposition_lines, provenance, summarize, verdict
 from .calibrate import calibrate_host
@@ -93,12 +93,16 @@ def replay_native_run(run: NativeResult, reference: Sequence[int], profile: Devi
                       settings: Mapping[str, Any], eos_id: int | None, vocab_size: int, max_output: int,
                       window_id: str | None = None) -> tuple[Window, ReplayResult]:
     """Replay one native As²d run's trajectory (reference + published producer stream) under ``profile``,
-    with the settings the native run used. The host prices its producer per target token, and a word
-    the native producer published at once (``publication_groups``: Tok_T holds it back until complete)
-    is released together, after its last token's operation, as a trace's forward counts release it."""
+    with the settings the native run used. The host prices its producer per operation: each drafter
+    forward the native run counted (``NativeResult.producer_ops``; ``operations_of``), so a Tok_T word is
+    released by the forward that completed it, as a trace's forward counts release it. A run that did not
+    count them is priced per token, a word published at once (``publication_groups``) released together."""
     tokens = tuple(run.producer_tokens)
-    ops = tuple(n for size in publication_groups(run.producer_times) for n in (*(0,) * (size - 1), size))
-    track = SourceTrack(source, tokens, None, ops if len(ops) == len(tokens) else (1,) * len(tokens))
+    if len(run.producer_ops) == len(tokens):
+        ops = operations_of(run.producer_ops)
+    else:
+        ops = tuple(n for size in publication_groups(run.producer_times) for n in (*(0,) * (size - 1), size))
+    track = SourceTrack(source, tokens, None, ops if sum(ops) == len(tokens) else (1,) * len(tokens))
     w = Window(window_id or run.window_id, "host", tuple(reference), eos_id, vocab_size, max_output, None,
                {source: track}).validate()
     return w, replay(w, ReplayConfig("as2d", source=source, **settings), profile)

@@ -6,8 +6,9 @@ On separate calibration windows, after warm-up, with ``reps`` >= 5 repetitions, 
   fitted by ``models.kernel_plan.fit_plan``), then installs it: everything after runs under it;
 * verifier widths K (``widths``), idle and while the producer runs on the other core
   (a producer process generating back to back on the same audio, its own placement);
-* the producer's per-token service (drafter forwards incl. Tok_T conversion: converted target
-  tokens over producer time), idle and while the target runs -> ``forward_ms``, ``concurrent_factor``;
+* the producer's service per drafter forward (Tok_T conversion included; a cross-vocabulary producer's
+  tokens carry their forward counts, fit R_OPS), idle and while the target runs -> ``forward_ms``,
+  ``concurrent_factor``;
 * native episodes (target-only, SD, ASP, As²d) through :class:`NativeHost`, from which come the
   target-only step (charged time / rounds), the serial drafter forward and loop residual per
   serial round, ASP extras, As²d alignment and queue per round, and producer startup;
@@ -171,7 +172,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     for k in profile.verifier.widths():
         print(f"  K{k:<2d} idle {profile.verify_ms(k):7.2f} ms  concurrent {profile.verify_ms(k, True):7.2f} ms")
     for s in profile.sources.values():
-        print(f"  source {s.name}: {s.op_ms:.2f} ms/token, x{s.concurrent_factor:.3f} concurrent, "
+        print(f"  source {s.name}: {s.op_ms:.2f} ms/forward, x{s.concurrent_factor:.3f} concurrent, "
               f"startup {s.startup_ms:.2f} ms, publication {s.publication_ms:.3f} ms")
     print(f"samples: {raw.height} rows in {args.out_dir}; median of each, n per field in the YAML")
 

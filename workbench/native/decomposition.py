@@ -79,6 +79,21 @@ def replay_held(window: Window, settings: Mapping[str, Any], profile: DeviceProf
     return res, [buf.publish_time_of(i) for i in range(len(buf))]
 
 
+def operation_ms(op_tokens: Sequence[int], times: Sequence[float]) -> tuple[float, ...]:
+    """Each operation's time (ms) such that every token is released at its time in ``times`` (s): an
+    operation that releases tokens ends at their publication; the operations before it that release
+    none (the forwards a Tok_T word waited) share the gap evenly."""
+    ends: list[float] = []
+    k, prev, waiting = 0, 0.0, 0
+    for n in op_tokens:
+        waiting += 1
+        if n:
+            k += n
+            ends += [1000 * (times[k - 1] - prev) / waiting] * waiting
+            prev, waiting = times[k - 1], 0
+    return tuple(ends + [0.0] * waiting)
+
+
 def native_curve_window(window: Window, run: NativeResult, source: str,
                         profile: DeviceProfile) -> tuple[Window, DeviceProfile]:
     """``window`` with its producer's operations timed as the native run published them (token i at
@@ -86,9 +101,8 @@ def native_curve_window(window: Window, run: NativeResult, source: str,
     that source: replay then publishes on the native curve (measured times carry their contention)."""
     t = [max(0.0, x) for x in run.producer_times]
     t = [max(t[: i + 1]) for i in range(len(t))]  # publication order is time order
-    ops = tuple(1000 * (b - a) for a, b in zip([0.0, *t[:-1]], t, strict=True))
     old = window.sources[source]
-    track = SourceTrack(source, old.tokens, old.confidences, old.op_tokens, ops)
+    track = SourceTrack(source, old.tokens, old.confidences, old.op_tokens, operation_ms(old.op_tokens, t))
     sources = {**profile.sources, source: replace(profile.source(source), startup_ms=0.0)}
     return replace(window, sources={**window.sources, source: track}), replace(profile,
                                                                               sources=MappingProxyType(sources))

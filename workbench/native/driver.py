@@ -65,6 +65,9 @@ class NativeResult:
     producer_tokens: tuple[int, ...] = ()
     producer_times: tuple[float, ...] = ()  # publish time of each produced token, decode clock
     producer_forwards: int = 0
+    # drafter forwards run by each produced token's availability (``SharedBuffer.forwards_of``); empty: one
+    # operation per token (a shared-vocabulary producer), the unit replay prices the producer in
+    producer_ops: tuple[int, ...] = ()
     placement: dict[str, Any] = field(default_factory=dict)
     fault: str | None = None
     origin: float = math.nan  # the decode clock's zero on time.perf_counter (s): on-demand request timing
@@ -340,6 +343,7 @@ class NativeHost:
         buf = source.buffer
         result.producer_tokens = tuple(buf.snapshot().tokens())
         result.producer_times = tuple(buf.publish_time_of(i) for i in range(len(buf)))
+        result.producer_ops = self.shared.forwards_of(len(buf))
         spans = [("producer", "draft", max(0.0, a - t0), b - t0, -1) for a, b in self.shared.producer_spans()]
         result.stages = result.stages + tuple(spans)
         if not math.isnan(finish):

@@ -164,37 +164,54 @@ def publication_groups(times: Sequence[float]) -> list[int]:
     return [len(list(group)) for _, group in itertools.groupby(times)]
 
 
-def publication_rows(window_id: str, scheme: str, rep: int, times: Sequence[float]) -> list[dict[str, Any]]:
-    """The producer as it really ran beside the target (D.3): its first publication after the clock
-    (``producer_first``) and its mean interval per token from then on (``producer_token``, ``tokens``
-    intervals). Calibration prices coexistence from these rather than from a synthetic load.
+def operation_positions(times: Sequence[float], ops: Sequence[int] = ()) -> list[int]:
+    """The producer operation (0: the prompt prefill) that released each published token: from the
+    tokens' forward counts when the run counted them (``NativeResult.producer_ops``, ``operations_of``),
+    else one operation per token."""
+    if len(ops) != len(times) or not ops:
+        return list(range(len(times)))
+    return [f - ops[0] for f in ops]
 
-    ``producer_interval``: each token's share of the interval that released it, at its stream position
-    (``offset``): a group of ``s`` tokens published together after a gap ``d`` gives each ``d / s``, so a
-    held-back word is neither ``s - 1`` free tokens nor one slow one (``publication_groups``)."""
-    after = [t for t in times if t > 0]  # the prompt-prefill token is published before the clock
-    if not after:
+
+def publication_rows(window_id: str, scheme: str, rep: int, times: Sequence[float],
+                     ops: Sequence[int] = ()) -> list[dict[str, Any]]:
+    """The producer as it really ran beside the target (D.3), per *operation* (a drafter forward; one per
+    token unless ``ops`` counts them, ``operation_positions``): its first publication after the clock
+    (``producer_first``, ``tokens``: the operations replay prices up to it) and its mean interval per
+    operation from then on (``producer_token``, ``tokens`` operations). Calibration prices coexistence
+    from these rather than from a synthetic load.
+
+    ``producer_interval``: each operation's share of the interval that released its group, at its position
+    (``offset``): a group published together after a gap ``d`` spanning ``s`` operations gives each
+    ``d / s``, so a held-back word is neither free operations nor one slow one (``publication_groups``)."""
+    pos = operation_positions(times, ops)
+    first = next((i for i, t in enumerate(times) if t > 0), None)  # the prefill's tokens precede the clock
+    if first is None:
         return []
-    rows = [sample("producer_first", window_id, scheme=scheme, rep=rep, ms=1000 * after[0])]
+    after = times[first:]
     sizes = publication_groups(after)
-    later = len(after) - sizes[0]  # tokens published after the first publication
-    if later and after[-1] > after[0]:
+    last = [first + sum(sizes[: g + 1]) - 1 for g in range(len(sizes))]  # each group's last token
+    rows = [sample("producer_first", window_id, scheme=scheme, rep=rep, ms=1000 * after[0],
+                   tokens=pos[last[0]] + 1)]
+    done = pos[last[-1]] - pos[last[0]]  # operations after the first publication
+    if done and after[-1] > after[0]:
         rows.append(sample("producer_token", window_id, scheme=scheme, rep=rep, concurrent=True,
-                           ms=1000 * (after[-1] - after[0]) / later, tokens=later))
-    before, k = len(times) - len(after), sizes[0]  # k: index in ``after`` of the next group's first token
-    for size in sizes[1:]:
-        share = 1000 * (after[k] - after[k - 1]) / size
+                           ms=1000 * (after[-1] - after[0]) / done, tokens=done))
+    for a, b in zip(last, last[1:], strict=False):
+        span = pos[b] - pos[a]
+        if span <= 0:
+            continue
+        share = 1000 * (times[b] - times[a]) / span
         rows += [sample("producer_interval", window_id, scheme=scheme, rep=rep, concurrent=True,
-                        offset=before + k + j, ms=share) for j in range(size)]
-        k += size
+                        offset=pos[a] + 1 + j, ms=share) for j in range(span)]
     return rows
 
 
-def producer_token_ms(times: Sequence[float]) -> float | None:
-    """The producer's interval per published token in one run (``publication_rows``' ``producer_token``,
-    the statistic the profile's ``anchor_producer_ms`` is the calibration median of); None when it
-    published fewer than ``MIN_PER_TOKEN`` tokens after its first publication."""
-    rows = [r for r in publication_rows("", "as2d", 0, times) if r["kind"] == "producer_token"
+def producer_token_ms(times: Sequence[float], ops: Sequence[int] = ()) -> float | None:
+    """The producer's interval per operation in one run (``publication_rows``' ``producer_token``,
+    the statistic the profile's ``anchor_producer_ms`` is the calibration median of); None when it ran
+    fewer than ``MIN_PER_TOKEN`` operations after its first publication."""
+    rows = [r for r in publication_rows("", "as2d", 0, times, ops) if r["kind"] == "producer_token"
             and r["tokens"] >= MIN_PER_TOKEN]
     return rows[0]["ms"] if rows else None
 
@@ -208,7 +225,7 @@ class Episodes:
     probes: dict[tuple[str, int], float] = field(default_factory=dict)
     # (window, rep) -> ms per committed token of As²d on that window, run right after the target-only probe
     as2d_probes: dict[tuple[str, int], float] = field(default_factory=dict)
-    # (window, rep) -> the producer's interval per published token (ms) in that As²d probe run
+    # (window, rep) -> the producer's interval per drafter forward (ms) in that As²d probe run
     producer_probes: dict[tuple[str, int], float] = field(default_factory=dict)
     # (window, rep) -> {width: median idle verify call (ms)} on that window at offset 0, just before that rep
     width_probes: dict[tuple[str, int], dict[int, float]] = field(default_factory=dict)
@@ -292,7 +309,7 @@ def native_episodes(setup: HostSetup, windows: Sequence[AudioWindow], schemes: S
                         raise ExactnessError(f"As²d drift probe on {probe.window_id}: output differs from "
                                              "target-only's")
                     ep.as2d_probes[(w.window_id, rep)] = 1000 * a2.time / max(1, len(a2.output))
-                    per_token = producer_token_ms(a2.producer_times)
+                    per_token = producer_token_ms(a2.producer_times, a2.producer_ops)
                     if per_token is not None:
                         ep.producer_probes[(w.window_id, rep)] = per_token
             for scheme in (schemes if rep % 2 == 0 else list(reversed(schemes))):
@@ -308,7 +325,7 @@ def native_episodes(setup: HostSetup, windows: Sequence[AudioWindow], schemes: S
                 if spans:  # producer startup: from the clock's zero to its first forward (process wake-up)
                     ep.rows.append(sample("producer_startup", w.window_id, scheme=scheme, rep=rep,
                                           ms=1000 * min(s[2] for s in spans)))
-                ep.rows += publication_rows(w.window_id, scheme, rep, r.producer_times)
+                ep.rows += publication_rows(w.window_id, scheme, rep, r.producer_times, r.producer_ops)
             rep += 1
     return ep
 

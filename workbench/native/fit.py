@@ -43,9 +43,13 @@ RULES = {
                 "padded width whose forward costs least (taken only when it saves more than "
                 "models.kernel_plan.PAD_MARGIN); medians of the kernel sweep, idle. Every verifier cost "
                 "in this file was measured under this plan.",
+    "R_OPS": "The producer is priced per operation: one drafter forward (its prompt prefill is operation "
+             "0). A cross-vocabulary producer (Tok_T) releases none, one or several target tokens per forward; "
+             "each run records every published token's forward count, and every producer time in this file "
+             "is per forward.",
     "R_GROWTH": "The producer's publication interval beside the target grows with its stream position "
-                "(attention over a longer context): a least-squares line over every publication interval of "
-                "the native As2d episodes (slope 0 unless it exceeds twice its standard error; level: the "
+                "(attention over a longer context): a least-squares line over every per-forward publication "
+                "interval of the native As2d episodes (slope 0 unless it exceeds twice its standard error; level: the "
                 "median residual); growth.per_token is its slope over its value at ref_tokens, and the "
                 "coexistence factor and startup are read from the same line.",
 }
@@ -201,7 +205,7 @@ GROWTH_SIGNIFICANCE = 2.0  # a slope within this many standard errors of zero is
 
 @dataclass(frozen=True, slots=True)
 class PublicationCurve:
-    """The producer's per-token publication interval beside the target as a line in its stream position,
+    """The producer's per-forward publication interval beside the target as a line in its stream position,
     ``ms = a + b * pos``, from the native As²d episodes (R_GROWTH); ``ref``: the median position."""
 
     a: float
@@ -216,10 +220,15 @@ class PublicationCurve:
         """The slope over the interval at ``ref``: the profile's ``growth.per_token``."""
         return self.b / self.at(self.ref)
 
-    def startup(self, first_ms: float) -> float:
-        """The first publication after the clock minus the two operations replay prices before it
-        (the prompt-prefill token is an operation too)."""
-        return max(0.0, first_ms - self.at(0) - self.at(1))
+    def ops_ms(self, n: int) -> float:
+        """The first ``n`` operations' cost on this line."""
+        return sum(self.at(i) for i in range(n))
+
+    def lead_ms(self, first: pl.DataFrame) -> float:
+        """Startup: the median over runs (``producer_first`` rows) of the first publication after the clock
+        minus the operations replay prices before it (``tokens``; the prompt prefill is operation 0)."""
+        return max(0.0, med([ms - self.ops_ms(n)
+                             for ms, n in zip(first["ms"].to_list(), first["tokens"].to_list(), strict=True)]))
 
 
 def publication_curve(raw: pl.DataFrame) -> PublicationCurve | None:
@@ -250,42 +259,42 @@ def _growth(f: Fit, curve: PublicationCurve) -> dict[str, Any]:
 
 def _coexistence(f: Fit, op_idle: float, per_tok_conc: list[float],
                  curve: PublicationCurve | None = None) -> dict[str, Any]:
-    """The producer's per-token interval in the native As²d episodes over its idle per-token time (R_LIVE):
+    """The producer's per-forward interval in the native As²d episodes over its idle per-forward time (R_LIVE):
     the synthetic load (a width sweep beside back-to-back passes) stresses the cores differently."""
     live = f.kind("producer_token").filter(pl.col("tokens") >= MIN_PER_TOKEN)["ms"].to_list()
     if curve is not None:
         return {"v": round(curve.at(curve.ref) / op_idle, 4),
                 "source": f"fitted on host {f.date}, n={curve.n} native As2d publication intervals, their line at "
-                          "ref_tokens / idle per-token time (R_LIVE, R_GROWTH)"}
+                          "ref_tokens / idle per-forward time (R_LIVE, R_GROWTH)"}
     if live:
         return {"v": round(med(live) / op_idle, 4),
-                "source": f"fitted on host {f.date}, n={len(live)} native As2d runs, median per-token publication "
-                          "interval beside the target / idle per-token time (R_LIVE)"}
+                "source": f"fitted on host {f.date}, n={len(live)} native As2d runs, median per-forward publication "
+                          "interval beside the target / idle per-forward time (R_LIVE)"}
     return {"v": round(med(per_tok_conc) / op_idle if per_tok_conc else 1.0, 4),
             "source": f"measured on host {f.date}, n={len(per_tok_conc)} passes, ratio of medians "
                       "(target running / idle)"}
 
 
 def producer_part(f: Fit, setup: HostSetup, has_conf: bool) -> dict[str, Any]:
-    """``sources:``: the producer (idle per-token service, coexistence, startup, publication) and the
+    """``sources:``: the producer (idle per-forward service, coexistence, startup, publication) and the
     serial drafter (its draft forward inside the verifier's loop)."""
     per_tok = f.kind("producer_pass").filter(pl.col("tokens") >= MIN_PER_TOKEN).with_columns(
         (pl.col("ms") / pl.col("tokens")).alias("per_token"))
     idle = per_tok.filter(~pl.col("concurrent"))["per_token"].to_list()
     curve = publication_curve(f.raw)
     factor = _coexistence(f, med(idle), per_tok.filter(pl.col("concurrent"))["per_token"].to_list(), curve)
-    first = f.kind("producer_first")["ms"].to_list()
-    # replay prices the prompt-prefill token as an operation too: the second one ends at 2 ops
-    two_ops = 2 * med(idle) * factor["v"] if curve is None else curve.at(0) + curve.at(1)
-    if first:
-        startup = {"v": round(max(0.0, med(first) - two_ops), 4),
-                   "source": f"fitted on host {f.date}, n={len(first)} native As2d runs, median first "
-                             "publication after the clock minus two coexisting operations (R_LIVE)"}
+    first = f.kind("producer_first")
+    if first.height:
+        line = curve or PublicationCurve(med(idle) * factor["v"], 0.0, 0.0, 0)  # no line: the constant cost
+        startup = {"v": round(line.lead_ms(first), 4),
+                   "source": f"fitted on host {f.date}, n={first.height} native As2d runs, median first publication "
+                             "after the clock minus the coexisting operations before it (R_LIVE, R_OPS)"}
     else:
         startup = f.meas(f.kind("producer_startup")["ms"].to_list())
     sd = f.config("sd").filter(pl.col("work_forwards") > 0)
     forward = f.meas((1000 * sd["pre"] / sd["work_forwards"]).to_list(), "median SD draft time per forward")
-    producer = {"kind": "autoregressive", "forward_ms": f.meas(idle, "median producer time per target token"),
+    per_forward = f.meas(idle, "median producer time per drafter forward (R_OPS)")
+    producer = {"kind": "autoregressive", "forward_ms": per_forward,
                 "publication_ms": f.meas(f.kind("publication")["ms"].to_list()), "startup_ms": startup,
                 "concurrent_factor": factor, "batch_tokens": {"v": setup.batch_tokens, "derived": "R_BATCH"},
                 "confidence": has_conf, **({"growth": _growth(f, curve)} if curve is not None else {})}
@@ -322,7 +331,7 @@ def asp_part(f: Fit, sources: dict[str, Any], setup: HostSetup) -> dict[str, Any
 
 def anchor_part(f: Fit) -> dict[str, Any]:
     """The drift anchor: the median target-only round on the first calibration window, As²d's median time
-    per committed token there, its producer's median interval per published token, and the idle calls at
+    per committed token there, its producer's median interval per forward (R_OPS), and the idle calls at
     the probe widths on it at its first context (the runs and calls the drift probe repeats, ``drift.py``)."""
     to = f.target_only()
     if not to.height:
@@ -339,7 +348,7 @@ def anchor_part(f: Fit) -> dict[str, Any]:
     pub = f.kind("producer_token").filter((pl.col("scheme") == "as2d") & (pl.col("window_id") == wid)
                                           & (pl.col("tokens") >= MIN_PER_TOKEN))
     if pub.height:
-        out["anchor_producer_ms"] = f.meas(pub["ms"].to_list(), "median producer interval per published token "
+        out["anchor_producer_ms"] = f.meas(pub["ms"].to_list(), "median producer interval per forward "
                                                                 "beside the target in As2d on anchor_window "
                                                                 "(producer drift anchor)")
     ver = f.kind("verify").filter(~pl.col("concurrent") & (pl.col("offset") == 0) & (pl.col("window_id") == wid))

@@ -53,7 +53,8 @@ class RunPasses:
 
 @dataclass(frozen=True)
 class Passes:
-    passes: list[tuple[int, float]]  # (tokens, seconds) per pass, prompt prefill excluded
+    # (operations, seconds) per pass, prompt prefill excluded: drafter forwards, or tokens where uncounted
+    passes: list[tuple[int, float]]
     has_confidence: bool
 
 

@@ -249,23 +249,24 @@ def _produce(stream: Iterator[Any], shared: SharedBuffer, stop: Any, batch_token
              publication: str = BATCHES) -> int:
     if publication != BATCHES:
         return _produce_prefixes(stream, shared, stop, t_begin)
-    batch, confs, n = [], [], 0
+    batch, confs, counts, n = [], [], [], 0
     prev = t_begin
     for item in stream:
         # One forward per drafter token; conversion and publication belong to the source's span.
         batch.append(item.token)
         confs.append(item.confidence)
-        n += 1
+        counts.append(item.forwards)
+        n = counts[-1] or n + 1  # drafter forwards so far (Done): one per token unless the stream counts them
         if len(batch) == batch_tokens:
-            shared.publish(batch, item.t_generated, None if None in confs else confs)
-            batch, confs = [], []
+            shared.publish(batch, item.t_generated, None if None in confs else confs, counts)
+            batch, confs, counts = [], [], []
         now = time.perf_counter()
         shared.add_span(prev, now)
         prev = now
         if stop.is_set():
             break
     if batch:
-        shared.publish(batch, time.perf_counter(), None if None in confs else confs)
+        shared.publish(batch, time.perf_counter(), None if None in confs else confs, counts)
     return n
 
 

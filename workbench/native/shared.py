@@ -7,6 +7,8 @@ the replay audits (publish time <= decision time) hold for native runs too.
 Layout (all ``multiprocessing`` shared arrays, allocated once, reset per window):
 
 * ``tokens[i]``, ``conf[i]`` -- published candidate tokens in target vocabulary (NaN: none);
+* ``forwards_at[i]`` -- drafter forwards run by the time that token was available (0: not counted, one per
+  token), the ``ProducedToken.forwards`` replay prices a cross-vocabulary producer by;
 * ``batch_end[b]``, ``batch_time[b]`` -- cumulative token count and publish time of batch b;
 * ``n_batches`` -- the publication counter, written *after* the batch data, under its lock;
 * ``spans[s] = (start, end)`` -- producer stage intervals (one per forward), ``n_spans``;
@@ -39,7 +41,7 @@ class SharedBuffer:
         self.spans = ctx.RawArray("d", 2 * MAX_SPANS)
         self.n_spans = ctx.Value("i", 0)
         self.finish_time = ctx.Value("d", math.nan)
-        self.forwards = ctx.Value("i", 0)
+        self.forwards_at = ctx.RawArray("i", max_tokens)
 
     # -- producer side ----------------------------------------------------------------------
     def reset(self) -> None:
@@ -47,9 +49,9 @@ class SharedBuffer:
             self.n_batches.value = 0
         self.n_spans.value = 0
         self.finish_time.value = math.nan
-        self.forwards.value = 0
 
-    def publish(self, tokens: Sequence[int], publish_time: float, confidences: Sequence[float] | None) -> None:
+    def publish(self, tokens: Sequence[int], publish_time: float, confidences: Sequence[float] | None,
+                forwards: Sequence[int | None] | None = None) -> None:
         with self.n_batches.get_lock():
             b = self.n_batches.value
             start = self.batch_end[b - 1] if b else 0
@@ -59,6 +61,7 @@ class SharedBuffer:
             for i, t in enumerate(tokens):
                 self.tokens[start + i] = int(t)
                 self.conf[start + i] = math.nan if confidences is None else float(confidences[i])
+                self.forwards_at[start + i] = 0 if forwards is None else int(forwards[i] or 0)
             self.batch_end[b] = end
             self.batch_time[b] = publish_time
             self.n_batches.value = b + 1  # last: readers never see a half-written batch
@@ -73,6 +76,11 @@ class SharedBuffer:
         self.finish_time.value = t
 
     # -- verifier side ----------------------------------------------------------------------
+    def forwards_of(self, n: int) -> tuple[int, ...]:
+        """The first ``n`` tokens' forward counts; empty when the producer did not count them."""
+        counts = tuple(self.forwards_at[:n])
+        return counts if counts and all(counts) else ()
+
     def producer_spans(self) -> list[tuple[float, float]]:
         n = self.n_spans.value
         return [(self.spans[2 * i], self.spans[2 * i + 1]) for i in range(n)]

@@ -55,9 +55,11 @@ def _producer_load_main(conn: Any, spec: ProducerSpec, audio: Any, cap: int, sto
                 stream = model.stream(audio, cap, encoded)
                 first = next(stream, None)  # the producer's prompt prefill, outside its clock (A.3)
                 has_conf = has_conf and first is not None and first.confidence is not None
+                # operations after the prefill: drafter forwards where the stream counts them (Tok_T), else tokens
                 t0, n = time.perf_counter(), 0
-                for _ in stream:
-                    n += 1
+                base = None if first is None else first.forwards
+                for item in stream:
+                    n = item.forwards - base if item.forwards and base else n + 1
                     if msg.n is None and stop.is_set():
                         break
                 life.check("running calibration passes")

@@ -182,7 +182,7 @@ class DeviceProfile:
     # rest: the same probe run of As²d says how far the machine drifted for a run with both cores busy,
     # which a one-core target-only probe need not see (drift.py).
     anchor_as2d_ms: float | None = None
-    # Host profiles: the producer's median interval per published token (ms) beside the target in As²d's
+    # Host profiles: the producer's median interval per drafter forward (ms) beside the target in As²d's
     # runs on that window, measured with the rest: the probe's As²d run says how far the producer's own
     # CPU drifted, which on a VM moves apart from the target's (drift.py).
     anchor_producer_ms: float | None = None

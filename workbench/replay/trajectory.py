@@ -65,6 +65,25 @@ class DraftTable(Mapping[int, tuple[tuple[int, ...], tuple[float, ...] | None]])
         return len(self.lengths)
 
 
+def operations_of(forwards: Sequence[int]) -> tuple[int, ...]:
+    """Tokens released by each producer operation, from each token's cumulative drafter forwards
+    (``ProducedToken.forwards``, non-decreasing).
+
+    Operation 0 is the producer's prompt prefill: every forward run by the time the first token was
+    available, which a native producer runs before the clock (A.3) and replay prices as its first
+    operation. Each later forward is one operation, releasing none, one or several tokens: a
+    cross-vocabulary producer (Tok_T) holds a word back until it is complete."""
+    if not forwards:
+        return ()
+    if any(b < a for a, b in zip(forwards, forwards[1:], strict=False)):
+        raise ValueError(f"forward counts must not decrease: {list(forwards)[:16]}")
+    first = forwards[0]
+    counts = [0] * (forwards[-1] - first + 1)
+    for f in forwards:
+        counts[f - first] += 1
+    return tuple(counts)
+
+
 @dataclass(frozen=True, slots=True)
 class SourceTrack:
     """One candidate source's own token stream, in generation order."""

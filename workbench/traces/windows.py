@@ -16,7 +16,7 @@ from typing import Any
 import polars as pl
 
 from workbench.models.drafting import ProducedToken
-from workbench.replay.trajectory import SourceTrack, Window, _draft_table
+from workbench.replay.trajectory import SourceTrack, Window, _draft_table, operations_of
 from workbench.traces.schema import read_window
 
 
@@ -49,14 +49,10 @@ class chunk_stream:  # noqa: N801 - reads as a function at call sites
                 yield ProducedToken(int(tok), None, float(ch.publish_time))
 
 
-def _op_tokens(forwards: list[int | None], n_ops: int | None) -> tuple[int, ...]:
+def _op_tokens(forwards: list[int | None]) -> tuple[int, ...]:
     if not forwards or any(f is None for f in forwards):
         return (1,) * len(forwards)  # no counts recorded: one operation per token
-    total = max(max(forwards), n_ops or 0)
-    counts = [0] * total
-    for f in forwards:
-        counts[f - 1] += 1
-    return tuple(counts)
+    return operations_of([int(f) for f in forwards if f is not None])
 
 
 def trace_to_window(
@@ -82,7 +78,7 @@ def trace_to_window(
             source=name,
             tokens=tuple(rows["token"].to_list()),
             confidences=None if not confs or any(c is None for c in confs) else tuple(confs),
-            op_tokens=_op_tokens(rows["forwards"].to_list(), None),
+            op_tokens=_op_tokens(rows["forwards"].to_list()),
         )
     asp = df.filter(pl.col("kind") == "asp")
     drafts = None
