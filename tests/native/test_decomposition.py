@@ -136,6 +136,8 @@ def test_decomposition_terms_sum_to_the_error_and_name_the_publication_curve():
     assert d["verify_concurrent"] == pytest.approx(0, abs=1e-9) and d["verify_idle"] == pytest.approx(0, abs=1e-9)
     assert dominant_term([d]) in ("publication", "readiness") and abs(d["publication"]) > 0.5
     assert d["publication_lag_ms"] != 0
+    # a mispriced rate (no growth for a producer that slows down): the lag grows past the first token's
+    assert abs(d["publication_lag_ms"]) > abs(d["first_publication_lag_ms"]) + 1.0
     profile, source, window, _ = _replay(run, growth=True)
     fitted = decompose(window, run, profile, source, SETTINGS)
     assert abs(fitted["signed_error_pct"]) < 1.0 and abs(fitted["publication"]) < 0.5

@@ -81,6 +81,7 @@ AGREEMENT_COLUMNS = ("window_id", "tokens", "tps_native", "tps_replay", "signed_
                      "rounds_replay", "reps", "noise_floor_pct", "target_only_noise_floor_pct",
                      "D_native", "V_native", "O_native", "H_native", "D_replay", "V_replay",
                      "O_replay", "H_replay", *(f"d_{t}" for t in TERMS), "d_publication_lag_ms",
+                     "d_first_publication_lag_ms",
                      "d_readiness_native", "d_readiness_replay")
 
 
@@ -201,7 +202,8 @@ def window_agreement(setup: HostSetup, profile: DeviceProfile, window_id: str, t
         "target_only_noise_floor_pct": median_noise_pct([r.time for r in target_only], key=window_id),
         **dict(zip(("D_native", "V_native", "O_native", "H_native"), _overlap(med.stages, med.time), strict=True)),
         **dict(zip(("D_replay", "V_replay", "O_replay", "H_replay"), _overlap(res.stages, res.time), strict=True)),
-        **{f"d_{k}": terms[k] for k in (*TERMS, "publication_lag_ms", "readiness_native", "readiness_replay")},
+        **{f"d_{k}": terms[k] for k in (*TERMS, "publication_lag_ms", "first_publication_lag_ms",
+                                              "readiness_native", "readiness_replay")},
     }
 
 

@@ -107,11 +107,12 @@ def decomposition_lines(frame: pl.DataFrame) -> list[str]:
     """The D.3 decomposition as text: per window its signed error and each term (signed-TPS-error points,
     they sum to the error), then each term's mean signed and mean absolute share, and the carrier."""
     cols = [f"d_{t}" for t in TERMS]
-    head = f"{'window':<16}{'error':>8}" + "".join(f"{t[:12]:>13}" for t in TERMS) + f"{'pub lag ms':>11}"
+    head = f"{'window':<16}{'error':>8}" + "".join(f"{t[:12]:>13}" for t in TERMS) + f"{'pub lag ms':>11}{'first':>8}"
     out = ["D.3 decomposition (signed TPS error points; the terms sum to the error):", head]
     for r in frame.iter_rows(named=True):
         out.append(f"{str(r['window_id'])[:15]:<16}{r['signed_error_pct']:>+8.2f}"
-                   + "".join(f"{r[c]:>+13.2f}" for c in cols) + f"{r['d_publication_lag_ms']:>+11.1f}")
+                   + "".join(f"{r[c]:>+13.2f}" for c in cols) + f"{r['d_publication_lag_ms']:>+11.1f}"
+                   + f"{r.get('d_first_publication_lag_ms') or 0.0:>+8.1f}")
     if frame.height:
         out.append(f"{'mean':<16}{frame['signed_error_pct'].mean():>+8.2f}"
                    + "".join(f"{frame[c].mean():>+13.2f}" for c in cols))

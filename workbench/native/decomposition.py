@@ -19,7 +19,9 @@ terms that add up exactly:
 
 Each term is in signed-TPS-error points, ``-100 * dT / T_replay``: they sum to the window's signed
 error ``100 (TPS_replay / TPS_native - 1)``. Beside them: the mean publication lag (replayed minus
-native publication time of the tokens published before native EOS) and both readiness shares.
+native publication time of the tokens published before native EOS), the first token's lag (a constant
+offset, such as a mispriced startup, moves both alike; a mispriced rate moves the mean away from the
+first) and both readiness shares.
 """
 
 from __future__ import annotations
@@ -39,7 +41,8 @@ from workbench.replay.trajectory import SourceTrack, Window
 from .driver import NativeResult
 
 TERMS = ("publication", "readiness", "verify_concurrent", "verify_idle", "loop", "drain")
-DECOMPOSITION_COLUMNS = ("window_id", "signed_error_pct", *TERMS, "publication_lag_ms", "readiness_native",
+DECOMPOSITION_COLUMNS = ("window_id", "signed_error_pct", *TERMS, "publication_lag_ms", "first_publication_lag_ms",
+                         "readiness_native",
                          "readiness_replay", "calls_native", "calls_replay", "concurrent_calls_native")
 
 
@@ -165,6 +168,7 @@ def decompose(window: Window, run: NativeResult, profile: DeviceProfile, source:
     return {"window_id": window.window_id, "signed_error_pct": 100 * (run.time / res.time - 1),
             **{k: -100 * v / res.time for k, v in d.items()},
             "publication_lag_ms": 1000 * sum(lag) / len(lag) if lag else 0.0,
+            "first_publication_lag_ms": 1000 * lag[0] if lag else 0.0,
             "readiness_native": _readiness(run.records), "readiness_replay": _readiness(res.untimed),
             "calls_native": len(run.records), "calls_replay": len(res.untimed), "concurrent_calls_native": n_conc}
 
