@@ -31,6 +31,7 @@ from workbench.replay.profile import DeviceProfile, parse_profile
 
 REAL_ENGINES = ("torch", "mnn")
 PROTOCOL_CHECK = "protocol check"
+RUNNER_PREFILL_RULE = "R_PREFILL_RUNNER"
 
 
 def provenance(engine: str, model: str, serial_hash: str, date: str) -> str:
@@ -111,6 +112,8 @@ def fit_profile(measures: pl.DataFrame, base: DeviceProfile, base_raw: Mapping[s
                 if publications is not None and kind != "chunk" and engine in REAL_ENGINES else None)
         if live:
             node.update(live)
+        if kind != "chunk":  # whatever the base says, a runner charges operation 0 on the clock (PROTOCOL.md)
+            node["prefilled"] = {"v": False, "derived": RUNNER_PREFILL_RULE}
         sources[sname] = node
     raw: dict[str, Any] = {
         "schema": "device-profile/1", "name": name, "device": model,
@@ -118,7 +121,9 @@ def fit_profile(measures: pl.DataFrame, base: DeviceProfile, base_raw: Mapping[s
                        f"derived: {rule} come from base profile {base.name!r}.",
         # the base's own rules travel with the base fields copied below (a source's growth rule, ...)
         "rules": {**dict(base_raw.get("rules") or {}),
-                  rule: f"Not measured by calibrate_phone: taken from the base profile {base.name} ({base.file})."},
+                  rule: f"Not measured by calibrate_phone: taken from the base profile {base.name} ({base.file}).",
+                  RUNNER_PREFILL_RULE: "The phone runners charge the producer's operation 0 (its prompt prefill) "
+                                       "on the clock (phone_runner/PROTOCOL.md, pricing)."},
         "target_step_ms": (_stat(step, where + ", native target-only runs: decode time per round") if step
                            else {"v": idle[1]["v"], "source": idle[1]["source"]}),
         "loop_residual_ms": base_num(["loop_residual_ms"]), "queue_ms": base_num(["queue_ms"]),

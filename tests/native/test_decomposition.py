@@ -70,7 +70,17 @@ def native_like_run(times: list[float] | None = None, ops: tuple[int, ...] = ())
                         producer_ops=ops)
 
 
-def profile_for(run: NativeResult, growth: bool):
+def prefilled_times(start_ms: float = 1.0) -> list[float]:
+    """The same curve from a producer whose prompt prefill (operation 0) ran before the clock (A.3):
+    token p >= 1 is published after ``start_ms + sum_{1<=j<=p} (A + B j)``."""
+    t, out = start_ms, [-0.001]
+    for p in range(1, len(PRODUCED)):
+        t += A_MS + B_MS * p
+        out.append(t / 1000)
+    return out
+
+
+def profile_for(run: NativeResult, growth: bool, prefilled: bool = False):
     """The reference host profile with this log's verifier costs and the producer fitted from the log's
     publication times (as calibration fits them from its native As²d episodes)."""
     rows = [r for rep in range(3) for r in publication_rows("w", "as2d", rep, run.producer_times, run.producer_ops)]
@@ -85,7 +95,7 @@ def profile_for(run: NativeResult, growth: bool):
     name = next(n for n in prof["sources"] if n != prof["serial_drafter"])
     src = prof["sources"][name]
     if growth:
-        op, startup = curve.at(curve.ref), first - curve.ops_ms(before)
+        op, startup = curve.at(curve.ref), curve.lead_ms(raw.filter(pl.col("kind") == "producer_first"), prefilled)
         src["growth"] = {"per_token": {"v": curve.b / op, "source": "fit"}, "ref_tokens": {"v": curve.ref,
                                                                                          "source": "fit"}}
     else:  # the constant-cost model: the median interval, every token alike
@@ -93,12 +103,13 @@ def profile_for(run: NativeResult, growth: bool):
         startup = max(0.0, first - before * op)  # as calibration clamps it
     src.update(forward_ms={"v": op, "source": "fit"}, startup_ms={"v": startup, "source": "fit"},
                concurrent_factor={"v": 1.0, "source": "measured times carry their contention"},
-               batch_tokens={"v": 1, "source": "log"}, publication_ms={"v": 0.0, "source": "log"})
+               batch_tokens={"v": 1, "source": "log"}, publication_ms={"v": 0.0, "source": "log"},
+               prefilled={"v": prefilled, "source": "log"})
     return parse_profile(prof, file="log.yaml"), name
 
 
-def _replay(run, growth):
-    profile, source = profile_for(run, growth)
+def _replay(run, growth, prefilled=False):
+    profile, source = profile_for(run, growth, prefilled)
     window, res = replay_native_run(run, REFERENCE, profile, source=source, settings=SETTINGS, eos_id=EOS,
                                     vocab_size=VOCAB, max_output=200)
     return profile, source, window, res
@@ -143,6 +154,26 @@ def test_decomposition_terms_sum_to_the_error_and_name_the_publication_curve():
     assert abs(fitted["signed_error_pct"]) < 1.0 and abs(fitted["publication"]) < 0.5
 
 
+def test_a_producer_prefilled_before_the_clock_is_replayed_without_its_operation_0():
+    """A.3: the native producer runs its prompt prefill before the clock. Fitted as prefilled, replay
+    charges operation 0 nothing and reproduces the log's rounds; charging it on the clock (startup
+    clamped at 0) publishes the first token late by operation 0 and every later one by that beyond the startup."""
+    run = native_like_run(prefilled_times())
+    assert run.output == REFERENCE
+    profile, source, window, res = _replay(run, growth=True, prefilled=True)
+    assert profile.source(source).prefilled and profile.source(source).startup_ms == pytest.approx(1.0, abs=1e-6)
+    assert len(res.t_end) == len(run.records)
+    for native, replayed in zip((r.t_end for r in run.records), res.t_end, strict=True):
+        assert replayed == pytest.approx(native, rel=0.01)
+    d = decompose(window, run, profile, source, SETTINGS)
+    assert abs(d["first_publication_lag_ms"]) < 0.01 and abs(d["publication_lag_ms"]) < 0.5
+    profile, source, window, _ = _replay(run, growth=True, prefilled=False)
+    late = decompose(window, run, profile, source, SETTINGS)
+    assert profile.source(source).startup_ms == 0.0  # the lead was negative: clamped
+    assert late["first_publication_lag_ms"] == pytest.approx(A_MS, abs=0.05)  # operation 0 on the clock
+    assert late["publication_lag_ms"] > 2.0
+
+
 def test_every_phone_profile_states_its_producer_growth():
     from workbench.replay.profile import available_profiles, load_profile
 
@@ -151,6 +182,7 @@ def test_every_phone_profile_states_its_producer_growth():
         for s in (s for s in prof.sources.values() if s.kind == "autoregressive"):
             assert s.growth == 0.0 and s.op_at(200) == s.op_ms
             assert "no growth" in prof.provenance[f"sources.{s.name}.growth.per_token"]
+            assert not s.prefilled and "D.5.1" in prof.provenance[f"sources.{s.name}.prefilled"]
 
 
 def test_growth_is_checked_like_every_profile_field():
@@ -164,6 +196,20 @@ def test_growth_is_checked_like_every_profile_field():
     src["growth"] = {"per_token": {"v": 0.01}, "ref_tokens": {"v": 40, "source": "fit"}}
     with pytest.raises(ProfileError, match="growth.per_token"):
         parse_profile(prof)
+
+
+def test_prefilled_is_checked_like_every_profile_field():
+    from workbench.replay.profile import ProfileError
+
+    prof = yaml.safe_load((DEVICE_DIR / "host.yaml").read_text())
+    src = prof["sources"]["whisper-tiny.en"]
+    assert not parse_profile(prof).source("whisper-tiny.en").prefilled  # absent: charged on the clock
+    src["prefilled"] = {"v": True, "source": "the driver's clock"}
+    assert parse_profile(prof).source("whisper-tiny.en").prefilled
+    for bad in ({"v": True}, {"v": 1, "source": "x"}, True):
+        src["prefilled"] = bad
+        with pytest.raises(ProfileError, match="prefilled"):
+            parse_profile(prof)
 
 
 def test_the_chart_stacks_terms_that_sum_to_each_windows_error():

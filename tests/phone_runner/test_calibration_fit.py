@@ -65,7 +65,11 @@ def test_a_native_as2d_run_prices_the_producer_as_it_ran_beside_the_target():
     assert src["growth"]["per_token"]["v"] == pytest.approx(0.05 / (8.0 + 0.05 * ref), rel=1e-3)
     assert src["startup_ms"]["v"] == pytest.approx(20.0, abs=1e-3)
     assert "R_LIVE" in src["concurrent_factor"]["source"] and "measured on Phone" in src["startup_ms"]["source"]
-    parse_profile(raw, file="fitted")
+    # a runner charges operation 0 on the clock whatever the base profile says (PROTOCOL.md, pricing)
+    base_raw["sources"]["whisper-tiny.en"]["prefilled"] = {"v": True, "source": "a host calibration"}
+    raw = fit_profile(_measures(True), base, base_raw, name="t", model="Phone", serial_hash="abc", engine="torch",
+                      publications=_publications(8.0, 0.05, 20.0))
+    assert not parse_profile(raw, file="fitted").source("whisper-tiny.en").prefilled
     # the reference engine ran no model: its echoed publications price nothing
     echo = fit_profile(_measures(True), base, base_raw, name="t", model="Phone", serial_hash="abc",
                        engine="reference", publications=_publications(8.0, 0.05, 20.0))

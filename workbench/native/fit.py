@@ -47,6 +47,8 @@ RULES = {
              "0). A cross-vocabulary producer (Tok_T) releases none, one or several target tokens per forward; "
              "each run records every published token's forward count, and every producer time in this file "
              "is per forward.",
+    "R_PREFILL": "The native host driver starts the decode clock after the target's and the producer's "
+                 "prompt prefill (A.3): the producer's operation 0 ran before the clock and is not charged.",
     "R_GROWTH": "The producer's publication interval beside the target grows with its stream position "
                 "(attention over a longer context): a least-squares line over every per-forward publication "
                 "interval of the native As2d episodes (slope 0 unless it exceeds twice its standard error; level: the "
@@ -220,14 +222,16 @@ class PublicationCurve:
         """The slope over the interval at ``ref``: the profile's ``growth.per_token``."""
         return self.b / self.at(self.ref)
 
-    def ops_ms(self, n: int) -> float:
-        """The first ``n`` operations' cost on this line."""
-        return sum(self.at(i) for i in range(n))
+    def ops_ms(self, n: int, prefilled: bool = False) -> float:
+        """The first ``n`` operations' cost on this line; a prefilled producer's operation 0 costs nothing."""
+        return sum(self.at(i) for i in range(1 if prefilled else 0, n))
 
-    def lead_ms(self, first: pl.DataFrame) -> float:
+    def lead_ms(self, first: pl.DataFrame, prefilled: bool = False) -> float:
         """Startup: the median over runs (``producer_first`` rows) of the first publication after the clock
-        minus the operations replay prices before it (``tokens``; the prompt prefill is operation 0)."""
-        return max(0.0, med([ms - self.ops_ms(n)
+        minus the operations replay prices before it (``tokens`` operations, the prompt prefill is
+        operation 0: charged unless ``prefilled``, A.3). Clamped at 0: nothing runs before the clock but
+        the prefill."""
+        return max(0.0, med([ms - self.ops_ms(n, prefilled)
                              for ms, n in zip(first["ms"].to_list(), first["tokens"].to_list(), strict=True)]))
 
 
@@ -286,9 +290,9 @@ def producer_part(f: Fit, setup: HostSetup, has_conf: bool) -> dict[str, Any]:
     first = f.kind("producer_first")
     if first.height:
         line = curve or PublicationCurve(med(idle) * factor["v"], 0.0, 0.0, 0)  # no line: the constant cost
-        startup = {"v": round(line.lead_ms(first), 4),
+        startup = {"v": round(line.lead_ms(first, prefilled=True), 4),
                    "source": f"fitted on host {f.date}, n={first.height} native As2d runs, median first publication "
-                             "after the clock minus the coexisting operations before it (R_LIVE, R_OPS)"}
+                             "after the clock minus the coexisting operations before it (R_LIVE, R_OPS, R_PREFILL)"}
     else:
         startup = f.meas(f.kind("producer_startup")["ms"].to_list())
     sd = f.config("sd").filter(pl.col("work_forwards") > 0)
@@ -297,7 +301,8 @@ def producer_part(f: Fit, setup: HostSetup, has_conf: bool) -> dict[str, Any]:
     producer = {"kind": "autoregressive", "forward_ms": per_forward,
                 "publication_ms": f.meas(f.kind("publication")["ms"].to_list()), "startup_ms": startup,
                 "concurrent_factor": factor, "batch_tokens": {"v": setup.batch_tokens, "derived": "R_BATCH"},
-                "confidence": has_conf, **({"growth": _growth(f, curve)} if curve is not None else {})}
+                "confidence": has_conf, "prefilled": {"v": True, "derived": "R_PREFILL"},
+                **({"growth": _growth(f, curve)} if curve is not None else {})}
     if setup.serial_source == setup.source:
         return {setup.source: {**producer, "forward_ms": forward}}
     serial = {"kind": "autoregressive", "forward_ms": forward,

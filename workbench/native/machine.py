@@ -23,8 +23,9 @@ FIELDS = ("cpu", "cores", "threads", "torch", "engine", "calibration")
 # own drift anchor, anchor_as2d_ms; 8: the producer's own drift anchor, anchor_producer_ms; 9: the verifier
 # beside the producer from only the As2d calls that started while it ran, fit.beside_producer;
 # 10: a width's sweep slope only where it is significant, context.significant_line; 11: the producer priced
-# per drafter forward, fit R_OPS): older cached profiles are then measured again.
-CALIBRATION_VERSION = 11
+# per drafter forward, fit R_OPS; 12: its prompt prefill before the clock, R_PREFILL): older cached
+# profiles are then measured again.
+CALIBRATION_VERSION = 12
 
 # CPUs this process may use, read once at import (``producer.ALLOWED_CPUS``): calibration and runs pin
 # themselves to one core (placements), which must not change which machine this is.

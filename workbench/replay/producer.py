@@ -41,11 +41,12 @@ class SourcePrice:
     concurrent_factor: float
     batch_tokens: int | None
     growth: SourceCost | None = None  # a profile's context growth (D.3), priced in its own unit
+    prefilled: bool = False  # operation 0 (the prompt prefill) ran before the clock (A.3): not charged
 
     @classmethod
     def of(cls, cost: SourceCost) -> SourcePrice:
         return cls(cost.kind, cost.op_ms / 1000.0, cost.publication_ms / 1000.0, cost.startup_ms / 1000.0,
-                   cost.concurrent_factor, cost.batch_tokens, cost if cost.growth else None)
+                   cost.concurrent_factor, cost.batch_tokens, cost if cost.growth else None, cost.prefilled)
 
     def op_at(self, position: int) -> float:
         """One operation's idle cost (s) when it starts at ``position`` (``SourceCost.op_at``)."""
@@ -74,10 +75,14 @@ class ProducerPlan:
         ends: list[float] = []
         batch_work: list[float] = []
         batch_end: list[int] = []
-        w = cost.startup_s
-        ends.append(w)
         op_ms = track.op_ms
         measured = op_ms is not None
+        # A prefilled producer ran operation 0 before the clock (A.3): its tokens are out at the clock's
+        # zero and the startup (the process waking on the clock) precedes operation 1. A measured track
+        # times operation 0 from the clock.
+        prefilled = cost.prefilled and not measured
+        w = 0.0 if prefilled else cost.startup_s
+        ends.append(w)
         pub = 0.0 if measured else cost.publication_s
         batch = cost.batch_tokens if cost.kind == "autoregressive" else None
         if track.publication == CUMULATIVE_PREFIX:
@@ -89,7 +94,10 @@ class ProducerPlan:
         for i, n in enumerate(track.op_tokens):
             # growth with context (D.3): the producer's context is the operations it has run, whether or
             # not they released a token yet (a held-back word's tokens are made one operation each)
-            w += op_ms[i] / 1000.0 if op_ms is not None else cost.op_at(i)
+            if op_ms is not None:
+                w += op_ms[i] / 1000.0
+            elif i or not prefilled:
+                w += cost.op_at(i) + (cost.startup_s if prefilled and i == 1 else 0.0)
             ends.append(w)
             produced += n
             pending += n

@@ -69,6 +69,10 @@ class SourceCost:
     # before the operation. 0 prices every operation alike (the phones: the paper states no growth).
     growth: float = 0.0
     growth_ref: float = 0.0
+    # A.3: the decode clock starts after the initial prompt prefill. True when this producer's prompt prefill
+    # (operation 0: every forward up to its first token) ran before the clock, as the native host driver
+    # runs it: replay then charges operation 0 nothing and its tokens are ready at startup.
+    prefilled: bool = False
 
     def op_at(self, position: int) -> float:
         """One operation's idle cost (ms) when it starts with ``position`` tokens produced."""
@@ -514,7 +518,7 @@ def _parse_sources(r: _Reader, node: Any) -> dict[str, SourceCost]:
         growth = (0.0, 0.0)
         if kind == "autoregressive":
             r.mapping(spec, path, {"kind", "forward_ms", "publication_ms", "startup_ms",
-                                   "concurrent_factor", "batch_tokens", "confidence"}, {"growth"})
+                                   "concurrent_factor", "batch_tokens", "confidence"}, {"growth", "prefilled"})
             growth = _parse_growth(r, spec.get("growth"), f"{path}.growth")
             op = r.number(spec["forward_ms"], f"{path}.forward_ms")
             batch = r.number(spec["batch_tokens"], f"{path}.batch_tokens", integer=True)
@@ -534,8 +538,20 @@ def _parse_sources(r: _Reader, node: Any) -> dict[str, SourceCost]:
             batch_tokens=int(batch) if batch is not None else None,
             has_confidence=r.flag(spec, "confidence", path, default=False),
             growth=growth[0], growth_ref=growth[1],
+            prefilled=_parse_prefilled(r, spec.get("prefilled"), f"{path}.prefilled"),
         )
     return out
+
+
+def _parse_prefilled(r: _Reader, node: Any, path: str) -> bool:
+    """``prefilled: {v: true|false, source|derived}``: whether the producer's prompt prefill (operation 0)
+    ran before the decode clock (A.3); absent: false, operation 0 is charged on the clock."""
+    if node is None:
+        return False
+    if not isinstance(node, dict) or not isinstance(node.get("v"), bool):
+        raise r.fail(path, "expected {v: true|false, source: ...} (did the prompt prefill run before the clock?)")
+    r.number({**node, "v": 0}, path)  # provenance checked like every number
+    return bool(node["v"])
 
 
 def _parse_growth(r: _Reader, node: Any, path: str) -> tuple[float, float]:
