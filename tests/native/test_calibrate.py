@@ -59,7 +59,7 @@ def test_calibration_writes_a_profile_replay_accepts_with_all_widths(host_cfg, w
     assert "R_LIVE" in loaded.provenance["sources.tiny-producer.concurrent_factor"] and src.concurrent_factor > 0
     assert src.startup_ms >= 0 and loaded.anchor_window == "calib"
     # the driver runs the producer's prompt prefill before the clock (A.3): replay charges it nothing
-    assert src.prefilled and "R_PREFILL" in loaded.provenance["sources.tiny-producer.prefilled"]
+    assert src.prefilled and "before the clock" in loaded.provenance["sources.tiny-producer.prefilled"]
     to = raw.filter((pl.col("kind") == "episode") & (pl.col("scheme") == "target_only"))
     assert loaded.anchor_ms == pytest.approx(sorted((to["ms"] / to["rounds"]).to_list())[to.height // 2], abs=1e-4)
     a2 = raw.filter((pl.col("kind") == "episode") & (pl.col("scheme") == "as2d"))  # As²d's own anchor, per token
