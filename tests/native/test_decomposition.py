@@ -169,7 +169,7 @@ def test_a_producer_prefilled_before_the_clock_is_replayed_without_its_operation
     assert abs(d["first_publication_lag_ms"]) < 0.01 and abs(d["publication_lag_ms"]) < 0.5
     profile, source, window, _ = _replay(run, growth=True, prefilled=False)
     late = decompose(window, run, profile, source, SETTINGS)
-    assert profile.source(source).startup_ms == 0.0  # the lead was negative: clamped
+    assert profile.source(source).startup_ms == 0.0  # published sooner than the operations priced: clamped
     assert late["first_publication_lag_ms"] == pytest.approx(A_MS, abs=0.05)  # operation 0 on the clock
     assert late["publication_lag_ms"] > 2.0
 
