@@ -2,8 +2,9 @@
 
 The producer never waits for the target: from the start of the clock it runs its operations
 back to back -- startup, then drafter forwards (one token each) or external chunk services --
-and publishes each batch when its publication operation completes. Its only coupling to the
-verifier is coexistence: while a target call runs, a producer operation takes
+(a ``prefilled`` producer ran operation 0, its prompt prefill, before the clock: A.3) and
+publishes each batch when its publication operation completes. Its only coupling to the verifier
+is coexistence: while a target call runs, a producer operation takes
 ``concurrent_factor`` times its idle cost (D.2.1). Work is counted in *idle seconds*, so the
 real time of every publication follows from the rates in force while it was produced.
 
