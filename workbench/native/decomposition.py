@@ -20,8 +20,8 @@ terms that add up exactly:
 Each term is in signed-TPS-error points, ``-100 * dT / T_replay``: they sum to the window's signed
 error ``100 (TPS_replay / TPS_native - 1)``. Beside them: the mean publication lag (replayed minus
 native publication time of the tokens published before native EOS), the first token's lag (a constant
-offset, such as a mispriced startup, moves both alike; a mispriced rate moves the mean away from the
-first) and both readiness shares.
+offset, such as operation 0 charged on the clock for a prefill that ran before it, moves both alike; a
+mispriced rate moves the mean away from the first) and both readiness shares.
 """
 
 from __future__ import annotations

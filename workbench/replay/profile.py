@@ -71,7 +71,8 @@ class SourceCost:
     growth_ref: float = 0.0
     # A.3: the decode clock starts after the initial prompt prefill. True when this producer's prompt prefill
     # (operation 0: every forward up to its first token) ran before the clock, as the native host driver
-    # runs it: replay then charges operation 0 nothing and its tokens are ready at startup.
+    # runs it: replay then charges operation 0 nothing, its tokens are out at the clock's zero, and the
+    # startup precedes operation 1 (``ProducerPlan.build``).
     prefilled: bool = False
 
     def op_at(self, position: int) -> float:

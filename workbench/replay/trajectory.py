@@ -70,8 +70,8 @@ def operations_of(forwards: Sequence[int]) -> tuple[int, ...]:
     (``ProducedToken.forwards``, non-decreasing).
 
     Operation 0 is the producer's prompt prefill: every forward run by the time the first token was
-    available, which a native producer runs before the clock (A.3) and replay prices as its first
-    operation. Each later forward is one operation, releasing none, one or several tokens: a
+    available, which a native producer runs before the clock (A.3); replay charges it unless the
+    source is ``prefilled``. Each later forward is one operation, releasing none, one or several tokens: a
     cross-vocabulary producer (Tok_T) holds a word back until it is complete."""
     if not forwards:
         return ()
