@@ -8,6 +8,7 @@ import pytest
 from tests.native.test_calibrate import host_cfg, windows  # noqa: F401  (fixtures)
 from tests.native.test_native import audio, producer_dir, tiny_dir  # noqa: F401  (fixtures)
 from workbench.native.agreement import AGREEMENT_COLUMNS, replay_agreement, summarize, verdict
+from workbench.native.reprice import reprice
 
 
 def test_agreement_reports_per_window_errors(host_cfg, windows, tmp_path):  # noqa: F811
@@ -55,6 +56,10 @@ def test_agreement_reports_per_window_errors(host_cfg, windows, tmp_path):  # no
     assert summary["producer_anchored"] is True and "one ratio for both processes" in verdict(summary)
     assert summary["width_mae_pct"] == pytest.approx(abs(row["width_signed_error_pct"]))
     assert (tmp_path / "agreement.parquet").exists() and (tmp_path / "host.yaml").exists()
+    # The runs are kept as a run store: re-priced with the profile stored beside them, no model running,
+    # they give the agreement measured here (workbench.native.reprice).
+    again, _ = reprice(tmp_path / "native_runs.json")
+    assert again.equals(frame)
 
 
 def test_agreement_summary_by_hand():

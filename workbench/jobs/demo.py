@@ -117,7 +117,7 @@ def run(cfg: DictConfig, out: Path) -> JobResult:
         from .native_demo import native_runs
 
         host = next((p for p in profiles if p.name == "host"), None)
-        nat = native_runs(cfg, pair, windows, host, labels)
+        nat = native_runs(cfg, pair, windows, host, labels, store=out / "native_runs.json")
         tables.update(nat.tables)
         metrics.update(nat.metrics)
         summary = pl.concat([summary, nat.summary], how="diagonal_relaxed")
@@ -132,4 +132,5 @@ def run(cfg: DictConfig, out: Path) -> JobResult:
     metrics["windows"] = float(len(windows))
     metrics["exactness_mismatches"] = float(metrics.get("native.mismatches", 0.0))
     tags = {"synthetic": "False", "corpus_windows": str(len(demo_corpus(cfg).clips))}
-    return JobResult(metrics, {**tables, "summary": summary}, figures, summary, tags)
+    # the D.3 run store, when native runs wrote one: an MLflow artifact beside the tables
+    return JobResult(metrics, {**tables, "summary": summary}, figures, summary, tags, files=[out / "native_runs.json"])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from pathlib import Path
 
 from omegaconf import DictConfig
 
@@ -16,6 +17,7 @@ from workbench.models.pair import ModelPair
 from workbench.native.agreement import agreement_frame, anchor_window, probe_widths, summarize, verdict
 from workbench.native.episodes import host_setup, native_episodes
 from workbench.native.report import NativeRuns, episode_report
+from workbench.native.run_store import ReplayInputs, save_runs
 from workbench.native.windows import AudioWindow
 from workbench.replay.profile import DeviceProfile
 from workbench.replay.selection import dev_test_from_labels, split_windows
@@ -36,7 +38,10 @@ def measured_windows(cfg: DictConfig, windows: list[Window], labels: Mapping[str
 
 
 def native_runs(cfg: DictConfig, pair: ModelPair, windows: list[Window],
-                host_profile: DeviceProfile | None = None, labels: Mapping[str, str] | None = None) -> NativeRuns:
+                host_profile: DeviceProfile | None = None, labels: Mapping[str, str] | None = None,
+                store: Path | None = None) -> NativeRuns:
+    """The demo's native runs; with a host profile and As²d among the methods, D.3 agreement too, and
+    with ``store`` its runs kept there as a run store (``python -m workbench.native.reprice``)."""
     names = list(cfg.native.methods)
     if "target_only" not in names:
         names.insert(0, "target_only")  # the exactness reference of every window
@@ -63,6 +68,8 @@ def native_runs(cfg: DictConfig, pair: ModelPair, windows: list[Window],
     runs = episode_report(ep)
     if host_profile is not None and "as2d" in names:
         agr = agreement_frame(ep, setup, host_profile)  # the D.3 rule of workbench.native.agreement
+        if store is not None:
+            save_runs(store, ep, ReplayInputs.of(setup), host_profile.file)
         if agr.height:
             runs.tables["agreement"] = agr
             s = summarize(agr, host_profile)

@@ -69,6 +69,7 @@ from .decomposition import TERMS, decompose
 from .driver import NativeHost, NativeResult
 from .episodes import Episodes, HostSetup, host_setup, native_episodes, publication_groups
 from .noise_floor import NOISE_GOAL_PCT, RepeatRule, median_noise_pct
+from .run_store import ReplayInputs, absorb, save_runs
 from .sweep import PROBE_WIDTHS
 from .windows import AudioWindow, demo_windows
 
@@ -131,7 +132,7 @@ def median_run(runs: Sequence[NativeResult]) -> int:
     return order[len(order) // 2]
 
 
-def window_agreement(setup: HostSetup, profile: DeviceProfile, window_id: str, target_only: Sequence[NativeResult],
+def window_agreement(inputs: ReplayInputs, profile: DeviceProfile, window_id: str, target_only: Sequence[NativeResult],
                      as2d: Sequence[NativeResult], probe_ms: float | None = None,
                      probe_widths_ms: Mapping[int, float] | None = None,
                      reference: Sequence[int] | None = None, as2d_probe_ms: float | None = None,
@@ -145,7 +146,7 @@ def window_agreement(setup: HostSetup, profile: DeviceProfile, window_id: str, t
     target's output, when given: ``Episodes.references``)."""
     ref = target_only[0].output
     med = as2d[median_run(as2d)]
-    source = profile_source(profile, "producer", {"producer": [setup.source]}) or setup.source
+    source = profile_source(profile, "producer", {"producer": [inputs.source]}) or inputs.source
     t_to = statistics.median(r.time for r in target_only)
     nat = len(ref) / med.time
 
@@ -153,9 +154,9 @@ def window_agreement(setup: HostSetup, profile: DeviceProfile, window_id: str, t
 
     def errors(p: DeviceProfile) -> tuple[ReplayResult, float, float]:
         nonlocal window
-        window, res = replay_native_run(med, ref, p, source=source, settings=setup.params("as2d"),
-                                        eos_id=setup.pair.eos_id, vocab_size=setup.pair.vocab_size,
-                                        max_output=setup.max_output, window_id=window_id)
+        window, res = replay_native_run(med, ref, p, source=source, settings=inputs.settings,
+                                        eos_id=inputs.eos_id, vocab_size=inputs.vocab_size,
+                                        max_output=inputs.max_output, window_id=window_id)
         to_replay = replay(window, ReplayConfig("target_only"), p)
         return res, 100 * (res.tps / nat - 1), 100 * (t_to / to_replay.time - 1)
 
@@ -183,7 +184,7 @@ def window_agreement(setup: HostSetup, profile: DeviceProfile, window_id: str, t
         judged = scaled(profile, ratio, source_ratio=p_ratio)
         res, err, to_err = errors(judged)
         p_err = None if p_ratio is None else err
-    terms = decompose(cast(Window, window), med, judged, source, setup.params("as2d"))  # errors() set it
+    terms = decompose(cast(Window, window), med, judged, source, inputs.settings)  # errors() set it
     return {
         "window_id": window_id, "tokens": len(ref), "tps_native": nat, "tps_replay": res.tps,
         "signed_error_pct": err, "abs_error_pct": abs(err),
@@ -221,15 +222,17 @@ def window_probes(ep: Episodes, window_id: str) -> tuple[float | None, dict[int,
     return median_of(ep.probes), (per_width or None), median_of(ep.as2d_probes), median_of(ep.producer_probes)
 
 
-def agreement_frame(ep: Episodes, setup: HostSetup, profile: DeviceProfile) -> pl.DataFrame:
+def agreement_frame(ep: Episodes, inputs: ReplayInputs | HostSetup, profile: DeviceProfile) -> pl.DataFrame:
     """``window_agreement`` for every window of ``ep`` that ran both target-only and As²d, re-anchored by
-    the median of its drift probes when ``ep`` has probes (``native_episodes``, ``window_probes``)."""
+    the median of its drift probes when ``ep`` has probes (``native_episodes``, ``window_probes``).
+    ``inputs``: the setup's replay inputs (a ``HostSetup``'s are taken from it)."""
+    inputs = ReplayInputs.of(inputs) if isinstance(inputs, HostSetup) else inputs
     rows = []
     for wid in dict.fromkeys(w for w, _, _, _ in ep.results):
         to, a2 = ep.runs(wid, "target_only"), ep.runs(wid, "as2d")
         if to and a2:
             probe, widths, a2_probe, p_probe = window_probes(ep, wid)
-            rows.append(window_agreement(setup, profile, wid, to, a2, probe, widths, ep.references.get(wid), a2_probe,
+            rows.append(window_agreement(inputs, profile, wid, to, a2, probe, widths, ep.references.get(wid), a2_probe,
                                          p_probe))
     return pl.DataFrame(rows, schema=list(AGREEMENT_COLUMNS) if not rows else None).select(AGREEMENT_COLUMNS)
 
@@ -259,6 +262,7 @@ def replay_agreement(
         profile, _ = calibrate_host(calib, model_cfg, calib_reps, widths, out_dir, setup=setup, progress=progress)
     setup.use_profile(profile)  # native runs by the kernel plan the frozen profile was measured under
     frames = []
+    kept = Episodes()  # every window's D.3 runs, stored after each window (run_store.py)
     anchor = next((w for w in calib if w.window_id == profile.anchor_window), None) or anchor_window(profile)
     with NativeHost(setup.producer, setup.verifier) as host:
         for w in tqdm(evals, desc="replay vs native", disable=not progress):
@@ -266,6 +270,8 @@ def replay_agreement(
                                  probe_widths=probe_widths(profile) if anchor is not None else (),
                                  probe_as2d=anchor is not None and profile.anchor_as2d_ms is not None)
             frames.append(agreement_frame(ep, setup, profile))
+            if out_dir is not None:  # partial measurements survive a stop: re-price them later
+                save_runs(Path(out_dir) / "native_runs.json", absorb(kept, ep), ReplayInputs.of(setup), profile.file)
     frame = pl.concat(frames)
     summary = {**summarize(frame, profile), **provenance(command)}
     if out_dir is not None:

@@ -1,0 +1,115 @@
+"""The D.3 run store: native runs written as JSON re-price to the same agreement as the runs in memory,
+with the stored profile or another, and a file that is no store is refused with one line."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import polars as pl
+import pytest
+import yaml
+
+from workbench.errors import DataError
+from workbench.native.agreement import agreement_frame
+from workbench.native.driver import NativeResult
+from workbench.native.episodes import Episodes
+from workbench.native.reprice import main, reprice
+from workbench.native.run_store import ReplayInputs, load_runs, run_from_json, run_to_json, save_runs
+from workbench.replay.profile import DEVICE_DIR, load_profile
+
+from .test_decomposition import EOS, REFERENCE, SETTINGS, VOCAB, native_like_run, profile_for
+
+
+@pytest.fixture
+def host(tmp_path):
+    """The reference host profile with drift anchors, as a calibration on this machine writes them."""
+    raw = yaml.safe_load((DEVICE_DIR / "host.yaml").read_text())
+    src = "test fixture: a calibration's anchors"
+    raw.update(anchor_ms={"v": 20.0, "source": src}, anchor_window="calib00",
+               anchor_producer_ms={"v": 5.0, "source": src},
+               anchor_widths_ms={1: {"v": 18.0, "source": src}, 4: {"v": 26.0, "source": src}})
+    path = tmp_path / "host-anchored.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+def episodes() -> tuple[Episodes, ReplayInputs]:
+    """Two windows, three As²d repetitions each (the median is the log's own run), three target-only runs,
+    drift probes before each repetition."""
+    ep = Episodes(placement={"verifier": {"cpus": [0]}})
+    run = native_like_run()
+    for wid in ("w1", "w2"):
+        for rep, scale in enumerate((1.1, 1.0, 0.93)):
+            a2 = dataclasses.replace(run, window_id=wid, time=run.time * scale)
+            to = NativeResult(wid, "target_only", REFERENCE, (), (), 0.05 * len(REFERENCE) * scale, 1.0)
+            ep.results += [(wid, "target_only", rep, to), (wid, "as2d", rep, a2)]
+            ep.probes[(wid, rep)] = 20.0 * scale
+            ep.producer_probes[(wid, rep)] = 5.5 * scale
+            ep.width_probes[(wid, rep)] = {1: 18.0, 4: 27.0}
+        ep.references[wid] = REFERENCE
+    _, source = profile_for(run, growth=True)
+    return ep, ReplayInputs(source, SETTINGS, EOS, VOCAB, 200)
+
+
+def test_a_run_round_trips_through_json_with_its_records_and_producer_stream():
+    run = native_like_run()
+    back = run_from_json(json.loads(json.dumps(run_to_json(run, full=True), allow_nan=False)))
+    assert back == dataclasses.replace(run, origin=back.origin)  # origin is NaN on both (NaN != NaN)
+    slim = run_from_json(run_to_json(run, full=False))
+    assert slim.output == run.output and slim.time == run.time and slim.records == ()
+
+
+def test_stored_runs_reprice_to_the_agreement_of_the_runs_in_memory(tmp_path, host):
+    ep, inputs = episodes()
+    profile = load_profile(host)
+    path = save_runs(tmp_path / "native_runs.json", ep, inputs, str(host))
+    before = agreement_frame(ep, inputs, profile)
+    store = load_runs(path)
+    assert store.inputs == inputs and store.episodes.probes == ep.probes
+    assert store.episodes.width_probes == ep.width_probes
+    # only the median As²d run keeps its rounds; the others keep output and time, all D.3 reads of them
+    kept = [r for _, s, _, r in store.episodes.results if s == "as2d" and r.records]
+    assert [r.time for r in kept] == [ep.runs("w1", "as2d")[1].time, ep.runs("w2", "as2d")[1].time]
+    after, summary = reprice(path)  # the profile stored with the runs
+    assert after.height == 2 and after.equals(before)
+    assert summary["mae_pct"] == pytest.approx(before["abs_error_pct"].mean())
+    # another profile prices the same runs differently: the native side stays, the replay side moves
+    raw = yaml.safe_load(host.read_text())
+    for src in raw["sources"].values():
+        src["forward_ms"]["v"] *= 2  # a producer twice as slow
+    other = tmp_path / "slow-producer.yaml"
+    other.write_text(yaml.safe_dump(raw))
+    slower, _ = reprice(path, load_profile(other))
+    assert slower["tps_native"].equals(before["tps_native"])
+    assert not slower["tps_replay"].equals(before["tps_replay"])
+
+
+def test_the_command_prints_the_verdict_of_a_store(tmp_path, capsys, host):
+    ep, inputs = episodes()
+    path = save_runs(tmp_path / "native_runs.json", ep, inputs, str(host))
+    main([str(path)])
+    out = capsys.readouterr().out
+    assert "D.3 replay vs native" in out and "w2" in out
+
+
+@pytest.mark.parametrize("text", ["{not json", json.dumps({"format": 99}), json.dumps([1, 2])])
+def test_a_file_that_is_no_run_store_is_refused_with_one_line(tmp_path, text):
+    bad = tmp_path / "native_runs.json"
+    bad.write_text(text)
+    with pytest.raises(DataError) as err:
+        load_runs(bad)
+    assert str(bad) in str(err.value) and "\n" not in str(err.value)
+    with pytest.raises(SystemExit) as stop:
+        main([str(bad)])
+    assert str(bad) in str(stop.value.code)
+
+
+def test_a_store_without_a_profile_asks_for_one(tmp_path, host):
+    ep, inputs = episodes()
+    path = save_runs(tmp_path / "native_runs.json", ep, inputs, None)
+    with pytest.raises(SystemExit) as stop:
+        main([str(path)])
+    assert "--profile" in str(stop.value.code)
+    frame, _ = reprice(path, load_profile(host))
+    assert isinstance(frame, pl.DataFrame) and frame.height == 2
