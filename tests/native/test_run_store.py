@@ -47,6 +47,7 @@ def episodes() -> tuple[Episodes, ReplayInputs]:
             ep.probes[(wid, rep)] = 20.0 * scale
             ep.producer_probes[(wid, rep)] = 5.5 * scale
             ep.width_probes[(wid, rep)] = {1: 18.0, 4: 27.0}
+            ep.probe_runs[(wid, rep)] = (to, run)
         ep.references[wid] = REFERENCE
     _, source = profile_for(run, growth=True)
     return ep, ReplayInputs(source, SETTINGS, EOS, VOCAB, 200)
@@ -68,6 +69,10 @@ def test_stored_runs_reprice_to_the_agreement_of_the_runs_in_memory(tmp_path, ho
     store = load_runs(path)
     assert store.inputs == inputs and store.episodes.probes == ep.probes
     assert store.episodes.width_probes == ep.width_probes
+    # the probes' own runs are kept with their calls and publications, for ratios a later model reads
+    probe_to, probe_a2 = store.episodes.probe_runs[("w2", 1)]
+    assert probe_a2.records == ep.probe_runs[("w2", 1)][1].records and probe_to.scheme == "target_only"
+    assert probe_a2.producer_times == ep.probe_runs[("w2", 1)][1].producer_times
     # only the median As²d run keeps its rounds; the others keep output and time, all D.3 reads of them
     kept = [r for _, s, _, r in store.episodes.results if s == "as2d" and r.records]
     assert [r.time for r in kept] == [ep.runs("w1", "as2d")[1].time, ep.runs("w2", "as2d")[1].time]

@@ -229,6 +229,9 @@ class Episodes:
     producer_probes: dict[tuple[str, int], float] = field(default_factory=dict)
     # (window, rep) -> {width: median idle verify call (ms)} on that window at offset 0, just before that rep
     width_probes: dict[tuple[str, int], dict[int, float]] = field(default_factory=dict)
+    # (window, rep) -> the drift probe's runs on the anchor window (target-only, then As²d when probed): the
+    # calls and publications behind the ratios above, kept so a later model can read other ratios from them
+    probe_runs: dict[tuple[str, int], tuple[NativeResult, ...]] = field(default_factory=dict)
     # window -> the target's greedy output with no kernel plan (plain kernels, unpadded), where the target
     # runs by one: every run on the window, target-only included, is audited against it (untimed)
     references: dict[str, tuple[int, ...]] = field(default_factory=dict)
@@ -303,12 +306,14 @@ def native_episodes(setup: HostSetup, windows: Sequence[AudioWindow], schemes: S
                     ep.width_probes[(w.window_id, rep)] = width_probe(setup.pair, probe, probe_widths)
                 run = run_scheme(host, setup, probe, "target_only")
                 ep.probes[(w.window_id, rep)] = 1000 * run.time / max(1, len(run.records))
+                ep.probe_runs[(w.window_id, rep)] = (run,)
                 if probe_as2d:
                     a2 = run_scheme(host, as_calibrated(setup), probe, "as2d")
                     if a2.output != run.output:  # C.4: a probe is a speculative run too
                         raise ExactnessError(f"As²d drift probe on {probe.window_id}: output differs from "
                                              "target-only's")
                     ep.as2d_probes[(w.window_id, rep)] = 1000 * a2.time / max(1, len(a2.output))
+                    ep.probe_runs[(w.window_id, rep)] = (run, a2)
                     per_token = producer_token_ms(a2.producer_times, a2.producer_ops)
                     if per_token is not None:
                         ep.producer_probes[(w.window_id, rep)] = per_token

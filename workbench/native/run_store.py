@@ -4,7 +4,8 @@ must predict (``python -m workbench.native.reprice``), without measuring them ag
 A run store holds, per window, what the D.3 rule reads (``agreement.window_agreement``): every
 target-only and As²d run's output and decode time, the median-latency As²d run in full (its round
 records, stage intervals, the producer's published tokens, their publication times and drafter
-forwards), the drift probes taken before each repetition, and the unplanned target's reference output.
+forwards), the drift probes taken before each repetition (their ratios and their runs' calls and
+publications), and the unplanned target's reference output.
 Beside them: the replay inputs of the setup (``ReplayInputs``) and the frozen profile's YAML text, so a
 store re-prices on its own. Other methods' runs and the slower As²d runs' rounds are not kept: D.3
 replays only the median run. JSON, never pickle: a store crosses the run boundary.
@@ -116,7 +117,15 @@ def absorb(into: Episodes, ep: Episodes) -> Episodes:
     into.producer_probes.update(ep.producer_probes)
     into.width_probes.update(ep.width_probes)
     into.references.update(ep.references)
+    into.probe_runs.update(ep.probe_runs)
     return into
+
+
+def _probe_run(run: NativeResult) -> dict[str, Any]:
+    """A drift probe's run: its calls and publications, without stage intervals (the store stays small)."""
+    out = run_to_json(run, full=True)
+    del out["stages"]
+    return out
 
 
 def store_json(ep: Episodes, inputs: ReplayInputs, profile_yaml: str | None) -> dict[str, Any]:
@@ -133,7 +142,8 @@ def store_json(ep: Episodes, inputs: ReplayInputs, profile_yaml: str | None) -> 
             "probes": _probes(ep.probes), "as2d_probes": _probes(ep.as2d_probes),
             "producer_probes": _probes(ep.producer_probes),
             "width_probes": [[w, rep, {str(k): v for k, v in p.items()}] for (w, rep), p in ep.width_probes.items()],
-            "references": {w: list(r) for w, r in ep.references.items()}}
+            "references": {w: list(r) for w, r in ep.references.items()},
+            "probe_runs": [[w, rep, [_probe_run(r) for r in runs]] for (w, rep), runs in ep.probe_runs.items()]}
 
 
 def save_runs(path: str | Path, ep: Episodes, inputs: ReplayInputs, profile_file: str | None = None) -> Path:
@@ -170,6 +180,7 @@ def load_runs(path: str | Path) -> RunStore:
     ep.producer_probes = {(w, int(rep)): float(v) for w, rep, v in raw["producer_probes"]}
     ep.width_probes = {(w, int(rep)): {int(k): float(v) for k, v in p.items()} for w, rep, p in raw["width_probes"]}
     ep.references = {w: tuple(r) for w, r in raw["references"].items()}
+    ep.probe_runs = {(w, int(rep)): tuple(run_from_json(r) for r in runs) for w, rep, runs in raw.get("probe_runs", ())}
     i = raw["inputs"]
     inputs = ReplayInputs(i["source"], dict(i["settings"]), i["eos_id"], int(i["vocab_size"]), int(i["max_output"]))
     return RunStore(ep, inputs, raw.get("profile_yaml"))
