@@ -304,3 +304,19 @@ def test_replay_prices_a_counted_producer_per_forward_and_reproduces_its_rounds(
     _, _, _, flat = _replay(per_token, growth=True)
     worst = max(abs(a - b.t_end) / b.t_end for a, b in zip(flat.t_end, per_token.records, strict=False))
     assert worst > 0.01 or len(flat.t_end) != len(per_token.records)
+
+
+def test_the_concurrent_call_ratio_is_measured_over_priced_calls_beside_the_producer():
+    """Priced by the log's own costs the calls beside the producer measure what they cost (ratio 1);
+    the same calls 10% slower measure 1.1; a run with no call beside its producer has none."""
+    from dataclasses import replace
+
+    from workbench.native.decomposition import concurrent_call_ratio
+
+    run = native_like_run()
+    profile, _ = profile_for(run, growth=True)
+    assert concurrent_call_ratio(profile, run) == pytest.approx(1.0, rel=1e-9)
+    slow = replace(run, records=tuple(r.timed(r.t_decide, r.t_start, r.t_start + 1.1 * (r.t_end - r.t_start))
+                                      for r in run.records))
+    assert concurrent_call_ratio(profile, slow) == pytest.approx(1.1, rel=1e-9)
+    assert concurrent_call_ratio(profile, replace(run, producer_tokens=(), producer_finish=float("nan"))) is None

@@ -153,3 +153,21 @@ def test_the_producer_drifts_by_its_own_probe_and_only_its_times_move():
     alone = {k: v for k, v in raw.items() if k not in ("anchor_ms", "anchor_window")}
     with pytest.raises(ProfileError, match="anchor_producer_ms"):
         parse_profile(alone, file="producer-alone.yaml")
+
+
+@pytest.mark.parametrize("device", ["host", "k70_pro"])
+def test_verify_calls_beside_the_producer_drift_by_their_own_ratio(device):
+    """``concurrent_ratio`` prices a verify call beside the producer by its own drift, whether the width has
+    a direct concurrent figure or takes its idle cost times a factor; idle calls, the loop and the producer
+    keep theirs."""
+    p = load_profile(device)
+    q = scaled(p, 0.9, source_ratio=1.1, concurrent_ratio=1.2)
+    for k in p.verifier.widths():
+        assert q.verify_ms(k, concurrent=True) == pytest.approx(1.2 * p.verify_ms(k, concurrent=True))
+        assert q.verify_ms(k) == pytest.approx(0.9 * p.verify_ms(k))
+    assert q.queue_ms == pytest.approx(0.9 * p.queue_ms)
+    name = next(n for n in p.sources if n != p.serial_drafter)
+    assert q.source(name).op_ms == pytest.approx(1.1 * p.source(name).op_ms)
+    assert scaled(p, 0.9, concurrent_ratio=0.9) == scaled(p, 0.9)
+    with pytest.raises(ValueError, match="concurrent drift ratio"):
+        scaled(p, 0.9, concurrent_ratio=0.0)

@@ -65,7 +65,7 @@ from workbench.replay.trajectory import SourceTrack, Window, operations_of
 
 from .agreement_report import GOAL_MAE_PCT, agreement_markdown, decomposition_lines, provenance, summarize, verdict
 from .calibrate import calibrate_host
-from .decomposition import TERMS, decompose
+from .decomposition import TERMS, concurrent_call_ratio, decompose
 from .driver import NativeHost, NativeResult
 from .episodes import Episodes, HostSetup, host_setup, native_episodes, publication_groups
 from .noise_floor import NOISE_GOAL_PCT, RepeatRule, median_noise_pct
@@ -77,7 +77,7 @@ AGREEMENT_COLUMNS = ("window_id", "tokens", "tps_native", "tps_replay", "signed_
                      "time_native", "time_replay", "target_only_error_pct", "drift_ratio", "width_shape",
                      "width_signed_error_pct", "drift_ratio_as2d", "as2d_anchor_signed_error_pct",
                      "drift_ratio_producer", "producer_anchor_signed_error_pct", "one_ratio_signed_error_pct",
-                     "frozen_signed_error_pct",
+                     "drift_ratio_concurrent", "concurrent_anchor_signed_error_pct", "frozen_signed_error_pct",
                      "frozen_target_only_error_pct", "matched", "rounds_native",
                      "rounds_replay", "reps", "noise_floor_pct", "target_only_noise_floor_pct",
                      "D_native", "V_native", "O_native", "H_native", "D_replay", "V_replay",
@@ -136,12 +136,14 @@ def window_agreement(inputs: ReplayInputs, profile: DeviceProfile, window_id: st
                      as2d: Sequence[NativeResult], probe_ms: float | None = None,
                      probe_widths_ms: Mapping[int, float] | None = None,
                      reference: Sequence[int] | None = None, as2d_probe_ms: float | None = None,
-                     producer_probe_ms: float | None = None) -> dict[str, Any]:
+                     producer_probe_ms: float | None = None,
+                     concurrent_ratio: float | None = None) -> dict[str, Any]:
     """The D.3 rule for one window: replay the median-latency native As²d run's own trajectory with the
     frozen profile, re-anchored by ``probe_ms`` when given, the producer's times by its own probe
     ``producer_probe_ms`` when given (each process by the drift of the core it runs on, ``replay/drift.py``;
     one ratio for both is reported beside). Beside the verdict too: each width by its own drift when
-    ``probe_widths_ms`` is given, As²d by its own probe ``as2d_probe_ms``. The target-only reference is
+    ``probe_widths_ms`` is given, As²d by its own probe ``as2d_probe_ms``, the verify calls beside the
+    producer by ``concurrent_ratio`` (``concurrent_probe_ratio``). The target-only reference is
     the first run's output (all runs are audited against it, and against ``reference``, the unplanned
     target's output, when given: ``Episodes.references``)."""
     ref = target_only[0].output
@@ -168,6 +170,7 @@ def window_agreement(inputs: ReplayInputs, profile: DeviceProfile, window_id: st
     p_ratio: float | None = None
     p_err: float | None = None
     one_err: float | None = None
+    c_err: float | None = None
     if probe_ms is not None:
         ratio = drift_ratio(profile, probe_ms)
         if probe_widths_ms and profile.anchor_widths_ms:  # reported beside the verdict's error, not in it
@@ -181,6 +184,8 @@ def window_agreement(inputs: ReplayInputs, profile: DeviceProfile, window_id: st
             # each process by its own core's drift: the judged replay; one ratio for both is kept beside it
             p_ratio = producer_drift_ratio(profile, producer_probe_ms)
             one_err = errors(scaled(profile, ratio))[1]
+        if concurrent_ratio is not None:  # reported beside the verdict's error, not in it (drift.py)
+            c_err = errors(scaled(profile, ratio, source_ratio=p_ratio, concurrent_ratio=concurrent_ratio))[1]
         judged = scaled(profile, ratio, source_ratio=p_ratio)
         res, err, to_err = errors(judged)
         p_err = None if p_ratio is None else err
@@ -194,6 +199,7 @@ def window_agreement(inputs: ReplayInputs, profile: DeviceProfile, window_id: st
         "as2d_anchor_signed_error_pct": a2_err,
         "drift_ratio_producer": p_ratio, "producer_anchor_signed_error_pct": p_err,
         "one_ratio_signed_error_pct": one_err,
+        "drift_ratio_concurrent": concurrent_ratio, "concurrent_anchor_signed_error_pct": c_err,
         "frozen_signed_error_pct": frozen_err,
         "frozen_target_only_error_pct": frozen_to,
         "matched": all(r.output == ref for r in [*target_only, *as2d]) and (reference is None
@@ -222,6 +228,14 @@ def window_probes(ep: Episodes, window_id: str) -> tuple[float | None, dict[int,
     return median_of(ep.probes), (per_width or None), median_of(ep.as2d_probes), median_of(ep.producer_probes)
 
 
+def concurrent_probe_ratio(ep: Episodes, window_id: str, profile: DeviceProfile) -> float | None:
+    """The median over the window's drift probes of their As²d run's measured-over-priced concurrent
+    calls (``decomposition.concurrent_call_ratio``); ``None`` without As²d probe runs."""
+    xs = [x for (w, _), runs in ep.probe_runs.items() if w == window_id and len(runs) > 1
+          for x in [concurrent_call_ratio(profile, runs[1])] if x is not None]
+    return statistics.median(xs) if xs else None
+
+
 def agreement_frame(ep: Episodes, inputs: ReplayInputs | HostSetup, profile: DeviceProfile) -> pl.DataFrame:
     """``window_agreement`` for every window of ``ep`` that ran both target-only and As²d, re-anchored by
     the median of its drift probes when ``ep`` has probes (``native_episodes``, ``window_probes``).
@@ -233,7 +247,7 @@ def agreement_frame(ep: Episodes, inputs: ReplayInputs | HostSetup, profile: Dev
         if to and a2:
             probe, widths, a2_probe, p_probe = window_probes(ep, wid)
             rows.append(window_agreement(inputs, profile, wid, to, a2, probe, widths, ep.references.get(wid), a2_probe,
-                                         p_probe))
+                                         p_probe, concurrent_probe_ratio(ep, wid, profile)))
     return pl.DataFrame(rows, schema=list(AGREEMENT_COLUMNS) if not rows else None).select(AGREEMENT_COLUMNS)
 
 
@@ -344,5 +358,6 @@ if __name__ == "__main__":
     main()
 
 __all__ = ["AGREEMENT_COLUMNS", "GOAL_MAE_PCT", "agreement_frame", "agreement_markdown", "anchor_window",
+           "concurrent_probe_ratio",
            "decomposition_lines", "median_run", "provenance", "replay_agreement", "replay_native_run", "summarize",
            "verdict", "window_agreement", "window_probes"]

@@ -67,7 +67,7 @@ def summarize(frame: pl.DataFrame, profile: DeviceProfile) -> dict[str, Any]:
             "frozen_mae_pct": float(frame["frozen_signed_error_pct"].abs().mean()),
             "frozen_target_only_mae_pct": float(frame["frozen_target_only_error_pct"].abs().mean()),
             "drift_min": float(frame["drift_ratio"].min()), "drift_max": float(frame["drift_ratio"].max()),
-            **_as2d_anchor(frame), **_producer_anchor(frame),
+            **_as2d_anchor(frame), **_producer_anchor(frame), **_concurrent_anchor(frame),
             "width_shape_min": float(frame["width_shape"].min()), "width_shape_max": float(frame["width_shape"].max()),
             "width_mae_pct": (float(frame["width_signed_error_pct"].abs().mean())
                               if frame["width_signed_error_pct"].null_count() < frame.height else None),
@@ -86,6 +86,20 @@ def _as2d_anchor(frame: pl.DataFrame) -> dict[str, Any]:
     return {"as2d_anchored": True, "as2d_drift_min": float(frame["drift_ratio_as2d"].min()),
             "as2d_drift_max": float(frame["drift_ratio_as2d"].max()),
             "as2d_anchor_mae_pct": float(frame["as2d_anchor_signed_error_pct"].abs().mean())}
+
+
+def _concurrent_anchor(frame: pl.DataFrame) -> dict[str, Any]:
+    """The verify calls' drift beside the producer (the As²d probe's measured over priced concurrent
+    calls, ``drift.py``) and the MAE with them priced by it (beside the verdict)."""
+    col = "concurrent_anchor_signed_error_pct"
+    if col not in frame.columns or frame[col].null_count() == frame.height:
+        return {"concurrent_anchored": False}
+    rows = frame.filter(pl.col(col).is_not_null())
+    replay_s = (rows["time_native"] / (1 + rows[col] / 100)).sum()
+    return {"concurrent_anchored": True, "concurrent_drift_min": float(rows["drift_ratio_concurrent"].min()),
+            "concurrent_drift_max": float(rows["drift_ratio_concurrent"].max()),
+            "concurrent_anchor_mae_pct": float(rows[col].abs().mean()),
+            "concurrent_anchor_pooled_pct": 100 * (rows["time_native"].sum() / replay_s - 1)}
 
 
 def _producer_anchor(frame: pl.DataFrame) -> dict[str, Any]:
@@ -141,6 +155,10 @@ def verdict(summary: Mapping[str, Any]) -> str:
         if summary.get("as2d_anchored"):
             own += (f"; As²d by its own probe (x{summary['as2d_drift_min']:.2f}-x{summary['as2d_drift_max']:.2f}): "
                     f"MAE {summary['as2d_anchor_mae_pct']:.2f}%")
+        if summary.get("concurrent_anchored"):
+            own += (f"; verify beside the producer by its own probe (x{summary['concurrent_drift_min']:.2f}-"
+                    f"x{summary['concurrent_drift_max']:.2f}): MAE {summary['concurrent_anchor_mae_pct']:.2f}%, "
+                    f"pooled {summary['concurrent_anchor_pooled_pct']:+.2f}%")
         how = (f"drift-anchored (the target's core x{summary['drift_min']:.2f}-x{summary['drift_max']:.2f} of its "
                f"calibration{cores}{own}{widths}; frozen profile: MAE {summary['frozen_mae_pct']:.2f}%, target-only "
                f"{summary['frozen_target_only_mae_pct']:.2f}%)")

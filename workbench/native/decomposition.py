@@ -147,6 +147,15 @@ def _native_calls(run: NativeResult, profile: DeviceProfile) -> tuple[float, flo
     return out[0], out[1], out[2], out[3], n_conc
 
 
+def concurrent_call_ratio(profile: DeviceProfile, run: NativeResult) -> float | None:
+    """Measured over priced: the run's target calls that started while its producer ran, their summed
+    duration over ``profile``'s price of the same calls (``model_call_s``); ``None`` when none did. On a
+    drift probe's As²d run it says how the contention between the two processes moved since calibration
+    (``replay/drift.py``, the verifier beside the producer)."""
+    m_conc, a_conc, _, _, n_conc = _native_calls(run, profile)
+    return a_conc / m_conc if n_conc and m_conc > 0 else None
+
+
 def _readiness(records: Sequence[Any]) -> float:
     return sum(r.ready == 0 for r in records) / len(records) if records else 0.0
 
@@ -178,5 +187,5 @@ def dominant_term(rows: Sequence[Mapping[str, Any]]) -> str:
     return max(TERMS, key=lambda t: sum(abs(r[t]) for r in rows) / max(1, len(rows)))
 
 
-__all__ = ["DECOMPOSITION_COLUMNS", "TERMS", "ClockTotals", "decompose", "dominant_term", "model_call_s",
-           "native_curve_window", "replay_held"]
+__all__ = ["DECOMPOSITION_COLUMNS", "TERMS", "ClockTotals", "concurrent_call_ratio", "decompose", "dominant_term",
+           "model_call_s", "native_curve_window", "replay_held"]

@@ -32,6 +32,14 @@ target-only ratio everything else: each process is priced by the drift of the CP
 the anchor D.3's verdict judges (``native/agreement.py``): a VM's two vCPUs drift apart, even in
 opposite directions, and one ratio for both then misprices the producer against the target by the
 gap, one way for every window of a run.
+
+**The verifier beside the producer.** The same As²d probe run also times the target's calls that ran
+while the producer worked. Over the profile's price of those very calls (``concurrent_ratio`` is that
+quotient, computed by ``native/decomposition.concurrent_call_ratio``) it says how much the contention
+between the two processes has moved since calibration, which neither core's own probe sees.
+``scaled(..., concurrent_ratio=)`` prices the concurrent verify calls by it, and the idle ones, the
+loop and the context line by the target-only ratio. Like the width shape it is reported beside the
+verdict until more runs than the one it was first measured on say it helps.
 """
 
 from __future__ import annotations
@@ -111,13 +119,15 @@ def _times(m, r: float, shape: Callable[[int], float] | None = None):
 
 
 def scaled(profile: DeviceProfile, ratio: float, shape: Callable[[int], float] | None = None,
-           source_ratio: float | None = None) -> DeviceProfile:
+           source_ratio: float | None = None, concurrent_ratio: float | None = None) -> DeviceProfile:
     """Every time of ``profile`` times ``ratio``, and a verifier call of width K also times ``shape(K)``
     (``width_shape``; ``None``: every width alike); ratios (coexistence factors) and counts unchanged.
     ``source_ratio``: the producer process's sources' times by this one instead (``producer_drift_ratio``);
-    the serial drafter keeps ``ratio``."""
+    the serial drafter keeps ``ratio``. ``concurrent_ratio``: a verify call beside the producer by this
+    one instead (the quotient of measured over priced concurrent calls, module docstring)."""
     src = ratio if source_ratio is None else source_ratio
-    for name, r in (("drift ratio", ratio), ("source drift ratio", src)):
+    conc = ratio if concurrent_ratio is None else concurrent_ratio
+    for name, r in (("drift ratio", ratio), ("source drift ratio", src), ("concurrent drift ratio", conc)):
         if not (math.isfinite(r) and r > 0):
             raise ValueError(f"{name} must be a positive number, got {r!r}")
     v = profile.verifier
@@ -125,8 +135,13 @@ def scaled(profile: DeviceProfile, ratio: float, shape: Callable[[int], float] |
     if ctx is not None:
         ctx = replace(ctx, slope_ms=_times(ctx.slope_ms, ratio, shape), cold_ms=ctx.cold_ms * ratio,
                       residual_ms=ctx.residual_ms * ratio)
+    # a width without a direct concurrent figure is its idle cost times a factor: the factor carries the
+    # concurrent ratio's excess over the idle one
+    excess = conc / ratio
     verifier = replace(v, idle_ms=_times(v.idle_ms, ratio, shape),
-                       concurrent_ms=_times(v.concurrent_ms, ratio, shape),
+                       concurrent_ms=_times(v.concurrent_ms, conc, shape),
+                       factor=None if v.factor is None else v.factor * excess,
+                       fallback_ratio=None if v.fallback_ratio is None else v.fallback_ratio * excess,
                        idle_sd_ms=_times(v.idle_sd_ms, ratio, shape), context=ctx)
     # the serial drafter runs in the verifier's loop, on the verifier's CPU: it drifts with the target
     per = {n: ratio if n == profile.serial_drafter else src for n in profile.sources}
