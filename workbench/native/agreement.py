@@ -67,7 +67,7 @@ from .agreement_report import GOAL_MAE_PCT, agreement_markdown, decomposition_li
 from .calibrate import calibrate_host
 from .decomposition import TERMS, concurrent_call_ratio, decompose
 from .driver import NativeHost, NativeResult
-from .episodes import Episodes, HostSetup, host_setup, native_episodes, publication_groups
+from .episodes import Episodes, HostSetup, host_setup, median_run, native_episodes, publication_groups
 from .noise_floor import NOISE_GOAL_PCT, RepeatRule, median_noise_pct
 from .run_store import ReplayInputs, absorb, save_runs
 from .sweep import PROBE_WIDTHS
@@ -124,12 +124,6 @@ def probe_widths(profile: DeviceProfile | None) -> tuple[int, ...]:
     if profile is None or not profile.anchor_widths_ms:
         return ()
     return tuple(k for k in PROBE_WIDTHS if k in profile.anchor_widths_ms)
-
-
-def median_run(runs: Sequence[NativeResult]) -> int:
-    """Index of the median-latency run (D.3): the one run replay re-prices, and whose drift probe it uses."""
-    order = sorted(range(len(runs)), key=lambda i: runs[i].time)
-    return order[len(order) // 2]
 
 
 def window_agreement(inputs: ReplayInputs, profile: DeviceProfile, window_id: str, target_only: Sequence[NativeResult],
@@ -231,8 +225,8 @@ def window_probes(ep: Episodes, window_id: str) -> tuple[float | None, dict[int,
 def concurrent_probe_ratio(ep: Episodes, window_id: str, profile: DeviceProfile) -> float | None:
     """The median over the window's drift probes of their As²d run's measured-over-priced concurrent
     calls (``decomposition.concurrent_call_ratio``); ``None`` without As²d probe runs."""
-    xs = [x for (w, _), runs in ep.probe_runs.items() if w == window_id and len(runs) > 1
-          for x in [concurrent_call_ratio(profile, runs[1])] if x is not None]
+    xs = [x for (w, _), runs in ep.probe_runs.items() if w == window_id for r in runs if r.scheme == "as2d"
+          for x in [concurrent_call_ratio(profile, r)] if x is not None]
     return statistics.median(xs) if xs else None
 
 

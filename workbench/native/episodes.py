@@ -252,6 +252,12 @@ class Episodes:
                                                    "next_root": pl.Int64}, infer_schema_length=None)
 
 
+def median_run(runs: Sequence[NativeResult]) -> int:
+    """Index of the median-latency run (D.3): the one run replay re-prices, and whose drift probe it uses."""
+    order = sorted(range(len(runs)), key=lambda i: runs[i].time)
+    return order[len(order) // 2]
+
+
 def as_calibrated(setup: HostSetup) -> HostSetup:
     """``setup`` with As²d as host calibration runs it (catalog settings under ``host_overrides``, the
     verifier on its one core throughout): how the profile's ``anchor_as2d_ms`` was measured, so a probe
@@ -336,5 +342,5 @@ def native_episodes(setup: HostSetup, windows: Sequence[AudioWindow], schemes: S
 
 
 __all__ = ["HostSetup", "Episodes", "SAMPLE_SCHEMA", "as_calibrated", "default_placements", "host_setup",
-           "native_episodes", "producer_token_ms", "publication_rows", "run_scheme", "sample", "scheme_settings",
-           "unplanned_reference"]
+           "median_run", "native_episodes", "producer_token_ms", "publication_rows", "run_scheme", "sample",
+           "scheme_settings", "unplanned_reference"]

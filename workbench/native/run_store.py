@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,7 @@ from workbench.errors import DataError
 from workbench.io import atomic_write_json
 
 from .driver import NativeResult
-from .episodes import Episodes, HostSetup
+from .episodes import Episodes, HostSetup, median_run
 
 FORMAT = 1
 KEPT_SCHEMES = ("target_only", "as2d")  # the two D.3 compares
@@ -91,17 +91,15 @@ def _record(row: Mapping[str, Any]) -> RoundRecord:
 def run_from_json(d: Mapping[str, Any]) -> NativeResult:
     """The inverse of ``run_to_json`` (a slim run has no records, stages or producer stream)."""
     return NativeResult(
-        d["window_id"], d["scheme"], tuple(d["output"]), tuple(_record(r) for r in d.get("records", ())),
-        tuple((str(a), str(b), float(s), float(e), int(i)) for a, b, s, e, i in d.get("stages", ())),
-        float(d["time"]), float(d["t_eos"]), float(d.get("cleanup", 0.0)), bool(d.get("capped", False)),
-        tuple(d.get("producer_tokens", ())), tuple(d.get("producer_times", ())), int(d.get("producer_forwards", 0)),
-        tuple(d.get("producer_ops", ())), dict(d.get("placement") or {}), d.get("fault"), _nan(d.get("origin")),
-        d.get("joined_at_round"), d.get("fell_back_at_round"), _nan(d.get("producer_finish")))
-
-
-def _median_index(runs: Sequence[NativeResult]) -> int:
-    order = sorted(range(len(runs)), key=lambda i: runs[i].time)  # agreement.median_run's rule
-    return order[len(order) // 2]
+        window_id=d["window_id"], scheme=d["scheme"], output=tuple(d["output"]),
+        records=tuple(_record(r) for r in d.get("records", ())),
+        stages=tuple((str(a), str(b), float(s), float(e), int(i)) for a, b, s, e, i in d.get("stages", ())),
+        time=float(d["time"]), t_eos=float(d["t_eos"]), cleanup=float(d.get("cleanup", 0.0)),
+        capped=bool(d.get("capped", False)), producer_tokens=tuple(d.get("producer_tokens", ())),
+        producer_times=tuple(d.get("producer_times", ())), producer_forwards=int(d.get("producer_forwards", 0)),
+        producer_ops=tuple(d.get("producer_ops", ())), placement=dict(d.get("placement") or {}),
+        fault=d.get("fault"), origin=_nan(d.get("origin")), joined_at_round=d.get("joined_at_round"),
+        fell_back_at_round=d.get("fell_back_at_round"), producer_finish=_nan(d.get("producer_finish")))
 
 
 def _probes(probes: Mapping[tuple[str, int], Any]) -> list[list[Any]]:
@@ -134,7 +132,7 @@ def store_json(ep: Episodes, inputs: ReplayInputs, profile_yaml: str | None) -> 
     runs: list[dict[str, Any]] = []
     for wid in dict.fromkeys(w for w, _, _, _ in ep.results):
         a2 = [(rep, r) for w, s, rep, r in ep.results if w == wid and s == "as2d"]
-        full = a2[_median_index([r for _, r in a2])][0] if a2 else None
+        full = a2[median_run([r for _, r in a2])][0] if a2 else None
         runs.extend({"rep": rep, **run_to_json(r, full=s == "as2d" and rep == full)}
                     for w, s, rep, r in ep.results if w == wid and s in KEPT_SCHEMES)
     return {"format": FORMAT, "inputs": {**asdict(inputs), "settings": dict(inputs.settings)},
