@@ -70,7 +70,8 @@ def test_calibration_writes_a_profile_replay_accepts_with_all_widths(host_cfg, w
     assert pub.height >= 1 and loaded.anchor_producer_ms == pytest.approx(statistics.median(pub["ms"].to_list()),
                                                                           abs=1e-4)
     # A width the episodes called often is priced from those calls (R_LIVE; a window's first call left out,
-    # the cold surcharge prices it), each moved along its width's slope to ref_tokens; the rest by the
+    # the cold surcharge prices it), each moved along its width's slope (beside the producer: the line of
+    # those calls, where fitted) to ref_tokens; the rest by the
     # sweep: beside the producer from As²d's calls that started while it ran, idle from target-only, SD and
     # ASP calls.
     all_rounds = with_positions(pl.read_parquet(tmp_path / "host_rounds.parquet")).filter(pl.col("round") > 0)
@@ -79,7 +80,7 @@ def test_calibration_writes_a_profile_replay_accepts_with_all_widths(host_cfg, w
         rounds = all_rounds.filter(pl.col("config").is_in(configs))
         if concurrent:
             rounds = rounds.filter(pl.col("producer_running"))
-        calls = [1000 * (r["t_end"] - r["t_start"]) - fit.slope(r["width"]) * (r["pos"] - fit.ref_tokens)
+        calls = [1000 * (r["t_end"] - r["t_start"]) - fit.slope(r["width"], concurrent) * (r["pos"] - fit.ref_tokens)
                  for r in rounds.iter_rows(named=True)]
         by_width = {k: [c for c, w in zip(calls, rounds["width"].to_list(), strict=True) if w == k]
                     for k in range(1, 17)}

@@ -18,7 +18,7 @@ from workbench.native.agreement import agreement_frame, anchor_window, probe_wid
 from workbench.native.episodes import host_setup, native_episodes
 from workbench.native.report import NativeRuns, episode_report
 from workbench.native.run_store import ReplayInputs, save_runs
-from workbench.native.windows import AudioWindow
+from workbench.native.windows import AudioWindow, calibration_clip_ids
 from workbench.replay.profile import DeviceProfile
 from workbench.replay.selection import dev_test_from_labels, split_windows
 from workbench.replay.trajectory import Window
@@ -45,9 +45,11 @@ def native_runs(cfg: DictConfig, pair: ModelPair, windows: list[Window],
     names = list(cfg.native.methods)
     if "target_only" not in names:
         names.insert(0, "target_only")  # the exactness reference of every window
-    test = measured_windows(cfg, windows, labels)
-    chosen = test[: cfg.native.max_windows or len(test)]
     corpus = demo_corpus(cfg)
+    # D.3 judges replay on windows the host calibration never measured: its dev clips stay out
+    held = calibration_clip_ids(corpus=corpus) if host_profile is not None else frozenset()
+    test = [w for w in measured_windows(cfg, windows, labels) if w.window_id not in held]
+    chosen = test[: cfg.native.max_windows or len(test)]
     clips = {c.window_id: c for c in corpus.clips}
     asks = instructions(corpus)  # each window's task prompt (translation, QA question), as its traces had
     audio = [AudioWindow(w.window_id, (w.window_id,), clip_audio(clips[w.window_id], cfg.model),

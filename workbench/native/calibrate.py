@@ -12,6 +12,9 @@ On separate calibration windows, after warm-up, with ``reps`` >= 5 repetitions, 
 * native episodes (target-only, SD, ASP, As²d) through :class:`NativeHost`, from which come the
   target-only step (charged time / rounds), the serial drafter forward and loop residual per
   serial round, ASP extras, As²d alignment and queue per round, and producer startup;
+* As²d episodes on single dev clips (``clips``) too: a packed calibration window's calls sit late
+  in a long stream, a clip's early in a short one, and beside the producer the two cost differently;
+  the live prices (R_LIVE) pool both shapes;
 * publication of one batch into the shared buffer.
 
 The sweeps are ``sweep.py``, the fit ``fit.py``. Each number is a median of measured samples (or a
@@ -39,7 +42,9 @@ from .fit import fit_profile, kernel_costs
 from .producer import restoring_placement
 from .samples import SAMPLE_SCHEMA, sample
 from .sweep import ProducerLoad, kernel_sweep, publication_samples, verify_sweep
-from .windows import AudioWindow, demo_windows, dev_only
+from .windows import AudioWindow, demo_clip_windows, demo_windows, dev_only
+
+CLIP_WINDOWS = 6  # single dev clips whose As²d episodes join the live prices (``--clips``, quick calibration)
 
 
 def _pass_row(w: AudioWindow, n: int, s: float, rep: int, concurrent: bool) -> dict[str, Any]:
@@ -81,8 +86,10 @@ def calibrate_host(
     setup: HostSetup | None = None,
     profile_path: str | Path | None = None,
     progress: bool = True,
+    clips: Sequence[AudioWindow] = (),
 ) -> tuple[DeviceProfile, pl.DataFrame]:
-    """Measure the host profile on ``calib`` windows; returns (profile, raw samples).
+    """Measure the host profile on ``calib`` windows, and As²d's live calls on ``clips`` too (short
+    windows, module docstring); returns (profile, raw samples).
 
     Writes ``profile_path`` (default ``<out_dir>/host.yaml``), and ``host_samples.parquet`` (raw
     samples, columns ``SAMPLE_SCHEMA``) plus ``host_rounds.parquet`` (episode round records) under
@@ -91,19 +98,24 @@ def calibrate_host(
 
     if reps < 1 or not calib:
         raise ValueError("calibration needs at least one window and one repetition")
-    dev_only(calib, "host calibration")  # per-width costs, kernel crossovers and width caps are fitted here
+    dev_only([*calib, *clips], "host calibration")  # per-width costs, kernel crossovers and width caps are fitted here
     widths, date = sorted(set(widths)), dt.date.today().isoformat()
     setup = setup or host_setup(model_cfg)
     setup.verifier.apply()
     rows = kernel_sweep(setup.pair, calib[0], widths, reps, warmup)
     _install_plan(setup, rows)
     rounds: list[pl.DataFrame] = []
-    bar = tqdm(total=len(calib) * 3, desc="host calibration", disable=not progress)
+    bar = tqdm(total=len(calib) * 3 + (1 if clips else 0), desc="host calibration", disable=not progress)
     for w in calib:
         more, has_conf = _window_samples(setup, w, widths, reps, warmup)
         rows += more
         bar.update(2)
         ep = native_episodes(setup, [w], ["target_only", "sd", "asp", "as2d"], reps, warmup)
+        rows += ep.rows
+        rounds.append(ep.rounds())
+        bar.update(1)
+    if clips:
+        ep = native_episodes(setup, list(clips), ["as2d"], reps, warmup)
         rows += ep.rows
         rounds.append(ep.rounds())
         bar.update(1)
@@ -152,14 +164,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--max-width", type=int, default=16)
     ap.add_argument("--windows", type=int, default=1, help="calibration windows (dev split) to use")
+    ap.add_argument("--clips", type=int, default=CLIP_WINDOWS,
+                    help="single dev clips whose As2d episodes also price the verifier beside the producer")
     ap.add_argument("--out-dir", default="outputs/native/calibration")
     ap.add_argument("--profile", default=str(DEVICE_DIR / "host.yaml"))
     args = ap.parse_args(argv)
     from workbench.models.registry import load_model_config
 
     calib, _ = demo_windows()
-    profile, raw = calibrate_host(calib[: args.windows], load_model_config(args.model), args.reps,
-                                  range(1, args.max_width + 1), args.out_dir, profile_path=args.profile)
+    model = load_model_config(args.model)
+    profile, raw = calibrate_host(calib[: args.windows], model, args.reps, range(1, args.max_width + 1),
+                                  args.out_dir, profile_path=args.profile,
+                                  clips=demo_clip_windows(args.clips, model=model))
     if profile.verifier.context is not None:
         c = profile.verifier.context
         print(f"context fit: K1 {c.slope(1):+.4f} ms/token from {c.ref_tokens:.0f} tokens, cold first call "

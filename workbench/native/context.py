@@ -18,7 +18,13 @@ first call after a window's prefill is slower (caches cold after idle). From cal
 * the target-only step at ``ref_tokens``: median over native target-only rounds (after the first)
   of the charged round time moved to ``ref_tokens`` along the K1 slope;
 * the cold-call surcharge: median excess of each run's first round over that line;
-* the residual: RMS of target-only rounds (after the first) around the line, in ms.
+* the residual: RMS of target-only rounds (after the first) around the line, in ms;
+* per width, the line of As²d's calls that started beside the running producer
+  (``concurrent_lines``): a least-squares slope with one level per run over those calls, kept like a
+  sweep slope only past ``SLOPE_SIGNIFICANCE`` standard errors, else 0. Beside the producer the two
+  processes share the cores and the memory bus; the idle sweep's attention slope does not describe
+  how such a call moves along a window, and extrapolated over a short window's early calls it prices
+  them below what they cost.
 """
 
 from __future__ import annotations
@@ -94,6 +100,34 @@ def within_run_slope(rounds: pl.DataFrame) -> tuple[float, int] | None:
     return float((d["x"] * d["y"]).sum()) / sxx, r.height
 
 
+def concurrent_lines(calls: pl.DataFrame, date: str) -> dict[int, dict[str, Any]]:
+    """``verifier.context.concurrent_slope_ms``: per width, the within-run slope (ms per committed token)
+    of the native calls beside the producer (``calls``: columns window_id, rep, width, pos, call in
+    seconds; first calls left out by the caller). A width with fewer than ``SLOPE_MIN_SAMPLES`` calls
+    gets no entry (replay takes its idle slope there)."""
+    out: dict[int, dict[str, Any]] = {}
+    if calls.height == 0:
+        return out
+    for (k,), g in sorted(calls.group_by("width"), key=lambda kv: kv[0][0]):
+        if g.height < SLOPE_MIN_SAMPLES:
+            continue
+        d = g.with_columns((pl.col("pos") - pl.col("pos").mean().over(RUN_KEYS)).alias("x"),
+                           (1000 * (pl.col("call") - pl.col("call").mean().over(RUN_KEYS))).alias("y"))
+        x, y = d["x"].to_numpy().astype(float), d["y"].to_numpy().astype(float)
+        sxx = float(x @ x)
+        if sxx <= 0.0:
+            continue
+        slope = float(x @ y) / sxx
+        se = float(np.sqrt(float(((y - slope * x) ** 2).sum()) / max(1, len(x) - 2) / sxx))
+        t = abs(slope) / se if se > 0 else float("inf")
+        judged = (f"{t:.1f} standard errors from 0" if t >= SLOPE_SIGNIFICANCE
+                  else f"slope {slope:+.4g} within {SLOPE_SIGNIFICANCE:g} standard errors of 0: 0")
+        out[int(k)] = {"v": round(slope, 5) if t >= SLOPE_SIGNIFICANCE else 0.0,
+                       "source": f"fitted on host {date}, n={g.height} native As2d calls beside the producer, least "
+                                 f"squares on context length with one level per run, {judged}"}
+    return out
+
+
 def context_fit(sweep: pl.DataFrame, target_only_rounds: pl.DataFrame, date: str) -> ContextFitResult | None:
     """The fit from the idle width sweep (``kind == verify`` samples) and native target-only round
     records (columns round, t_end, window_id, rep); ``None`` without both."""
@@ -139,5 +173,6 @@ def context_fit(sweep: pl.DataFrame, target_only_rounds: pl.DataFrame, date: str
     return ContextFitResult(context, step_entry, sd)
 
 
-__all__ = ["SLOPE_MIN_SAMPLES", "SLOPE_SIGNIFICANCE", "WITHIN_RUN_MIN_ROUNDS", "ContextFitResult", "context_fit",
+__all__ = ["SLOPE_MIN_SAMPLES", "SLOPE_SIGNIFICANCE", "WITHIN_RUN_MIN_ROUNDS", "ContextFitResult", "concurrent_lines",
+           "context_fit",
            "round_times", "significant_line", "within_run_slope"]

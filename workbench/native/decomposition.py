@@ -125,7 +125,8 @@ def model_call_s(profile: DeviceProfile, width: int, start: float, producer_end:
             producer_end - start + (1.0 - (producer_end - start) / conc) * idle)
     fit = profile.verifier.context
     if fit is not None:
-        extra = (fit.slope(width) * (pos - fit.ref_tokens) + (fit.cold_ms if first else 0.0)) / 1e3
+        slope = fit.slope(width, start < producer_end)
+        extra = (slope * (pos - fit.ref_tokens) + (fit.cold_ms if first else 0.0)) / 1e3
         dur += max(extra, -0.5 * dur)
     return dur
 

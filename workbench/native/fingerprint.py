@@ -25,9 +25,9 @@ from typing import Any, Literal
 from workbench.errors import ProfileError
 from workbench.replay.profile import DEVICE_DIR, DeviceProfile, load_profile
 
-from .calibrate import calibrate_host
+from .calibrate import CLIP_WINDOWS, calibrate_host
 from .machine import CALIBRATION_VERSION, FIELDS, cpu_model, engine_label, machine_fingerprint
-from .windows import demo_windows
+from .windows import demo_clip_windows, demo_windows
 
 log = logging.getLogger(__name__)
 OnMismatch = Literal["calibrate", "refuse"]
@@ -198,7 +198,7 @@ def quick_calibration(model_cfg: Mapping[str, Any], path: str | Path, *, reps: i
     """First-use calibration of this machine (dev windows, ``reps`` repetitions), written to ``path``."""
     calib, _ = demo_windows()
     profile, _ = calibrate_host(calib[:1], dict(model_cfg), reps, range(1, 17), None, profile_path=path,
-                                progress=progress)
+                                progress=progress, clips=demo_clip_windows(CLIP_WINDOWS, model=model_cfg))
     return profile
 
 

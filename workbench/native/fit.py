@@ -19,7 +19,7 @@ import polars as pl
 from workbench.models.kernel_plan import fit_plan
 from workbench.replay.profile import SCHEMA
 
-from .context import context_fit
+from .context import concurrent_lines, context_fit
 from .episodes import HostSetup
 from .machine import cpu_model, engine_label, machine_fingerprint
 from .samples import MIN_PER_TOKEN
@@ -38,7 +38,10 @@ RULES = {
               "verifier's cost at each width those episodes called often enough: beside the producer "
               "from As2d's calls that started while the producer ran, idle from target-only, SD and ASP "
               "calls (first calls left out; each call moved along its width's context slope to ref_tokens, "
-              "where replay prices the width).",
+              "where replay prices the width; beside the producer along the line of those calls themselves). "
+              "The As2d episodes run on the calibration windows and on single dev clips, the two window "
+              "shapes replay prices (a packed window's calls sit late in a long stream, a clip's early in a "
+              "short one).",
     "R_KERNEL": "kernel_plan: per width, the cheaper linear kernel for exactly that many rows, and the "
                 "padded width whose forward costs least (taken only when it saves more than "
                 "models.kernel_plan.PAD_MARGIN); medians of the kernel sweep, idle. Every verifier cost "
@@ -103,14 +106,14 @@ def with_positions(rounds: pl.DataFrame) -> pl.DataFrame:
 
 
 def live_widths(rounds: pl.DataFrame, sweep: dict[int, list[float]], date: str, what: str,
-                context: dict[str, Any] | None = None) -> dict[int, dict[str, Any]]:
+                context: dict[str, Any] | None = None, concurrent: bool = False) -> dict[int, dict[str, Any]]:
     """The verifier's cost per width: the median native call at that width among ``rounds`` of the
     calibration windows' episodes (R_LIVE), where they made at least ``LIVE_MIN_CALLS``; else the sweep's.
     A window's first call is left out: the context fit's cold surcharge prices it.
 
     With a ``context`` fit (the profile's ``verifier.context`` mapping) each call is first moved along its
-    width's slope to ``ref_tokens``: replay prices a width's cost as its cost there, and the episodes'
-    calls sit wherever the calibration window put them.
+    width's slope (``concurrent``: its concurrent slope where fitted) to ``ref_tokens``: replay prices a
+    width's cost as its cost there, and the episodes' calls sit wherever the calibration window put them.
 
     Why: the sweep's calls and the episodes' calls at the same width differ (beside the producer
     the sweep's synthetic load stresses the cores differently; idle, the sweep's repeated call on one
@@ -118,6 +121,8 @@ def live_widths(rounds: pl.DataFrame, sweep: dict[int, list[float]], date: str, 
     calls = with_positions(rounds).filter(pl.col("round") > 0) if rounds.height else rounds
     ref = context["ref_tokens"]["v"] if context else 0.0
     slopes = {k: e["v"] for k, e in context["slope_ms"].items()} if context else {}
+    if context and concurrent:
+        slopes.update({k: e["v"] for k, e in context.get("concurrent_slope_ms", {}).items()})
     out = {}
     for k, v in sweep.items():
         at = calls.filter(pl.col("width") == k) if calls.height else calls
@@ -150,14 +155,18 @@ def verifier_part(f: Fit) -> tuple[dict[str, Any], dict[str, Any]]:
     idle, conc = sweep_tables(f)
     fit = context_fit(f.kind("verify"), f.config("target_only"), f.date)
     ctx, sds = (fit.context, fit.sd) if fit is not None else (None, {})
+    beside = beside_producer(f.config("as2d"))
+    if ctx is not None:
+        lines = concurrent_lines(with_positions(beside).filter(pl.col("round") > 0), f.date)
+        ctx = {**ctx, "concurrent_slope_ms": lines} if lines else ctx
     to = f.target_only()
     step = fit.step if fit is not None else f.meas((to["ms"] / to["rounds"]).to_list(),
                                                    "median charged time per target-only round")
     verifier = {
         "idle_ms": {k: _with_sd(e, sds.get(k)) for k, e in live_widths(
             f.config(*IDLE_SCHEMES), idle, f.date, "idle calls (target-only, SD, ASP)", ctx).items()},
-        "concurrent": {"ms": live_widths(beside_producer(f.config("as2d")), conc, f.date,
-                                         "As2d calls beside the producer", ctx),
+        "concurrent": {"ms": live_widths(beside, conc, f.date, "As2d calls beside the producer", ctx,
+                                         concurrent=True),
                        "missing": "median_ratio"},
         **({"context": ctx} if ctx is not None else {}),
     }

@@ -91,6 +91,24 @@ def demo_windows(max_seconds: float = 25.0, dev_fraction: float = 0.25, seed: in
             pack_windows(corpus, test, max_seconds, prefix="eval", audio_limit=limit, split="test"))
 
 
+def demo_clip_windows(n: int, dev_fraction: float = 0.25, seed: int = 0, corpus: Corpus | None = None,
+                      model: Mapping[str, Any] | None = None) -> list[AudioWindow]:
+    """The first ``n`` clips of the demo corpus's dev split, one window each (``split="dev"``): the
+    short windows whose As²d calls the host calibration also measures (``calibrate_host(clips=...)``)."""
+    corpus = corpus or build_demo_corpus()
+    limit = model_max_seconds(model) if model is not None else WHISPER_MAX_SECONDS
+    dev, _ = split(corpus, dev_fraction, seed)
+    return [AudioWindow(c.window_id, (c.window_id,), load_audio(c.path, max_seconds=limit), split="dev")
+            for c in dev[:n]]
+
+
+def calibration_clip_ids(dev_fraction: float = 0.25, seed: int = 0, corpus: Corpus | None = None) -> frozenset[str]:
+    """Every demo clip a host calibration may measure (the dev split of ``demo_windows`` and
+    ``demo_clip_windows``): a D.3 check leaves these out of the windows it judges."""
+    corpus = corpus or build_demo_corpus()
+    return frozenset(c.window_id for c in split(corpus, dev_fraction, seed)[0])
+
+
 def bench_windows(split: str = "test", dataset: Mapping[str, Any] | None = None,
                   max_windows: int | None = None) -> list[AudioWindow]:
     """The bench corpus's windows of one ``split`` (``conf/dataset/bench*.yaml`` mapping; default: the

@@ -134,7 +134,9 @@ def scaled(profile: DeviceProfile, ratio: float, shape: Callable[[int], float] |
     ctx = v.context
     if ctx is not None:
         ctx = replace(ctx, slope_ms=_times(ctx.slope_ms, ratio, shape), cold_ms=ctx.cold_ms * ratio,
-                      residual_ms=ctx.residual_ms * ratio)
+                      residual_ms=ctx.residual_ms * ratio,
+                      concurrent_slope_ms=None if ctx.concurrent_slope_ms is None
+                      else _times(ctx.concurrent_slope_ms, conc, shape))
     # a width without a direct concurrent figure is its idle cost times a factor: the factor carries the
     # concurrent ratio's excess over the idle one
     excess = conc / ratio

@@ -156,7 +156,7 @@ class _SerialClock:
     drafter is one resource: the next round's drafting, or its use of the lookahead, waits for it.
     """
 
-    __slots__ = ("t", "price", "step_s", "after_s", "free", "factor", "spans", "rounds")
+    __slots__ = ("t", "price", "step_s", "after_s", "free", "factor", "spans", "rounds", "beside")
 
     def __init__(self, price: Pricing, speculative: bool) -> None:
         self.t = 0.0
@@ -167,6 +167,7 @@ class _SerialClock:
         self.factor = price.profile.source(price.profile.serial_drafter).concurrent_factor if speculative else 1.0
         self.spans: list[Stage] = []  # lookahead drafting beside the calls
         self.rounds = 0
+        self.beside = False  # the last call started beside a drafter (``_ContextClock``)
 
     def decide(self) -> float:
         return self.t
@@ -176,9 +177,10 @@ class _SerialClock:
         return t + self.price.draft(call.work)
 
     def end(self, call: Call, t_start: float) -> float:
+        self.beside = self.step_s is None and bool(call.overlap.forwards)
         if self.step_s is not None:
             t_end = t_start + self.step_s
-        elif call.overlap.forwards:
+        elif self.beside:
             t_end = self._beside(call, t_start)
         else:
             t_end = t_start + self.price.verify(call.width, False)
@@ -199,7 +201,7 @@ class _SerialClock:
 class _ProducerClock:
     """As²d and its w/o-BC ablation: the verifier's rounds against a concurrently running producer."""
 
-    __slots__ = ("t", "price", "producer", "static_end", "after_s")
+    __slots__ = ("t", "price", "producer", "static_end", "after_s", "beside")
 
     def __init__(self, price: Pricing, producer: Producer | MultiProducer) -> None:
         self.t = 0.0
@@ -208,6 +210,7 @@ class _ProducerClock:
         self.after_s = price.queue_s
         # With a static plan the producer ignores the verifier: it is busy on [0, total_work).
         self.static_end = producer.plan.total_work if producer.plan.static is not None else None
+        self.beside = False  # the last call started while the producer ran (``_ContextClock``)
 
     def decide(self) -> float:
         if self.static_end is None:
@@ -226,7 +229,8 @@ class _ProducerClock:
         price, producer, static_end = self.price, self.producer, self.static_end
         idle = price.verify(call.width, False)
         if static_end is not None:
-            if t_start >= static_end:
+            self.beside = t_start < static_end
+            if not self.beside:
                 t_end = t_start + idle
             else:
                 conc = price.verify(call.width, True)
@@ -235,7 +239,8 @@ class _ProducerClock:
                     t_end = static_end + (1.0 - (static_end - t_start) / conc) * idle
         else:
             producer.advance(t_start, slowed=False)
-            if producer.busy():
+            self.beside = producer.busy()
+            if self.beside:
                 conc = price.verify(call.width, True)
                 p_end = producer.finish_time_if(slowed=True)
                 t_end = t_start + conc
@@ -251,8 +256,9 @@ class _ProducerClock:
 
 class _ContextClock:
     """A clock plus the profile's context fit (host profiles): a call costs more the longer the
-    committed prefix (``slope_ms[K]`` per token from ``ref_tokens``), and the window's first call
-    pays the cold-call surcharge. Profiles without a fit (the phones) keep the plain clock."""
+    committed prefix (``slope_ms[K]`` per token from ``ref_tokens``; beside the producer the
+    concurrent slope, ``ContextFit.slope``), and the window's first call pays the cold-call
+    surcharge. Profiles without a fit (the phones) keep the plain clock."""
 
     __slots__ = ("inner", "scheme", "fit", "pos", "calls")
 
@@ -269,7 +275,8 @@ class _ContextClock:
     def end(self, call: Call, t_start: float) -> float:
         t_end = self.inner.end(call, t_start)
         fit = self.fit
-        extra = (fit.slope(call.width) * (self.pos - fit.ref_tokens) + (fit.cold_ms if self.calls == 0 else 0.0)) / 1e3
+        slope = fit.slope(call.width, self.inner.beside)
+        extra = (slope * (self.pos - fit.ref_tokens) + (fit.cold_ms if self.calls == 0 else 0.0)) / 1e3
         extra = max(extra, -0.5 * (t_end - t_start))  # a noisy slope never makes a call (nearly) free
         self.calls += 1
         self.inner.t += extra

@@ -98,15 +98,25 @@ class ContextFit:
     ``cost(K, pos) = cost(K) + slope_ms[K] * (pos - ref_tokens)``: the width's median cost was measured
     around ``ref_tokens`` committed tokens; ``cold_ms`` is added to the first call after a window's
     prefill (caches are cold after idle). ``residual_ms`` is the fit's residual (RMS), for the reader.
+
+    ``concurrent_slope_ms``: the line of a call that starts beside the running producer, fitted on
+    As²d's own calls there; a width it lacks takes ``slope_ms``. Beside the producer the two processes
+    share the cores and the memory bus, and that share, not the idle sweep's attention cost, sets how
+    a call's time moves along the window; ``None`` (profiles fitted before the field) prices both
+    alike.
     """
 
     ref_tokens: float
     slope_ms: Mapping[int, float]
     cold_ms: float
     residual_ms: float
+    concurrent_slope_ms: Mapping[int, float] | None = None
 
-    def slope(self, k: int) -> float:
-        """The width's slope, else the nearest fitted width's (slopes vary slowly with K)."""
+    def slope(self, k: int, concurrent: bool = False) -> float:
+        """The width's slope (beside the producer: its concurrent slope where fitted), else the nearest
+        fitted width's (slopes vary slowly with K)."""
+        if concurrent and self.concurrent_slope_ms is not None and k in self.concurrent_slope_ms:
+            return self.concurrent_slope_ms[k]
         if k in self.slope_ms:
             return self.slope_ms[k]
         return self.slope_ms[min(self.slope_ms, key=lambda w: (abs(w - k), w))] if self.slope_ms else 0.0
@@ -448,23 +458,30 @@ def _parse_context(r: _Reader, node: Any, idle: Mapping[int, float]) -> ContextF
     if node is None:
         return None
     path = "verifier.context"
-    r.mapping(node, path, {"ref_tokens", "slope_ms", "cold_ms", "residual_ms"})
-    slopes = {}
-    raw = node["slope_ms"]
+    r.mapping(node, path, {"ref_tokens", "slope_ms", "cold_ms", "residual_ms"}, {"concurrent_slope_ms"})
+    slopes = _slopes(r, node["slope_ms"], f"{path}.slope_ms", idle)
+    conc = node.get("concurrent_slope_ms")
+    return ContextFit(ref_tokens=r.number(node["ref_tokens"], f"{path}.ref_tokens"),
+                      slope_ms=slopes,
+                      cold_ms=r.number(node["cold_ms"], f"{path}.cold_ms"),
+                      residual_ms=r.number(node["residual_ms"], f"{path}.residual_ms"),
+                      concurrent_slope_ms=None if conc is None else _slopes(
+                          r, conc, f"{path}.concurrent_slope_ms", idle))
+
+
+def _slopes(r: _Reader, raw: Any, path: str, idle: Mapping[int, float]) -> Mapping[int, float]:
     if not isinstance(raw, dict) or not raw:
-        raise r.fail(f"{path}.slope_ms", "expected a non-empty mapping of physical width -> ms per context token")
+        raise r.fail(path, "expected a non-empty mapping of physical width -> ms per context token")
+    slopes = {}
     for k, val in raw.items():
         if k not in idle:
-            raise r.fail(f"{path}.slope_ms.{k}", "a slope at a width with no idle cost")
+            raise r.fail(f"{path}.{k}", "a slope at a width with no idle cost")
         if not isinstance(val, dict) or not isinstance(val.get("v"), (int, float)) or isinstance(val.get("v"), bool):
-            raise r.fail(f"{path}.slope_ms.{k}", "expected {v: <ms per token>, source: ...}")
+            raise r.fail(f"{path}.{k}", "expected {v: <ms per token>, source: ...}")
         slopes[k] = float(val["v"])  # a slope may be negative (noise): it is a fit, not a cost
         if ("source" in val) == ("derived" in val):
-            raise r.fail(f"{path}.slope_ms.{k}", "needs exactly one of 'source:' or 'derived:'")
-    return ContextFit(ref_tokens=r.number(node["ref_tokens"], f"{path}.ref_tokens"),
-                      slope_ms=MappingProxyType(dict(sorted(slopes.items()))),
-                      cold_ms=r.number(node["cold_ms"], f"{path}.cold_ms"),
-                      residual_ms=r.number(node["residual_ms"], f"{path}.residual_ms"))
+            raise r.fail(f"{path}.{k}", "needs exactly one of 'source:' or 'derived:'")
+    return MappingProxyType(dict(sorted(slopes.items())))
 
 
 def _parse_verifier(r: _Reader, node: Any) -> VerifierCost:
