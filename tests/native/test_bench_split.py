@@ -48,6 +48,9 @@ def test_selection_refuses_test_and_unlabelled_windows():
     # host calibration (per-width costs, kernel crossovers, width caps) refuses before any model loads
     with pytest.raises(DataError, match="host calibration"):
         calibrate_host([AudioWindow("t", ("t",), AUDIO, split="test")], {})
+    # and so do the single clips whose As²d calls it also measures
+    with pytest.raises(DataError, match="host calibration"):
+        calibrate_host([dev], {}, clips=[AudioWindow("t", ("t",), AUDIO, split="test")])
 
 
 def _frames(split: str) -> dict[str, pl.DataFrame]:

@@ -25,7 +25,7 @@ def validate(cfg: DictConfig) -> None:
 def run(cfg: DictConfig, out: Path) -> JobResult:
     from workbench.native.agreement import replay_agreement
     from workbench.native.calibrate import calibrate_host
-    from workbench.native.windows import demo_windows
+    from workbench.native.windows import demo_clip_windows, demo_windows
     from workbench.replay.profile import DEVICE_DIR
 
     c = cfg.calibration
@@ -33,7 +33,8 @@ def run(cfg: DictConfig, out: Path) -> JobResult:
     calib, evals = demo_windows(float(c.max_seconds), model=model)  # under the target's own audio limit
     path = Path(c.profile_path or DEVICE_DIR / "host.yaml")
     profile, raw = calibrate_host(calib[: c.windows], model, c.reps, range(1, c.max_width + 1),
-                                  out / "calibration", profile_path=path)
+                                  out / "calibration", profile_path=path,
+                                  clips=demo_clip_windows(int(c.clips), model=model))
     metrics = {"host.target_step_ms": profile.target_step_ms, "host.loop_residual_ms": profile.loop_residual_ms}
     for k in profile.verifier.widths():
         metrics[f"host.verify_ms.K{k}"] = profile.verify_ms(k)
