@@ -19,6 +19,7 @@ from workbench.native.fingerprint import (
     fingerprint_id,
     host_profile,
     machine_fingerprint,
+    samples_dir,
 )
 from workbench.replay.profile import DEVICE_DIR, load_profile, parse_profile
 
@@ -178,3 +179,12 @@ def test_packed_kernels_and_an_older_calibration_are_other_profiles(cache, tmp_p
 
     assert host_profile(MODEL, "calibrate", reference=ref, calibrate=calibrate).machine == machine_fingerprint()
     assert len(calls) == 1  # the older calibration's profile was measured again
+
+
+def test_a_first_use_calibration_keeps_its_samples_beside_the_profile_out_of_the_profile_glob(cache):
+    path = cached_profile_path(machine_fingerprint(), MODEL)
+    beside = samples_dir(path)
+    assert beside.parent == path.parent and beside.name == path.name + ".samples"
+    beside.mkdir(parents=True)
+    _write(path, machine_fingerprint())
+    assert sorted(path.parent.glob("host-*.yaml")) == [path]  # the figures' profile listing sees profiles only

@@ -193,11 +193,18 @@ def _usable(cached: Path, fp: Mapping[str, Any]) -> tuple[DeviceProfile | None, 
     return (prof if not differences(prof.machine, fp) and not stale else None), stale
 
 
+def samples_dir(profile_path: str | Path) -> Path:
+    """Where a first-use calibration keeps its raw samples: ``<profile>.samples/`` beside the profile."""
+    p = Path(profile_path)
+    return p.with_name(p.name + ".samples")
+
+
 def quick_calibration(model_cfg: Mapping[str, Any], path: str | Path, *, reps: int = QUICK_REPS,
                       progress: bool = True) -> DeviceProfile:
-    """First-use calibration of this machine (dev windows, ``reps`` repetitions), written to ``path``."""
+    """First-use calibration of this machine (dev windows, ``reps`` repetitions), written to ``path``; its
+    raw samples and round records go beside it (``samples_dir``), so a fit can be revisited offline."""
     calib, _ = demo_windows()
-    profile, _ = calibrate_host(calib[:1], dict(model_cfg), reps, range(1, 17), None, profile_path=path,
+    profile, _ = calibrate_host(calib[:1], dict(model_cfg), reps, range(1, 17), samples_dir(path), profile_path=path,
                                 progress=progress, clips=demo_clip_windows(CLIP_WINDOWS, model=model_cfg))
     return profile
 
@@ -205,4 +212,4 @@ def quick_calibration(model_cfg: Mapping[str, Any], path: str | Path, *, reps: i
 __all__ = ["CALIBRATION_VERSION", "FIELDS", "ON_MISMATCH", "HostProfileMismatch", "cached_profile_path",
            "calibration_lock", "pair_identity", "priced_profiles", "cpu_model",
            "differences", "engine_label", "fingerprint_id", "host_profile", "machine_fingerprint",
-           "quick_calibration"]
+           "quick_calibration", "samples_dir"]
