@@ -64,10 +64,8 @@ def significant_line(x: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray, s
     if len(x) < SLOPE_MIN_SAMPLES or sxx <= 0.0:
         return 0.0, y - y.mean(), f"too few samples for a slope (< {SLOPE_MIN_SAMPLES}): 0"
     se = float(np.sqrt(float((res ** 2).sum()) / (len(x) - 2) / sxx))
-    t = abs(slope) / se if se > 0 else float("inf")
-    if t < SLOPE_SIGNIFICANCE:
-        return 0.0, y - y.mean(), f"slope {slope:+.4g} within {SLOPE_SIGNIFICANCE:g} standard errors of 0: 0"
-    return slope, res, f"{t:.1f} standard errors from 0"
+    kept, judged = _judged(slope, se)
+    return (kept, res, judged) if kept else (0.0, y - y.mean(), judged)
 
 
 WITHIN_RUN_MIN_ROUNDS = 20  # fewer target-only rounds (after the first) than this: K1's slope from the sweep
@@ -92,12 +90,28 @@ def within_run_slope(rounds: pl.DataFrame) -> tuple[float, int] | None:
     r = rounds.filter(pl.col("round") > 0)
     if r.height < WITHIN_RUN_MIN_ROUNDS:
         return None
-    d = r.with_columns((pl.col("pos") - pl.col("pos").mean().over(RUN_KEYS)).alias("x"),
-                       (pl.col("dur") - pl.col("dur").mean().over(RUN_KEYS)).alias("y"))
-    sxx = float((d["x"] * d["x"]).sum())
+    line = _within_run_line(r, pl.col("pos"), pl.col("dur"))
+    return None if line is None else (line[0], r.height)
+
+
+def _within_run_line(frame: pl.DataFrame, x: pl.Expr, y: pl.Expr) -> tuple[float, float] | None:
+    """(slope, standard error) of ``y`` on ``x`` by least squares with one level per run (``RUN_KEYS``);
+    None without spread in ``x``."""
+    d = frame.select((x - x.mean().over(RUN_KEYS)).alias("x"), (y - y.mean().over(RUN_KEYS)).alias("y"))
+    xs, ys = d["x"].to_numpy().astype(float), d["y"].to_numpy().astype(float)
+    sxx = float(xs @ xs)
     if sxx <= 0.0:
         return None
-    return float((d["x"] * d["y"]).sum()) / sxx, r.height
+    slope = float(xs @ ys) / sxx
+    return slope, float(np.sqrt(float(((ys - slope * xs) ** 2).sum()) / max(1, len(xs) - 2) / sxx))
+
+
+def _judged(slope: float, se: float) -> tuple[float, str]:
+    """The slope kept past ``SLOPE_SIGNIFICANCE`` standard errors, else 0, and how it was judged."""
+    t = abs(slope) / se if se > 0 else float("inf")
+    if t < SLOPE_SIGNIFICANCE:
+        return 0.0, f"slope {slope:+.4g} within {SLOPE_SIGNIFICANCE:g} standard errors of 0: 0"
+    return slope, f"{t:.1f} standard errors from 0"
 
 
 def concurrent_lines(calls: pl.DataFrame, date: str) -> dict[int, dict[str, Any]]:
@@ -111,18 +125,11 @@ def concurrent_lines(calls: pl.DataFrame, date: str) -> dict[int, dict[str, Any]
     for (k,), g in sorted(calls.group_by("width"), key=lambda kv: kv[0][0]):
         if g.height < SLOPE_MIN_SAMPLES:
             continue
-        d = g.with_columns((pl.col("pos") - pl.col("pos").mean().over(RUN_KEYS)).alias("x"),
-                           (1000 * (pl.col("call") - pl.col("call").mean().over(RUN_KEYS))).alias("y"))
-        x, y = d["x"].to_numpy().astype(float), d["y"].to_numpy().astype(float)
-        sxx = float(x @ x)
-        if sxx <= 0.0:
+        line = _within_run_line(g, pl.col("pos").cast(pl.Float64), 1000 * pl.col("call"))
+        if line is None:
             continue
-        slope = float(x @ y) / sxx
-        se = float(np.sqrt(float(((y - slope * x) ** 2).sum()) / max(1, len(x) - 2) / sxx))
-        t = abs(slope) / se if se > 0 else float("inf")
-        judged = (f"{t:.1f} standard errors from 0" if t >= SLOPE_SIGNIFICANCE
-                  else f"slope {slope:+.4g} within {SLOPE_SIGNIFICANCE:g} standard errors of 0: 0")
-        out[int(k)] = {"v": round(slope, 5) if t >= SLOPE_SIGNIFICANCE else 0.0,
+        slope, judged = _judged(*line)
+        out[int(k)] = {"v": round(slope, 5),
                        "source": f"fitted on host {date}, n={g.height} native As2d calls beside the producer, least "
                                  f"squares on context length with one level per run, {judged}"}
     return out
