@@ -66,7 +66,8 @@ def fit_profile(measures: pl.DataFrame, base: DeviceProfile, base_raw: Mapping[s
     ``publications``: a native As²d run's publication records (``live_producer``).
     ``anchor_window``: the calibration window the native target-only runs decoded; with a real engine
     their time per round is also the drift anchor (``anchor_ms``, ``workbench.replay.drift``) that
-    ``native_phone`` probes again before each configuration."""
+    ``native_phone`` probes again before each configuration, and the producer's interval per token in
+    the As²d runs there (``publications``) the producer's own anchor (``anchor_producer_ms``)."""
     date = date or datetime.date.today().isoformat()
     where = provenance(engine, model, serial_hash, date)
     label = "measured" if engine in REAL_ENGINES else PROTOCOL_CHECK
@@ -137,6 +138,10 @@ def fit_profile(measures: pl.DataFrame, base: DeviceProfile, base_raw: Mapping[s
         raw["anchor_ms"] = _stat(step, where + ", native target-only runs on anchor_window: decode time per round "
                                         "(drift anchor)")
         raw["anchor_window"] = anchor_window
+        beside = producer_interval_ms(publications, anchor_window) if publications is not None else []
+        if beside:  # the producer's own core drifts apart from the target's (workbench.replay.drift)
+            raw["anchor_producer_ms"] = _stat(beside, where + ", native As2d runs on anchor_window: the producer's "
+                                                      "interval per token beside the target (producer drift anchor)")
     paired, rows = ms("asp_paired"), ms("asp_prob_row")
     if paired and rows:
         refresh = {int(k): _stat(ms("asp_refresh", width=int(k)), where)
@@ -158,9 +163,8 @@ def live_producer(publications: pl.DataFrame, op_idle: float, where: str) -> dic
     from workbench.native.fit import publication_curve
 
     rows: list[dict[str, Any]] = []
-    for (wid, rep), g in publications.sort("offset").group_by("window_id", "repetition", maintain_order=True):
-        times = [float(t) for t, toks in zip(g["publish_time"], g["tokens"], strict=True) for _ in toks]
-        rows += publication_rows(str(wid), "as2d", int(rep), times)
+    for (wid, rep), times in token_times(publications):
+        rows += publication_rows(wid, "as2d", rep, times)
     raw = pl.DataFrame(rows, schema=SAMPLE_SCHEMA)
     curve = publication_curve(raw)
     if curve is None or op_idle <= 0:
@@ -178,6 +182,27 @@ def live_producer(publications: pl.DataFrame, op_idle: float, where: str) -> dic
                              "source": f"{where}, n={first.height} native As2d runs, median first publication "
                                        "after the clock minus the operations on the line before it (R_LIVE)"}
     return out
+
+
+def token_times(publications: pl.DataFrame) -> list[tuple[tuple[str, int], list[float]]]:
+    """Each run's publication time per published token, in stream order: a batch's tokens all at its
+    time. One entry per (window, repetition)."""
+    out = []
+    for (wid, rep), g in publications.sort("offset").group_by("window_id", "repetition", maintain_order=True):
+        out.append(((str(wid), int(rep)),
+                    [float(t) for t, toks in zip(g["publish_time"], g["tokens"], strict=True) for _ in toks]))
+    return out
+
+
+def producer_interval_ms(publications: pl.DataFrame, window_id: str) -> list[float]:
+    """The producer's interval per token after its first publication (ms), one per As²d run on
+    ``window_id``: the host's ``producer_token`` statistic (``native.episodes.producer_token_ms``),
+    which the profile's ``anchor_producer_ms`` is the calibration median of and ``native_phone``'s
+    producer probe measures again. Runs with too few tokens after the first publication give none."""
+    from workbench.native.episodes import producer_token_ms
+
+    got = [producer_token_ms(times) for (wid, _), times in token_times(publications) if wid == window_id]
+    return [v for v in got if v is not None]
 
 
 def profile_yaml(raw: Mapping[str, Any]) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import polars as pl
 import pytest
 import yaml
 
@@ -14,7 +15,7 @@ from workbench.run import execute
 
 from .test_phone_jobs import _artifacts, job_cfg, runs
 
-WIDTHS = (1, 4, 8)
+WIDTHS = (1, 2, 3, 4)  # every width As²d at its default budget calls, so the native part can run it
 
 
 def _host_sweep(model: dict, reps: int) -> dict[int, float]:
@@ -70,10 +71,17 @@ def test_torch_calibration_measures_widths_that_match_the_host_sweep(loopback: L
     # under the fitted profile probes that window again before each configuration (D.3 on a drifting host)
     assert written.anchor_ms and written.anchor_window and "drift anchor" in raw["anchor_ms"]["source"]
     native = job_cfg(tmp_path, "native_phone", "phone.engine.kind=torch", "phone.max_windows=1", "phone.max_seconds=6",
-                     "methods=[target_only]", "phone.repetitions=1", "phone.idle_timeout_s=900")
+                     "methods=[target_only,as2d]", "phone.repetitions=1", "phone.idle_timeout_s=900")
     OmegaConf.set_struct(native, False)
     native.device = OmegaConf.create(raw)
     got = execute(native)
     agree = got.tables["agreement"]
-    assert agree.height == 1 and agree["drift_ratio"][0] > 0 and agree["anchored_error_pct"][0] is not None
+    assert agree.height == 2 and min(agree["drift_ratio"]) > 0 and agree["anchored_error_pct"].null_count() == 0
     assert got.metrics["phone.target_only.drift_ratio"] == pytest.approx(agree["drift_ratio"][0])
+    # the producer's own anchor: As²d's probe also runs As²d on that window and times the producer again
+    assert written.anchor_producer_ms and "producer drift anchor" in raw["anchor_producer_ms"]["source"]
+    (to_row,) = agree.filter(pl.col("config") == "target_only").iter_rows(named=True)
+    (a2_row,) = agree.filter(pl.col("config") != "target_only").iter_rows(named=True)
+    assert to_row["drift_ratio_producer"] is None and a2_row["drift_ratio_producer"] > 0
+    got_ratio = got.metrics[f"phone.{a2_row['config']}.drift_ratio_producer"]
+    assert got_ratio == pytest.approx(a2_row["drift_ratio_producer"])

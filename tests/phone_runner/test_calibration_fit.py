@@ -98,3 +98,35 @@ def test_native_target_only_rounds_on_the_calibration_window_are_the_drift_ancho
     assert "anchor_ms" not in echo and "anchor_window" not in echo
     assert "anchor_ms" not in fit_profile(measures, base, base_raw, name="t", model="Phone", serial_hash="abc",
                                           engine="torch")  # no calibration window named: no anchor
+
+
+def test_the_producer_in_native_as2d_runs_on_the_calibration_window_is_its_own_drift_anchor():
+    """A real engine's As²d runs on the calibration window anchor the producer: the median interval per
+    token after its first publication (the host's producer_token statistic), which native_phone's producer
+    probe measures again; replay then scales the producer by its own ratio and the target by the target's.
+    Publications on another window, or from the reference engine, anchor nothing."""
+    from phone_runner.calibration import producer_interval_ms
+    from workbench.replay.drift import producer_drift_ratio, scaled
+
+    base = load_profile("host")
+    base_raw = OmegaConf.to_container(OmegaConf.load(base.file), resolve=True)
+    steps = pl.DataFrame({"op": ["target_step"] * 3, "ms": [30.0, 34.0, 31.0]})
+    measures = pl.concat([_measures(True), steps], how="diagonal_relaxed")
+    pubs = _publications(8.0, 0.0, 20.0, n=30).with_columns(pl.lit("calib-0").alias("window_id"))
+    assert producer_interval_ms(pubs, "calib-0") == pytest.approx([8.0] * 3)
+    assert producer_interval_ms(pubs, "other") == []
+    raw = fit_profile(measures, base, base_raw, name="t", model="Phone", serial_hash="abc", engine="torch",
+                      publications=pubs, anchor_window="calib-0")
+    assert raw["anchor_producer_ms"]["v"] == pytest.approx(8.0)
+    assert "producer drift anchor" in raw["anchor_producer_ms"]["source"]
+    prof = parse_profile(raw, file="fitted")
+    now = scaled(prof, 1.1, source_ratio=producer_drift_ratio(prof, 7.2))
+    src = next(iter(raw["sources"]))
+    assert now.source(src).op_ms == pytest.approx(0.9 * prof.source(src).op_ms)
+    assert now.verifier.idle_ms[2] == pytest.approx(1.1 * prof.verifier.idle_ms[2])
+    elsewhere = fit_profile(measures, base, base_raw, name="t", model="Phone", serial_hash="abc", engine="torch",
+                            publications=pubs, anchor_window="calib-1")
+    assert "anchor_producer_ms" not in elsewhere and elsewhere["anchor_ms"]["v"] == pytest.approx(31.0)
+    echo = fit_profile(measures, base, base_raw, name="t", model="Phone", serial_hash="abc", engine="reference",
+                       publications=pubs, anchor_window="calib-0")
+    assert "anchor_producer_ms" not in echo

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -179,8 +180,9 @@ def _round_ms(fr: dict[str, pl.DataFrame]) -> list[float]:
 
 AGREEMENT_SCHEMA = {"config": pl.Utf8, "window_id": pl.Utf8, "tokens": pl.Int64, "time_native": pl.Float64,
                     "time_replay": pl.Float64, "signed_error_pct": pl.Float64, "noise_floor_pct": pl.Float64,
-                    "drift_ratio": pl.Float64, "time_replay_anchored": pl.Float64, "anchored_error_pct": pl.Float64}
-PROBE_REPS = 3  # target-only runs on the anchor window per drift probe; their median time per round
+                    "drift_ratio": pl.Float64, "drift_ratio_producer": pl.Float64,
+                    "time_replay_anchored": pl.Float64, "anchored_error_pct": pl.Float64}
+PROBE_REPS = 3  # runs on the anchor window per drift probe (target-only, then As²d where probed); their median
 
 
 def _calibration_window(cfg: DictConfig) -> list[Any]:
@@ -207,24 +209,61 @@ def _anchor_entries(cfg: DictConfig, dev: Any, pc: Any, profile: Any, out: Path)
     return audio_entries(dev, calib, out / "probes", _decode(cfg, pc))
 
 
-def _drift_probe(dev: Any, pc: Any, entries: list[Any], profile: Any, models: Any, out: Path, serial_hash: str,
-                 max_output: int, raw: list[Path]) -> float:
-    """Target-only on the anchor window (``PROBE_REPS`` runs, after the configuration's rest): the median
-    time per round (ms), to set against the profile's ``anchor_ms`` (``workbench.replay.drift``: the
-    machine's speed now over its speed at calibration). A private resume folder: never reused. The
+@dataclass(frozen=True)
+class DriftProbe:
+    """One drift probe on the anchor window, right before a configuration (``workbench.replay.drift``):
+    the target's ratio, and the producer's own where the configuration runs one and the profile anchors it."""
+
+    ratio: float  # target-only time per round now over the profile's anchor_ms
+    producer_ratio: float | None  # the producer's interval per token now over anchor_producer_ms
+
+    def scaled(self, profile: Any) -> Any:
+        """The profile at this probe's speeds: each process by its own core's drift."""
+        from workbench.replay.drift import scaled
+
+        return scaled(profile, self.ratio, source_ratio=self.producer_ratio)
+
+
+def _probe_run(dev: Any, pc: Any, rc: Any, entries: list[Any], profile: Any, models: Any, out: Path,
+               serial_hash: str, max_output: int, raw: list[Path], *, rest: bool) -> Any:
+    """``rc`` on the anchor window, ``PROBE_REPS`` runs, in a private resume folder (never reused); the
     runner's output file is added to ``raw``."""
     import dataclasses
 
     from phone_runner.session import build_request, new_run_id, run_config
-    from workbench.replay.result import ReplayConfig
 
     own = dataclasses.replace(pc, repetitions=PROBE_REPS, warmups=max(1, pc.warmups),
                               state_dir=str(out / "phone_state"))
-    req = build_request(new_run_id(), ReplayConfig("target_only"), entries, profile, own, max_output=max_output,
-                        models=models)
-    res = run_config(dev, own, req, None, profile, out, serial_hash=serial_hash, rest=True)
+    req = build_request(new_run_id(), rc, entries, profile, own, max_output=max_output, models=models)
+    res = run_config(dev, own, req, None, profile, out, serial_hash=serial_hash, rest=rest)
     raw.extend([res.raw] if res.raw else [])
-    return statistics.median(_round_ms(res.frames))
+    return res
+
+
+def _drift_probe(dev: Any, pc: Any, entries: list[Any], profile: Any, models: Any, out: Path, serial_hash: str,
+                 max_output: int, raw: list[Path], as2d: Any | None) -> DriftProbe:
+    """Target-only on the anchor window (after the configuration's rest): the median time per round (ms)
+    over the profile's ``anchor_ms``, the machine's speed now over at calibration. With ``as2d`` (the
+    calibration's As²d configuration, for a configuration that runs a producer) and a profile that
+    anchors the producer, As²d runs there next, audited against the probe's own target-only output:
+    the median interval per token of its producer over ``anchor_producer_ms`` (the producer's core)."""
+    from phone_runner.calibration import producer_interval_ms
+    from phone_runner.records import audit
+    from phone_runner.session import phone_windows
+    from workbench.replay.drift import drift_ratio, producer_drift_ratio
+    from workbench.replay.result import ReplayConfig
+
+    res = _probe_run(dev, pc, ReplayConfig("target_only"), entries, profile, models, out, serial_hash, max_output,
+                     raw, rest=True)
+    ratio = drift_ratio(profile, statistics.median(_round_ms(res.frames)))
+    if as2d is None or profile.anchor_producer_ms is None:
+        return DriftProbe(ratio, None)
+    refs = phone_windows(res.frames, None, max_output)
+    got = _probe_run(dev, pc, as2d, entries, profile, models, out / "as2d", serial_hash, max_output, raw,
+                     rest=False)
+    audit(got.run, refs, profile)  # exactness (C.4): the probe is an As²d run like any other
+    beside = producer_interval_ms(got.frames["publications"], profile.anchor_window)
+    return DriftProbe(ratio, producer_drift_ratio(profile, statistics.median(beside)) if beside else None)
 
 
 def native_phone(cfg: DictConfig, out: Path) -> JobResult:
@@ -236,7 +275,6 @@ def native_phone(cfg: DictConfig, out: Path) -> JobResult:
     from phone_runner.session import audio_entries, build_request, new_run_id, phone_windows, run_config
     from workbench import metrics as M
     from workbench.native.noise_floor import median_noise_pct
-    from workbench.replay.drift import drift_ratio, scaled
     from workbench.replay.engine import replay
     from workbench.replay.sources import priced_as, profile_source
 
@@ -274,13 +312,15 @@ def native_phone(cfg: DictConfig, out: Path) -> JobResult:
     agreement: list[dict[str, Any]] = []  # D.3 per window: the native median beside its replay
     configs = [rc for name in names for rc in replay_configs(cfg, name, source, profile)]
     anchor = _anchor_entries(cfg, dev, pc, profile, out) if real else []
+    as2d_probe = replay_configs(cfg, "as2d", source, profile)[0] if anchor else None
     for i, rc in enumerate(tqdm(configs, desc="phone configs")):
         # the drift probe takes the configuration's rest; the configuration follows it at once
-        ratio = drift_ratio(profile, _drift_probe(dev, pc, anchor, profile, models, out / "probes" / str(i),
-                                                  info["serial_hash"], max_output, raw)) if anchor else None
+        probe = _drift_probe(dev, pc, anchor, profile, models, out / "probes" / str(i), info["serial_hash"],
+                             max_output, raw, as2d_probe if rc.source is not None else None) if anchor else None
+        ratio = probe.ratio if probe else None
         req = build_request(new_run_id(), rc, entries, profile, pc, max_output=max_output, models=models)
         res = run_config(dev, pc, req, None if real else refs, profile, out, serial_hash=info["serial_hash"],
-                         rest=ratio is None)
+                         rest=probe is None)
         raw.extend([res.raw] if res.raw else [])
         fr = res.frames
         if real:
@@ -297,7 +337,7 @@ def native_phone(cfg: DictConfig, out: Path) -> JobResult:
             tables.setdefault("monitor", []).append(res.monitor.with_columns(pl.lit(rc.label).alias("config")))
         agree = phone_windows(fr, rc.source, max_output, refs) if real else refs
         errs, floors, anchored_errs = [], [], []
-        now = scaled(profile, ratio) if ratio else None  # the profile at the machine's speed of the probe
+        now = probe.scaled(profile) if probe else None  # the profile at the machine's speeds of the probe
         for wid in ids:  # replay under the device profile vs the phone (D.3), median repetition
             times = sorted(fr["windows"].filter(pl.col("window_id") == wid)["time"].to_list())
             w = agree[wid]
@@ -311,6 +351,7 @@ def native_phone(cfg: DictConfig, out: Path) -> JobResult:
             agreement.append({"config": rc.label, "window_id": wid, "tokens": w.n_tokens,
                               "time_native": times[len(times) // 2], "time_replay": replayed.time,
                               "signed_error_pct": errs[-1], "noise_floor_pct": floors[-1], "drift_ratio": ratio,
+                              "drift_ratio_producer": probe.producer_ratio if probe else None,
                               "time_replay_anchored": again.time if again else None,
                               "anchored_error_pct": anchored_errs[-1] if again else None})
         known = [f for f in floors if math.isfinite(f)]
@@ -322,13 +363,15 @@ def native_phone(cfg: DictConfig, out: Path) -> JobResult:
                      "agreement_noise_floor_pct": statistics.fmean(known) if known else math.nan,
                      "agreement_anchored_mae_pct": statistics.fmean(abs(e) for e in anchored_errs)
                      if anchored_errs else math.nan,
-                     "drift_ratio": ratio if ratio else math.nan, "flagged": n_flag})
+                     "drift_ratio": ratio if ratio else math.nan,
+                     "drift_ratio_producer": probe.producer_ratio if probe and probe.producer_ratio else math.nan,
+                     "flagged": n_flag})
     summary = pl.DataFrame(rows)
     metrics: dict[str, float] = {"exactness_mismatches": 0.0, "flagged_windows": float(flagged),
                                  "resumed_windows": float(resumed), "windows": float(len(ids))}
     for r in rows:
         for k in ("tps", "acceptance", "coverage", "readiness", "agreement_mae_pct", "agreement_noise_floor_pct",
-                  "agreement_anchored_mae_pct", "drift_ratio"):
+                  "agreement_anchored_mae_pct", "drift_ratio", "drift_ratio_producer"):
             if isinstance(r[k], float) and math.isfinite(r[k]):
                 metrics[f"phone.{r['method']}.{k}"] = r[k]
     out_tables = {k: pl.concat(v, how="diagonal_relaxed") for k, v in tables.items()}
