@@ -21,7 +21,8 @@ def _agreement(errs: dict[str, list[float]], anchored: bool = True) -> pl.DataFr
     rows = [{"config": c, "window_id": f"eval{i:02d}", "tokens": 10 + i, "time_native": 0.3, "time_replay": 0.3,
              "signed_error_pct": e, "noise_floor_pct": 1.0 if i else math.nan,
              "drift_ratio": 1.02 if anchored else None,
-             "time_replay_anchored": 0.3 if anchored else None, "anchored_error_pct": e / 2 if anchored else None}
+             "time_replay_anchored": 0.3 if anchored else None, "anchored_error_pct": e / 2 if anchored else None,
+             "producer_anchored_error_pct": e / 4 if anchored and c != "target_only" else None}
             for c, es in errs.items() for i, e in enumerate(es)]
     return pl.DataFrame(rows)
 
@@ -34,6 +35,8 @@ def test_one_row_per_configuration_with_mae_signed_anchored_and_noise(d3) -> Non
     assert target.noise_floor_pct == pytest.approx(1.0)  # a window without a spread (NaN) is left out
     assert target.passed and as2d.mae_pct == pytest.approx(7.0)
     assert as2d.judged_mae_pct == pytest.approx(3.5) and as2d.passed  # the anchored MAE is judged when probed
+    # the producer by its own probe is reported beside the verdict, never judged
+    assert as2d.producer_anchored_mae_pct == pytest.approx(1.75) and math.isnan(target.producer_anchored_mae_pct)
 
 
 def test_without_a_drift_probe_the_anchored_mae_is_nan(d3) -> None:
@@ -51,7 +54,7 @@ def test_the_verdict_counts_pairs_where_every_configuration_met_the_goal(d3) -> 
     assert d3.verdict(rows).endswith("worst MAE 5.50%, frozen profile 11.00%")
     lines = d3.table(rows)
     assert len(lines) == 2 + 6
-    assert lines[5] == "| 2 | as2d | 1 | 11.00 | +11.00 | 5.50 | nan | FAIL |"  # one window: no noise floor
+    assert lines[5] == "| 2 | as2d | 1 | 11.00 | +11.00 | 5.50 | nan | FAIL | 2.75 |"  # one window: no noise floor
 
 
 def test_the_window_table_has_one_line_per_configuration_and_window(d3) -> None:

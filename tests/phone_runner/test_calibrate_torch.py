@@ -83,5 +83,6 @@ def test_torch_calibration_measures_widths_that_match_the_host_sweep(loopback: L
     (to_row,) = agree.filter(pl.col("config") == "target_only").iter_rows(named=True)
     (a2_row,) = agree.filter(pl.col("config") != "target_only").iter_rows(named=True)
     assert to_row["drift_ratio_producer"] is None and a2_row["drift_ratio_producer"] > 0
+    assert to_row["producer_anchored_error_pct"] is None and a2_row["producer_anchored_error_pct"] is not None
     got_ratio = got.metrics[f"phone.{a2_row['config']}.drift_ratio_producer"]
     assert got_ratio == pytest.approx(a2_row["drift_ratio_producer"])

@@ -181,7 +181,8 @@ def _round_ms(fr: dict[str, pl.DataFrame]) -> list[float]:
 AGREEMENT_SCHEMA = {"config": pl.Utf8, "window_id": pl.Utf8, "tokens": pl.Int64, "time_native": pl.Float64,
                     "time_replay": pl.Float64, "signed_error_pct": pl.Float64, "noise_floor_pct": pl.Float64,
                     "drift_ratio": pl.Float64, "drift_ratio_producer": pl.Float64,
-                    "time_replay_anchored": pl.Float64, "anchored_error_pct": pl.Float64}
+                    "time_replay_anchored": pl.Float64, "anchored_error_pct": pl.Float64,
+                    "producer_anchored_error_pct": pl.Float64}
 PROBE_REPS = 3  # runs on the anchor window per drift probe (target-only, then As²d where probed); their median
 
 
@@ -212,16 +213,26 @@ def _anchor_entries(cfg: DictConfig, dev: Any, pc: Any, profile: Any, out: Path)
 @dataclass(frozen=True)
 class DriftProbe:
     """One drift probe on the anchor window, right before a configuration (``workbench.replay.drift``):
-    the target's ratio, and the producer's own where the configuration runs one and the profile anchors it."""
+    the target's ratio, and the producer's own where the configuration runs one and the profile anchors it.
+
+    The judged anchored replay scales by the target's ratio alone; the producer by its own core's ratio
+    is reported beside it (``producer_anchored_error_pct``), a diagnosis until loopback runs show it
+    helps: three As²d runs of a 6 s window time the producer over few tokens."""
 
     ratio: float  # target-only time per round now over the profile's anchor_ms
     producer_ratio: float | None  # the producer's interval per token now over anchor_producer_ms
 
-    def scaled(self, profile: Any) -> Any:
-        """The profile at this probe's speeds: each process by its own core's drift."""
+    def target(self, profile: Any) -> Any:
+        """The profile at the target's speed of this probe (every time by one ratio)."""
         from workbench.replay.drift import scaled
 
-        return scaled(profile, self.ratio, source_ratio=self.producer_ratio)
+        return scaled(profile, self.ratio)
+
+    def each_core(self, profile: Any) -> Any | None:
+        """The profile with each process at its own core's speed; ``None`` without a producer ratio."""
+        from workbench.replay.drift import scaled
+
+        return None if self.producer_ratio is None else scaled(profile, self.ratio, source_ratio=self.producer_ratio)
 
 
 def _probe_run(dev: Any, pc: Any, rc: Any, entries: list[Any], profile: Any, models: Any, out: Path,
@@ -336,8 +347,9 @@ def native_phone(cfg: DictConfig, out: Path) -> JobResult:
         if res.monitor.height:
             tables.setdefault("monitor", []).append(res.monitor.with_columns(pl.lit(rc.label).alias("config")))
         agree = phone_windows(fr, rc.source, max_output, refs) if real else refs
-        errs, floors, anchored_errs = [], [], []
-        now = probe.scaled(profile) if probe else None  # the profile at the machine's speeds of the probe
+        errs, floors, anchored_errs, core_errs = [], [], [], []
+        now = probe.target(profile) if probe else None  # the profile at the machine's speed of the probe
+        cores = probe.each_core(profile) if probe else None
         for wid in ids:  # replay under the device profile vs the phone (D.3), median repetition
             times = sorted(fr["windows"].filter(pl.col("window_id") == wid)["time"].to_list())
             w = agree[wid]
@@ -348,12 +360,16 @@ def native_phone(cfg: DictConfig, out: Path) -> JobResult:
             again = replay(w, rc, now) if now else None
             if again:
                 anchored_errs.append(100 * (again.tps / native_tps - 1))
+            both = replay(w, rc, cores) if cores else None
+            if both:
+                core_errs.append(100 * (both.tps / native_tps - 1))
             agreement.append({"config": rc.label, "window_id": wid, "tokens": w.n_tokens,
                               "time_native": times[len(times) // 2], "time_replay": replayed.time,
                               "signed_error_pct": errs[-1], "noise_floor_pct": floors[-1], "drift_ratio": ratio,
                               "drift_ratio_producer": probe.producer_ratio if probe else None,
                               "time_replay_anchored": again.time if again else None,
-                              "anchored_error_pct": anchored_errs[-1] if again else None})
+                              "anchored_error_pct": anchored_errs[-1] if again else None,
+                              "producer_anchored_error_pct": core_errs[-1] if both else None})
         known = [f for f in floors if math.isfinite(f)]
         rows.append({"device": info["model"], "method": rc.label, "clock": pc.engine.get("clock", "real"),
                      "tps": M.tps_pooled(fr["windows"]), "acceptance": M.acceptance(fr["rounds"]),
@@ -363,6 +379,8 @@ def native_phone(cfg: DictConfig, out: Path) -> JobResult:
                      "agreement_noise_floor_pct": statistics.fmean(known) if known else math.nan,
                      "agreement_anchored_mae_pct": statistics.fmean(abs(e) for e in anchored_errs)
                      if anchored_errs else math.nan,
+                     "agreement_producer_anchored_mae_pct": statistics.fmean(abs(e) for e in core_errs)
+                     if core_errs else math.nan,
                      "drift_ratio": ratio if ratio else math.nan,
                      "drift_ratio_producer": probe.producer_ratio if probe and probe.producer_ratio else math.nan,
                      "flagged": n_flag})
@@ -371,7 +389,8 @@ def native_phone(cfg: DictConfig, out: Path) -> JobResult:
                                  "resumed_windows": float(resumed), "windows": float(len(ids))}
     for r in rows:
         for k in ("tps", "acceptance", "coverage", "readiness", "agreement_mae_pct", "agreement_noise_floor_pct",
-                  "agreement_anchored_mae_pct", "drift_ratio", "drift_ratio_producer"):
+                  "agreement_anchored_mae_pct", "agreement_producer_anchored_mae_pct", "drift_ratio",
+                  "drift_ratio_producer"):
             if isinstance(r[k], float) and math.isfinite(r[k]):
                 metrics[f"phone.{r['method']}.{k}"] = r[k]
     out_tables = {k: pl.concat(v, how="diagonal_relaxed") for k, v in tables.items()}
