@@ -153,7 +153,8 @@ def native(tmp: Path, serial: str, profile: Path, windows: int, reps: int) -> pl
     from workbench.run import execute
 
     cfg = compose_job(tmp, "experiment=native_phone", "device=host", f"phone.serial={serial}",
-                      f"phone.max_windows={windows}", "methods=[target_only,as2d]", f"phone.repetitions={reps}")
+                      "phone.producer_probe=true", f"phone.max_windows={windows}", "methods=[target_only,as2d]",
+                      f"phone.repetitions={reps}")
     with open_dict(cfg):  # the profile this pair measured, in place of a conf/device file
         cfg.device = OmegaConf.create(yaml.safe_load(profile.read_text()))
     execute(cfg)

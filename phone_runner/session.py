@@ -33,7 +33,7 @@ RUNNER_BINARY = "bin/as2d_runner"
 BUILD_HOST = "`cmake -S phone_runner/runner -B phone_runner/runner/build && cmake --build phone_runner/runner/build`"
 # ``phone:`` keys the jobs read themselves (not part of one configuration's run)
 JOB_KEYS = frozenset({"conditions", "profile_dir", "max_windows", "max_seconds", "calibrate", "name", "min_free_mb",
-                      "write_protocol_check"})
+                      "write_protocol_check", "producer_probe"})
 
 
 @dataclass(frozen=True)

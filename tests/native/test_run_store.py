@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 import yaml
 
-from workbench.errors import DataError
+from workbench.errors import DataError, WorkbenchError
 from workbench.native.agreement import agreement_frame
 from workbench.native.driver import NativeResult
 from workbench.native.episodes import Episodes
@@ -120,3 +120,29 @@ def test_a_store_without_a_profile_asks_for_one(tmp_path, host):
     assert "--profile" in str(stop.value.code)
     frame, _ = reprice(path, load_profile(host))
     assert isinstance(frame, pl.DataFrame) and frame.height == 2
+
+
+def test_sensitivity_moves_only_the_target_drift_ratio_and_reports_the_largest_step(tmp_path, capsys, host):
+    """At factor 1 the sensitivity columns are the re-priced errors; a faster target (a larger ratio prices
+    it slower, so replay runs slower) lowers every window's replayed TPS; the command prints the table."""
+    from workbench.native.reprice import SENSITIVITY, sensitivity
+
+    ep, inputs = episodes()
+    path = save_runs(tmp_path / "native_runs.json", ep, inputs, str(host))
+    frame, _ = reprice(path)
+    moved = sensitivity(path)
+    assert moved["window_id"].to_list() == frame["window_id"].to_list()
+    assert moved["x1"].to_list() == pytest.approx(frame["signed_error_pct"].to_list())
+    assert all(a > b for a, b in zip(moved["x0.97"], moved["x1.03"], strict=True))
+    cols = [f"x{f:g}" for f in SENSITIVITY]
+    step = [max(abs(row[b] - row[a]) for a, b in zip(cols, cols[1:], strict=False))
+            for row in moved.iter_rows(named=True)]
+    assert moved["max_step_pts"].to_list() == pytest.approx(step) and min(step) > 0
+    main([str(path), "--sensitivity"])
+    assert "drift ratio moved" in capsys.readouterr().out
+    unanchored = save_runs(tmp_path / "plain.json", ep, inputs, str(DEVICE_DIR / "host.yaml"))
+    with pytest.raises(WorkbenchError, match="no drift anchor"):
+        sensitivity(unanchored)
+    with pytest.raises(SystemExit) as stop:  # the probed runs need an anchor to be re-priced at all
+        main([str(unanchored)])
+    assert str(unanchored) in str(stop.value.code) and "anchor_ms" in str(stop.value.code)

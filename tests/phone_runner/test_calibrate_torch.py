@@ -71,7 +71,8 @@ def test_torch_calibration_measures_widths_that_match_the_host_sweep(loopback: L
     # under the fitted profile probes that window again before each configuration (D.3 on a drifting host)
     assert written.anchor_ms and written.anchor_window and "drift anchor" in raw["anchor_ms"]["source"]
     native = job_cfg(tmp_path, "native_phone", "phone.engine.kind=torch", "phone.max_windows=1", "phone.max_seconds=6",
-                     "methods=[target_only,as2d]", "phone.repetitions=1", "phone.idle_timeout_s=900")
+                     "methods=[target_only,as2d]", "phone.repetitions=1", "phone.idle_timeout_s=900",
+                     "phone.producer_probe=true")
     OmegaConf.set_struct(native, False)
     native.device = OmegaConf.create(raw)
     got = execute(native)

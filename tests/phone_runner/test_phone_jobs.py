@@ -164,3 +164,14 @@ def test_a_core_going_offline_mid_run_is_recorded_and_flags_windows(adb_server: 
     assert flags[-1].startswith("cores offline") and res.metrics["flagged_windows"] >= 1
     assert res.metrics["exactness_mismatches"] == 0  # flagged, not dropped
     assert res.tables["windows"].height == 3
+
+
+@pytest.mark.parametrize("value", ["3", "maybe"])
+def test_the_producer_probe_switch_is_a_boolean_or_one_config_error(tmp_path: Path, value: str) -> None:
+    """``phone.producer_probe`` (off by default: its As²d runs sit between the rest and the configuration)
+    accepts true or false; anything else is one line naming the key, before a phone is looked for."""
+    from workbench.jobs.phone_checks import validate
+
+    assert job_cfg(tmp_path, "native_phone").phone.producer_probe is False
+    with pytest.raises(ConfigError, match="phone.producer_probe.*true or false"):
+        validate(job_cfg(tmp_path, "native_phone", f"phone.producer_probe={value}"))

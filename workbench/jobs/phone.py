@@ -323,7 +323,8 @@ def native_phone(cfg: DictConfig, out: Path) -> JobResult:
     agreement: list[dict[str, Any]] = []  # D.3 per window: the native median beside its replay
     configs = [rc for name in names for rc in replay_configs(cfg, name, source, profile)]
     anchor = _anchor_entries(cfg, dev, pc, profile, out) if real else []
-    as2d_probe = replay_configs(cfg, "as2d", source, profile)[0] if anchor else None
+    probe_producer = bool(anchor) and bool(cfg.phone.get("producer_probe"))
+    as2d_probe = replay_configs(cfg, "as2d", source, profile)[0] if probe_producer else None
     for i, rc in enumerate(tqdm(configs, desc="phone configs")):
         # the drift probe takes the configuration's rest; the configuration follows it at once
         probe = _drift_probe(dev, pc, anchor, profile, models, out / "probes" / str(i), info["serial_hash"],

@@ -32,6 +32,8 @@ def phone_cfg(cfg: DictConfig) -> Any:
 def validate(cfg: DictConfig) -> None:
     """Config and phone problems fail here, as one line, before an MLflow run exists."""
     pc = phone_cfg(cfg)
+    if not isinstance(cfg.phone.get("producer_probe", False), bool):
+        raise ConfigError("phone.producer_probe", f"must be true or false, got {cfg.phone.get('producer_probe')!r}")
     _check_phone(cfg, pc)
     if cfg.job == "calibrate_phone" and not cfg.phone.get("name"):
         raise ConfigError("phone.name", "name the profile to write, e.g. phone.name=my_phone")
