@@ -4,6 +4,7 @@ run stays RUNNING."""
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import subprocess
 import sys
@@ -27,6 +28,21 @@ def _job_runs(db: Path) -> list[tuple[str, int]]:
             return con.execute(QUERY).fetchall()
     except sqlite3.OperationalError:  # tables not created yet
         return []
+
+
+def _cmd(k: psutil.Process) -> str:
+    """A child's command line; empty once it has exited (a short-lived child can end, or be a zombie,
+    between listing the children and reading its command line)."""
+    with contextlib.suppress(psutil.Error):
+        return " ".join(k.cmdline())
+    return ""
+
+
+def _alive(k: psutil.Process) -> bool:
+    """Running and not a zombie (an exited child its parent has not reaped yet runs nothing)."""
+    with contextlib.suppress(psutil.Error):
+        return k.is_running() and k.status() != psutil.STATUS_ZOMBIE
+    return False
 
 
 def _sems(pids: list[int]) -> set[str]:
@@ -59,15 +75,15 @@ def test_kill_9_of_a_sweeps_parent_leaves_no_worker_tracker_or_semaphore(tmp_pat
         parent.kill()
         pytest.fail("the sweep never started both jobs")
     kids = psutil.Process(parent.pid).children(recursive=True)
-    assert any("loky" in " ".join(k.cmdline()).lower() or "spawn_main" in " ".join(k.cmdline()) for k in kids)
+    assert any("loky" in _cmd(k).lower() or "spawn_main" in _cmd(k) for k in kids)
     held = _sems([k.pid for k in kids])
     parent.kill()  # SIGKILL: Hydra's parent runs no cleanup
     parent.wait()
     deadline = time.time() + 30
-    while time.time() < deadline and any(k.is_running() and k.status() != psutil.STATUS_ZOMBIE for k in kids):
+    while time.time() < deadline and any(_alive(k) for k in kids):
         time.sleep(0.2)
-    left = [k for k in kids if k.is_running() and k.status() != psutil.STATUS_ZOMBIE]
-    assert not left, [" ".join(k.cmdline())[:120] for k in left]
+    left = [k for k in kids if _alive(k)]
+    assert not left, [_cmd(k)[:120] for k in left]
     present = {n for n in Path("/dev/shm").iterdir()} if Path("/dev/shm").is_dir() else set()
     assert not held & {p.name for p in present}, sorted(held & {p.name for p in present})
     assert [s for s, _ in _job_runs(db)] == ["FAILED", "FAILED"]  # ended by the sweep's death, not RUNNING

@@ -141,7 +141,7 @@ def test_kill_9_of_a_native_sweeps_parent_leaves_no_worker_producer_or_semaphore
     """Both jobs measuring, each with its producer process: ``kill -9`` of the sweep's parent, and within
     30 s no loky worker, resource tracker or producer is alive, their semaphores are gone from
     /dev/shm, and both job runs are FAILED."""
-    from tests.test_sweep_orphans import _job_runs, _sems
+    from tests.test_sweep_orphans import _alive, _cmd, _job_runs, _sems
 
     db = tmp_path / "m.db"
     parent = subprocess.Popen([sys.executable, "-m", "workbench.run", "-m", *_job(tiny_dir, producer_dir, tmp_path, 1),
@@ -152,7 +152,7 @@ def test_kill_9_of_a_native_sweeps_parent_leaves_no_worker_producer_or_semaphore
         deadline, kids, producers = time.time() + 600, [], []
         while time.time() < deadline and parent.poll() is None:
             kids = psutil.Process(parent.pid).children(recursive=True)
-            workers = {k.pid for k in kids if "loky" in " ".join(k.cmdline())}
+            workers = {k.pid for k in kids if "loky" in _cmd(k)}
             producers = _producers(kids, workers)
             if len(producers) == 2 and [s for s, _ in _job_runs(db)] == ["RUNNING", "RUNNING"]:
                 break
@@ -163,9 +163,9 @@ def test_kill_9_of_a_native_sweeps_parent_leaves_no_worker_producer_or_semaphore
         parent.kill()  # SIGKILL: the sweep's parent runs no cleanup
         parent.wait()
         gone_by = time.time() + 30
-        while time.time() < gone_by and any(k.is_running() and k.status() != psutil.STATUS_ZOMBIE for k in kids):
+        while time.time() < gone_by and any(_alive(k) for k in kids):
             time.sleep(0.2)
-        left = [" ".join(k.cmdline())[:100] for k in kids if k.is_running() and k.status() != psutil.STATUS_ZOMBIE]
+        left = [_cmd(k)[:100] for k in kids if _alive(k)]
         assert not left, left
         assert not held & set(os.listdir("/dev/shm")), sorted(held & set(os.listdir("/dev/shm")))
         assert [s for s, _ in _job_runs(db)] == ["FAILED", "FAILED"]  # ended by the sweep's death, not RUNNING
