@@ -75,8 +75,7 @@ def pair_rows(pair: int, agreement: pl.DataFrame) -> list[PairRow]:
         g = agreement.filter(pl.col("config") == config)
         anchored = [v for v in g["anchored_error_pct"].to_list() if v is not None and math.isfinite(v)]
         floors = [v for v in g["noise_floor_pct"].to_list() if v is not None and math.isfinite(v)]
-        cores = [v for v in (g["producer_anchored_error_pct"].to_list() if "producer_anchored_error_pct" in g.columns
-                             else []) if v is not None and math.isfinite(v)]
+        cores = [v for v in g["producer_anchored_error_pct"].to_list() if v is not None and math.isfinite(v)]
         errs = g["signed_error_pct"].to_list()
         rows.append(PairRow(pair, config, g.height, statistics.fmean(abs(e) for e in errs), statistics.fmean(errs),
                             statistics.fmean(abs(e) for e in anchored) if anchored else math.nan,
