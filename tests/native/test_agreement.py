@@ -58,6 +58,9 @@ def test_agreement_reports_per_window_errors(host_cfg, windows, tmp_path):  # no
     # Its target calls beside the producer, over the profile's price of them, price those calls beside the
     # verdict (replay/drift.py, the verifier beside the producer).
     assert row["drift_ratio_concurrent"] > 0 and row["concurrent_anchor_signed_error_pct"] is not None
+    # It is judged over anchors the frozen profile prices on the probe's runs (native/anchors.py); the error
+    # with the calibration's measured anchors is kept beside.
+    assert row["calibrated_anchor_signed_error_pct"] is not None and summary["calibrated_anchor_compared"] is True
     assert summary["concurrent_anchored"] is True and "verify beside the producer" in verdict(summary)
     assert (tmp_path / "agreement.parquet").exists() and (tmp_path / "host.yaml").exists()
     # The runs are kept as a run store: re-priced with the profile stored beside them, no model running,
@@ -112,6 +115,12 @@ def test_agreement_summary_by_hand():
     assert prod["one_ratio_pooled_pct"] == pytest.approx(100 * (2.0 / (1 / 1.06 + 1 / 0.96) - 1))
     assert ("the producer's core x1.10-x1.20; one ratio for both processes: MAE 5.00%, pooled +0.75%"
             in verdict(prod))
+    # The calibration's measured anchors instead of the profile's prices of them, beside the verdict.
+    assert prod["calibrated_anchor_compared"] is False and "measured anchors" not in verdict(prod)
+    cal = summarize(drifted.with_columns(pl.Series("calibrated_anchor_signed_error_pct", [10.0, -2.0])), Profile())
+    assert cal["calibrated_anchor_mae_pct"] == pytest.approx(6.0) and cal["mae_pct"] == a["mae_pct"]
+    assert cal["calibrated_anchor_pooled_pct"] == pytest.approx(100 * (2.0 / (1 / 1.1 + 1 / 0.98) - 1))
+    assert "the calibration's measured anchors: MAE 6.00%" in verdict(cal)
     shaped = summarize(drifted.with_columns(pl.Series("width_shape", [0.9, 0.95]),
                                             pl.Series("width_signed_error_pct", [3.0, -6.0])), Profile())
     assert shaped["width_mae_pct"] == pytest.approx(4.5) and shaped["within_goal"] is True  # judged as before

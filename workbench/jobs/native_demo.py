@@ -80,5 +80,7 @@ def native_runs(cfg: DictConfig, pair: ModelPair, windows: list[Window],
             runs.metrics["agreement.target_only_mae_pct"] = s["target_only_mae_pct"]
             runs.metrics["agreement.within_goal"] = float(s["within_goal"])
             runs.metrics["agreement.noise_floor_pct"] = s["noise_floor_pct"]  # NaN with one repetition
+            if s.get("calibrated_anchor_compared"):  # the calibration's measured anchors, beside (anchors.py)
+                runs.metrics["agreement.calibrated_anchor_mae_pct"] = s["calibrated_anchor_mae_pct"]
             print(verdict(s))  # the D.3 line beside the demo's replay-vs-native table
     return runs

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -219,7 +219,7 @@ class DriftProbe:
     is reported beside it (``producer_anchored_error_pct``), a diagnosis until loopback runs show it
     helps: three As²d runs of a 6 s window time the producer over few tokens."""
 
-    ratio: float  # target-only time per round now over the profile's anchor_ms
+    ratio: float  # target-only time per round now over the profile's price of it
     producer_ratio: float | None  # the producer's interval per token now over anchor_producer_ms
 
     def target(self, profile: Any) -> Any:
@@ -254,7 +254,8 @@ def _probe_run(dev: Any, pc: Any, rc: Any, entries: list[Any], profile: Any, mod
 def _drift_probe(dev: Any, pc: Any, entries: list[Any], profile: Any, models: Any, out: Path, serial_hash: str,
                  max_output: int, raw: list[Path], as2d: Any | None) -> DriftProbe:
     """Target-only on the anchor window (after the configuration's rest): the median time per round (ms)
-    over the profile's ``anchor_ms``, the machine's speed now over at calibration. With ``as2d`` (the
+    over the profile's price of it (its output replayed target-only, ``workbench.native.anchors``), the
+    machine's speed now over the profile's. With ``as2d`` (the
     calibration's As²d configuration, for a configuration that runs a producer) and a profile that
     anchors the producer, As²d runs there next, audited against the probe's own target-only output:
     the median interval per token of its producer over ``anchor_producer_ms`` (the producer's core)."""
@@ -262,14 +263,17 @@ def _drift_probe(dev: Any, pc: Any, entries: list[Any], profile: Any, models: An
     from phone_runner.records import audit
     from phone_runner.session import phone_windows
     from workbench.replay.drift import drift_ratio, producer_drift_ratio
+    from workbench.replay.engine import replay
     from workbench.replay.result import ReplayConfig
 
     res = _probe_run(dev, pc, ReplayConfig("target_only"), entries, profile, models, out, serial_hash, max_output,
                      raw, rest=True)
-    ratio = drift_ratio(profile, statistics.median(_round_ms(res.frames)))
+    refs = phone_windows(res.frames, None, max_output)
+    priced = replay(next(iter(refs.values())), ReplayConfig("target_only"), profile)
+    at_price = replace(profile, anchor_ms=1000 * priced.time / max(1, len(priced.untimed)))
+    ratio = drift_ratio(at_price, statistics.median(_round_ms(res.frames)))
     if as2d is None or profile.anchor_producer_ms is None:
         return DriftProbe(ratio, None)
-    refs = phone_windows(res.frames, None, max_output)
     got = _probe_run(dev, pc, as2d, entries, profile, models, out / "as2d", serial_hash, max_output, raw,
                      rest=False)
     audit(got.run, refs, profile)  # exactness (C.4): the probe is an As²d run like any other

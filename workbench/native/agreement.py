@@ -44,6 +44,7 @@ calibrated on its dev split; ``--engine mnn``: the MNN engine with its own host 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import shlex
 import statistics
@@ -61,13 +62,14 @@ from workbench.replay.engine import replay
 from workbench.replay.profile import DeviceProfile, load_profile
 from workbench.replay.result import STAGE_SCHEMA, ReplayConfig, ReplayResult
 from workbench.replay.sources import profile_source
-from workbench.replay.trajectory import SourceTrack, Window, operations_of
+from workbench.replay.trajectory import Window
 
 from .agreement_report import GOAL_MAE_PCT, agreement_markdown, decomposition_lines, provenance, summarize, verdict
+from .anchors import priced_anchors
 from .calibrate import calibrate_host
-from .decomposition import TERMS, concurrent_call_ratio, decompose
+from .decomposition import TERMS, concurrent_call_ratio, decompose, replay_native_run
 from .driver import NativeHost, NativeResult
-from .episodes import Episodes, HostSetup, host_setup, median_run, native_episodes, publication_groups
+from .episodes import Episodes, HostSetup, host_setup, median_run, native_episodes
 from .noise_floor import NOISE_GOAL_PCT, RepeatRule, median_noise_pct
 from .run_store import ReplayInputs, absorb, save_runs
 from .sweep import PROBE_WIDTHS
@@ -77,7 +79,8 @@ AGREEMENT_COLUMNS = ("window_id", "tokens", "tps_native", "tps_replay", "signed_
                      "time_native", "time_replay", "target_only_error_pct", "drift_ratio", "width_shape",
                      "width_signed_error_pct", "drift_ratio_as2d", "as2d_anchor_signed_error_pct",
                      "drift_ratio_producer", "producer_anchor_signed_error_pct", "one_ratio_signed_error_pct",
-                     "drift_ratio_concurrent", "concurrent_anchor_signed_error_pct", "frozen_signed_error_pct",
+                     "drift_ratio_concurrent", "concurrent_anchor_signed_error_pct",
+                     "calibrated_anchor_signed_error_pct", "frozen_signed_error_pct",
                      "frozen_target_only_error_pct", "matched", "rounds_native",
                      "rounds_replay", "reps", "noise_floor_pct", "target_only_noise_floor_pct",
                      "D_native", "V_native", "O_native", "H_native", "D_replay", "V_replay",
@@ -89,25 +92,6 @@ AGREEMENT_COLUMNS = ("window_id", "tokens", "tps_native", "tps_replay", "signed_
 def _overlap(stages: Iterable[tuple], T: float) -> tuple[float, float, float, float]:
     o = overlap_decomposition(pl.DataFrame(list(stages), schema=STAGE_SCHEMA, orient="row"), T)
     return o.D, o.V, o.O, o.H
-
-
-def replay_native_run(run: NativeResult, reference: Sequence[int], profile: DeviceProfile, *, source: str,
-                      settings: Mapping[str, Any], eos_id: int | None, vocab_size: int, max_output: int,
-                      window_id: str | None = None) -> tuple[Window, ReplayResult]:
-    """Replay one native As²d run's trajectory (reference + published producer stream) under ``profile``,
-    with the settings the native run used. The host prices its producer per operation: each drafter
-    forward the native run counted (``NativeResult.producer_ops``; ``operations_of``), so a Tok_T word is
-    released by the forward that completed it, as a trace's forward counts release it. A run that did not
-    count them is priced per token, a word published at once (``publication_groups``) released together."""
-    tokens = tuple(run.producer_tokens)
-    if len(run.producer_ops) == len(tokens):
-        ops = operations_of(run.producer_ops)
-    else:
-        ops = tuple(n for size in publication_groups(run.producer_times) for n in (*(0,) * (size - 1), size))
-    track = SourceTrack(source, tokens, None, ops if sum(ops) == len(tokens) else (1,) * len(tokens))
-    w = Window(window_id or run.window_id, "host", tuple(reference), eos_id, vocab_size, max_output, None,
-               {source: track}).validate()
-    return w, replay(w, ReplayConfig("as2d", source=source, **settings), profile)
 
 
 def anchor_window(profile: DeviceProfile) -> AudioWindow | None:
@@ -230,18 +214,30 @@ def concurrent_probe_ratio(ep: Episodes, window_id: str, profile: DeviceProfile)
     return statistics.median(xs) if xs else None
 
 
-def agreement_frame(ep: Episodes, inputs: ReplayInputs | HostSetup, profile: DeviceProfile) -> pl.DataFrame:
+def agreement_frame(ep: Episodes, inputs: ReplayInputs | HostSetup, profile: DeviceProfile, *,
+                    target_scale: float = 1.0) -> pl.DataFrame:
     """``window_agreement`` for every window of ``ep`` that ran both target-only and As²d, re-anchored by
-    the median of its drift probes when ``ep`` has probes (``native_episodes``, ``window_probes``).
-    ``inputs``: the setup's replay inputs (a ``HostSetup``'s are taken from it)."""
+    the median of its drift probes when ``ep`` has probes (``native_episodes``, ``window_probes``), over
+    anchors priced by ``profile`` on the window's own probe runs (``anchors.py``). The error with the
+    calibration's measured anchors is kept beside (``calibrated_anchor_signed_error_pct``). ``inputs``: the
+    setup's replay inputs (a ``HostSetup``'s are taken from it). ``target_scale``: the target's drift ratio
+    times this (``reprice.sensitivity``)."""
     inputs = ReplayInputs.of(inputs) if isinstance(inputs, HostSetup) else inputs
     rows = []
     for wid in dict.fromkeys(w for w, _, _, _ in ep.results):
         to, a2 = ep.runs(wid, "target_only"), ep.runs(wid, "as2d")
         if to and a2:
             probe, widths, a2_probe, p_probe = window_probes(ep, wid)
-            rows.append(window_agreement(inputs, profile, wid, to, a2, probe, widths, ep.references.get(wid), a2_probe,
-                                         p_probe, concurrent_probe_ratio(ep, wid, profile)))
+            runs = [rs for (w, _), rs in ep.probe_runs.items() if w == wid]
+            priced = priced_anchors(profile, runs, inputs) if probe is not None else None
+            judged_profile = priced or profile
+            if target_scale != 1.0 and judged_profile.anchor_ms is not None:  # the ratio is probe / anchor
+                judged_profile = dataclasses.replace(judged_profile, anchor_ms=judged_profile.anchor_ms / target_scale)
+            args = (wid, to, a2, probe, widths, ep.references.get(wid), a2_probe, p_probe,
+                    concurrent_probe_ratio(ep, wid, profile))  # measured over priced calls: no anchor in it
+            judged = window_agreement(inputs, judged_profile, *args)
+            measured = None if priced is None else window_agreement(inputs, profile, *args)["signed_error_pct"]
+            rows.append({**judged, "calibrated_anchor_signed_error_pct": measured})
     return pl.DataFrame(rows, schema=list(AGREEMENT_COLUMNS) if not rows else None).select(AGREEMENT_COLUMNS)
 
 

@@ -67,7 +67,7 @@ def summarize(frame: pl.DataFrame, profile: DeviceProfile) -> dict[str, Any]:
             "frozen_mae_pct": float(frame["frozen_signed_error_pct"].abs().mean()),
             "frozen_target_only_mae_pct": float(frame["frozen_target_only_error_pct"].abs().mean()),
             "drift_min": float(frame["drift_ratio"].min()), "drift_max": float(frame["drift_ratio"].max()),
-            **_as2d_anchor(frame), **_producer_anchor(frame), **_concurrent_anchor(frame),
+            **_as2d_anchor(frame), **_producer_anchor(frame), **_concurrent_anchor(frame), **_calibrated_anchor(frame),
             "width_shape_min": float(frame["width_shape"].min()), "width_shape_max": float(frame["width_shape"].max()),
             "width_mae_pct": (float(frame["width_signed_error_pct"].abs().mean())
                               if frame["width_signed_error_pct"].null_count() < frame.height else None),
@@ -77,6 +77,18 @@ def summarize(frame: pl.DataFrame, profile: DeviceProfile) -> dict[str, Any]:
             "target_only_noise_floor_pct": _mean(frame, "target_only_noise_floor_pct"),
             "matched_windows": int(frame["matched"].sum()), "profile": profile.file, "goal_mae_pct": GOAL_MAE_PCT,
             "within_goal": bool(frame["abs_error_pct"].mean() <= GOAL_MAE_PCT)}
+
+
+def _calibrated_anchor(frame: pl.DataFrame) -> dict[str, Any]:
+    """The MAE and pooled error with the calibration's measured anchors instead of the profile's prices
+    of them (``anchors.py``; beside the verdict)."""
+    col = "calibrated_anchor_signed_error_pct"
+    if col not in frame.columns or frame[col].null_count() == frame.height:
+        return {"calibrated_anchor_compared": False}
+    rows = frame.filter(pl.col(col).is_not_null())
+    replay_s = (rows["time_native"] / (1 + rows[col] / 100)).sum()
+    return {"calibrated_anchor_compared": True, "calibrated_anchor_mae_pct": float(rows[col].abs().mean()),
+            "calibrated_anchor_pooled_pct": 100 * (rows["time_native"].sum() / replay_s - 1)}
 
 
 def _as2d_anchor(frame: pl.DataFrame) -> dict[str, Any]:
@@ -148,10 +160,13 @@ def verdict(summary: Mapping[str, Any]) -> str:
             widths = (f"; each width by its own probe (widest drifting x{summary['width_shape_min']:.2f}-"
                       f"x{summary['width_shape_max']:.2f} of K1's): MAE {summary['width_mae_pct']:.2f}%")
         own, cores = "", ""
+        if summary.get("calibrated_anchor_compared"):
+            own = (f"; the calibration's measured anchors: MAE {summary['calibrated_anchor_mae_pct']:.2f}%, "
+                   f"pooled {summary['calibrated_anchor_pooled_pct']:+.2f}%")
         if summary.get("producer_anchored"):
             cores = f", the producer's core x{summary['producer_drift_min']:.2f}-x{summary['producer_drift_max']:.2f}"
-            own = (f"; one ratio for both processes: MAE {summary['one_ratio_mae_pct']:.2f}%, "
-                   f"pooled {summary['one_ratio_pooled_pct']:+.2f}%")
+            own += (f"; one ratio for both processes: MAE {summary['one_ratio_mae_pct']:.2f}%, "
+                    f"pooled {summary['one_ratio_pooled_pct']:+.2f}%")
         if summary.get("as2d_anchored"):
             own += (f"; As²d by its own probe (x{summary['as2d_drift_min']:.2f}-x{summary['as2d_drift_max']:.2f}): "
                     f"MAE {summary['as2d_anchor_mae_pct']:.2f}%")
@@ -159,9 +174,9 @@ def verdict(summary: Mapping[str, Any]) -> str:
             own += (f"; verify beside the producer by its own probe (x{summary['concurrent_drift_min']:.2f}-"
                     f"x{summary['concurrent_drift_max']:.2f}): MAE {summary['concurrent_anchor_mae_pct']:.2f}%, "
                     f"pooled {summary['concurrent_anchor_pooled_pct']:+.2f}%")
-        how = (f"drift-anchored (the target's core x{summary['drift_min']:.2f}-x{summary['drift_max']:.2f} of its "
-               f"calibration{cores}{own}{widths}; frozen profile: MAE {summary['frozen_mae_pct']:.2f}%, target-only "
-               f"{summary['frozen_target_only_mae_pct']:.2f}%)")
+        how = (f"drift-anchored (the target's core x{summary['drift_min']:.2f}-x{summary['drift_max']:.2f} of the "
+               f"profile's price{cores}{own}{widths}; frozen profile: MAE {summary['frozen_mae_pct']:.2f}%, "
+               f"target-only {summary['frozen_target_only_mae_pct']:.2f}%)")
     return (f"D.3 replay vs native: MAE {summary['mae_pct']:.2f}% over {summary['windows']} held-out windows "
             f"(goal <= {summary['goal_mae_pct']:g}%): {ok}; pooled {summary['pooled_error_pct']:+.2f}%, "
             f"target-only MAE {summary['target_only_mae_pct']:.2f}%, {how}; {noise_line(summary)}; "

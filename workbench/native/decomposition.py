@@ -36,9 +36,10 @@ from workbench.replay.pricing import pricing_for
 from workbench.replay.producer import Producer, ProducerPlan
 from workbench.replay.profile import DeviceProfile
 from workbench.replay.result import ReplayConfig, ReplayResult
-from workbench.replay.trajectory import SourceTrack, Window
+from workbench.replay.trajectory import SourceTrack, Window, operations_of
 
 from .driver import NativeResult
+from .episodes import publication_groups
 
 TERMS = ("publication", "readiness", "verify_concurrent", "verify_idle", "loop", "drain")
 DECOMPOSITION_COLUMNS = ("window_id", "signed_error_pct", *TERMS, "publication_lag_ms", "first_publication_lag_ms",
@@ -80,6 +81,25 @@ def replay_held(window: Window, settings: Mapping[str, Any], profile: DeviceProf
     res = replay(window, ReplayConfig("as2d", source=source, **settings), profile, plan=held)  # type: ignore[arg-type]
     buf = held.held.buffer
     return res, [buf.publish_time_of(i) for i in range(len(buf))]
+
+
+def replay_native_run(run: NativeResult, reference: Sequence[int], profile: DeviceProfile, *, source: str,
+                      settings: Mapping[str, Any], eos_id: int | None, vocab_size: int, max_output: int,
+                      window_id: str | None = None) -> tuple[Window, ReplayResult]:
+    """Replay one native As²d run's trajectory (reference + published producer stream) under ``profile``,
+    with the settings the native run used. The host prices its producer per operation: each drafter
+    forward the native run counted (``NativeResult.producer_ops``; ``operations_of``), so a Tok_T word is
+    released by the forward that completed it, as a trace's forward counts release it. A run that did not
+    count them is priced per token, a word published at once (``publication_groups``) released together."""
+    tokens = tuple(run.producer_tokens)
+    if len(run.producer_ops) == len(tokens):
+        ops = operations_of(run.producer_ops)
+    else:
+        ops = tuple(n for size in publication_groups(run.producer_times) for n in (*(0,) * (size - 1), size))
+    track = SourceTrack(source, tokens, None, ops if sum(ops) == len(tokens) else (1,) * len(tokens))
+    w = Window(window_id or run.window_id, "host", tuple(reference), eos_id, vocab_size, max_output, None,
+               {source: track}).validate()
+    return w, replay(w, ReplayConfig("as2d", source=source, **settings), profile)
 
 
 def operation_ms(op_tokens: Sequence[int], times: Sequence[float]) -> tuple[float, ...]:

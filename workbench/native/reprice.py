@@ -17,7 +17,6 @@ deterministic replay stands from a median over runs that fell on both sides, mor
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import shlex
 import sys
@@ -69,9 +68,8 @@ def sensitivity(path: str | Path, profile: DeviceProfile | None = None,
                              "re-price a store whose runs were probed under an anchored profile")
     cols: dict[str, list[float]] = {}
     ids: list[str] = []
-    for f in sorted(factors):  # a smaller anchor is a larger ratio: probe / anchor
-        moved = dataclasses.replace(profile, anchor_ms=profile.anchor_ms / f)
-        frame = agreement_frame(store.episodes, store.inputs, moved)
+    for f in sorted(factors):
+        frame = agreement_frame(store.episodes, store.inputs, profile, target_scale=f)
         ids = frame["window_id"].to_list()
         cols[f"x{f:g}"] = frame["signed_error_pct"].to_list()
     errs = list(cols.values())

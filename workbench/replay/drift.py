@@ -7,7 +7,9 @@ calibration time -- the median target-only round on the first calibration window
 -- and again, on the same dev window, just before a held-out window is run. Their ratio scales
 every time in the profile: the machine got uniformly faster or slower, its cost *shape* (per-width
 ratios, coexistence factors, context slope) stays as calibrated. No held-out window's own timing
-is used, so replay still predicts rather than fits.
+is used, so replay still predicts rather than fits. D.3's agreement divides the probe by the frozen
+profile's own price of that statistic rather than by the calibration's measurement of it
+(``native/anchors.py``): both are on the anchor window, but only the price describes the profile it scales.
 
 **Per-width shape.** One ratio assumes every width slowed alike. When a drifting VM slows the
 target-only K = 1 rounds more than As²d's calls (mostly K > 1), one ratio prices As²d too slow. So
