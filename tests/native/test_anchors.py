@@ -79,3 +79,30 @@ def test_agreement_judges_with_priced_anchors_and_keeps_the_measured_ones_beside
     # the sensitivity's target_scale moves the judged ratio as a smaller anchor would
     moved = agreement_frame(ep, inputs, profile, target_scale=1.03)
     assert all(m < s for m, s in zip(moved["signed_error_pct"], a["signed_error_pct"], strict=True))
+
+
+def test_as2d_is_judged_at_the_repetition_whose_replay_is_the_median():
+    """Near a readiness threshold replay is not monotonic in the speed: the median of the replays at each
+    repetition's probes, not the replay at the median probe, is what a median over native runs compares to."""
+    from workbench.native.agreement import median_repetition
+
+    _, _, profile, _ = _setup()
+    times = {1.0: 3.0, 1.05: 1.0, 1.1: 2.0}  # replayed seconds by target ratio: 1.1's is the median
+
+    def replay_time(p):
+        return times[round(p.target_step_ms / profile.target_step_ms, 6)]
+
+    rep_probes = [(20.0, 5.0), (21.0, 6.0), (22.0, 7.0)]  # anchor_ms 20, anchor_producer_ms 5
+    assert median_repetition(profile, rep_probes, replay_time) == pytest.approx((1.1, 1.4))
+    # a probe without a producer statistic prices the producer by the target's ratio
+    assert median_repetition(profile, [(22.0, None)], replay_time) == (pytest.approx(1.1), None)
+
+
+def test_agreement_judges_each_window_at_one_of_its_repetitions_probes():
+    ep, inputs = episodes()
+    _, _, profile, _ = _setup()
+    frame = agreement_frame(ep, inputs, profile)
+    priced = priced_anchors(profile, [rs for (w, _), rs in ep.probe_runs.items() if w == "w1"], inputs)
+    assert priced is not None
+    ratios = {round(ep.probes[("w1", k)] / priced.anchor_ms, 9) for k in range(3)}
+    assert round(frame["drift_ratio"][0], 9) in ratios

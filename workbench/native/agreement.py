@@ -9,12 +9,15 @@ native As²d run; the mean absolute error averages its magnitude over windows; t
 pools tokens and time. Stage decompositions (D/V/O/H) of both sides show where an error comes from.
 
 **Drift anchor** (``replay/drift.py``): just before each measured repetition, one target-only run on the
-profile's calibration window measures how much this machine's speed has moved since calibration; the
-frozen profile, scaled by the ratio of the median of the window's probes (``window_probes``), prices the
-window. With a profile that anchors the producer (``anchor_producer_ms``), the As²d probe run's producer
-measures its own core's drift, and the producer's times are scaled by that ratio instead: a VM's two
-vCPUs drift apart, even in opposite directions, and one ratio for both misprices the producer against
-the target (``one_ratio_signed_error_pct``, reported beside the verdict). With a profile that anchors
+profile's calibration window measures how much this machine's speed has moved since calibration, over
+the frozen profile's own price of that statistic (``anchors.py``). Target-only is priced at the median of
+the window's probes (``window_probes``); As²d at the probes of the repetition whose replay is the median
+one (``median_repetition``): the native side is a median of runs at their own speeds, and near a
+readiness threshold replay is not monotonic in the speed. With a profile that anchors the producer
+(``anchor_producer_ms``), the As²d probe run's producer measures its own core's drift, and the
+producer's times are scaled by that ratio instead: a VM's two vCPUs drift apart, even in opposite
+directions, and one ratio for both misprices the producer against the target
+(``one_ratio_signed_error_pct``, reported beside the verdict). With a profile that anchors
 As²d too (``anchor_as2d_ms``), an As²d run on that window follows each target-only probe, and As²d's
 replay scaled by the median of those is reported beside the verdict (``drift_ratio_as2d``,
 ``as2d_anchor_signed_error_pct``): a VM's two vCPUs need not drift alike and As²d keeps both busy, but
@@ -49,7 +52,7 @@ import json
 import shlex
 import statistics
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -115,13 +118,16 @@ def window_agreement(inputs: ReplayInputs, profile: DeviceProfile, window_id: st
                      probe_widths_ms: Mapping[int, float] | None = None,
                      reference: Sequence[int] | None = None, as2d_probe_ms: float | None = None,
                      producer_probe_ms: float | None = None,
-                     concurrent_ratio: float | None = None) -> dict[str, Any]:
+                     concurrent_ratio: float | None = None,
+                     rep_probes: Sequence[tuple[float, float | None]] = ()) -> dict[str, Any]:
     """The D.3 rule for one window: replay the median-latency native As²d run's own trajectory with the
     frozen profile, re-anchored by ``probe_ms`` when given, the producer's times by its own probe
     ``producer_probe_ms`` when given (each process by the drift of the core it runs on, ``replay/drift.py``;
     one ratio for both is reported beside). Beside the verdict too: each width by its own drift when
     ``probe_widths_ms`` is given, As²d by its own probe ``as2d_probe_ms``, the verify calls beside the
-    producer by ``concurrent_ratio`` (``concurrent_probe_ratio``). The target-only reference is
+    producer by ``concurrent_ratio`` (``concurrent_probe_ratio``). With ``rep_probes`` (each measured
+    repetition's own target and producer probes) As²d is judged at the probes of the repetition whose replay
+    is the median one (``median_repetition``); target-only at the median probe. The target-only reference is
     the first run's output (all runs are audited against it, and against ``reference``, the unplanned
     target's output, when given: ``Episodes.references``)."""
     ref = target_only[0].output
@@ -151,6 +157,9 @@ def window_agreement(inputs: ReplayInputs, profile: DeviceProfile, window_id: st
     c_err: float | None = None
     if probe_ms is not None:
         ratio = drift_ratio(profile, probe_ms)
+        median_ratio, rep_p_ratio = ratio, None
+        if rep_probes:
+            ratio, rep_p_ratio = median_repetition(profile, rep_probes, lambda p: errors(p)[0].time)
         if probe_widths_ms and profile.anchor_widths_ms:  # reported beside the verdict's error, not in it
             shape = width_shape(profile, probe_widths_ms)
             shape_at = shape(max(profile.anchor_widths_ms))
@@ -160,13 +169,15 @@ def window_agreement(inputs: ReplayInputs, profile: DeviceProfile, window_id: st
             a2_err = errors(scaled(profile, a2_ratio))[1]
         if producer_probe_ms is not None and profile.anchor_producer_ms is not None:
             # each process by its own core's drift: the judged replay; one ratio for both is kept beside it
-            p_ratio = producer_drift_ratio(profile, producer_probe_ms)
+            p_ratio = producer_drift_ratio(profile, producer_probe_ms) if rep_p_ratio is None else rep_p_ratio
             one_err = errors(scaled(profile, ratio))[1]
         if concurrent_ratio is not None:  # reported beside the verdict's error, not in it (drift.py)
             c_err = errors(scaled(profile, ratio, source_ratio=p_ratio, concurrent_ratio=concurrent_ratio))[1]
         judged = scaled(profile, ratio, source_ratio=p_ratio)
         res, err, to_err = errors(judged)
         p_err = None if p_ratio is None else err
+        if rep_probes:  # target-only's replay is linear in the ratio: its median is at the median probe
+            to_err = errors(scaled(profile, median_ratio))[2]
     terms = decompose(cast(Window, window), med, judged, source, inputs.settings)  # errors() set it
     return {
         "window_id": window_id, "tokens": len(ref), "tps_native": nat, "tps_replay": res.tps,
@@ -190,6 +201,21 @@ def window_agreement(inputs: ReplayInputs, profile: DeviceProfile, window_id: st
         **{f"d_{k}": terms[k] for k in (*TERMS, "publication_lag_ms", "first_publication_lag_ms",
                                               "readiness_native", "readiness_replay")},
     }
+
+
+def median_repetition(profile: DeviceProfile, rep_probes: Sequence[tuple[float, float | None]],
+                      replay_time: Callable[[DeviceProfile], float]) -> tuple[float, float | None]:
+    """The (target, producer) drift ratios of the repetition whose replay is the median one, by
+    ``median_run``'s rule. The native side is the median over repetitions, each run at its own speed; a
+    window near a readiness threshold (a round that finds a candidate ready at one speed takes a plain step
+    at a slightly slower one) is not linear in the speed, so one replay at the median speed need not be
+    the median of the replays at each repetition's speed. ``replay_time``: As²d's replayed time under a
+    profile; a producer probe of ``None`` prices the producer by the target's ratio."""
+    pairs = [(drift_ratio(profile, t), None if p is None or profile.anchor_producer_ms is None
+              else producer_drift_ratio(profile, p)) for t, p in rep_probes]
+    times = [replay_time(scaled(profile, r, source_ratio=pr)) for r, pr in pairs]
+    order = sorted(range(len(pairs)), key=times.__getitem__)
+    return pairs[order[len(order) // 2]]
 
 
 def window_probes(ep: Episodes, window_id: str) -> tuple[float | None, dict[int, float] | None, float | None,
@@ -233,8 +259,10 @@ def agreement_frame(ep: Episodes, inputs: ReplayInputs | HostSetup, profile: Dev
             judged_profile = priced or profile
             if target_scale != 1.0 and judged_profile.anchor_ms is not None:  # the ratio is probe / anchor
                 judged_profile = dataclasses.replace(judged_profile, anchor_ms=judged_profile.anchor_ms / target_scale)
+            reps = sorted(k for w, k in ep.probes if w == wid)
+            each = [(ep.probes[(wid, k)], ep.producer_probes.get((wid, k), p_probe)) for k in reps]
             args = (wid, to, a2, probe, widths, ep.references.get(wid), a2_probe, p_probe,
-                    concurrent_probe_ratio(ep, wid, profile))  # measured over priced calls: no anchor in it
+                    concurrent_probe_ratio(ep, wid, profile), each)  # measured over priced calls: no anchor
             judged = window_agreement(inputs, judged_profile, *args)
             measured = None if priced is None else window_agreement(inputs, profile, *args)["signed_error_pct"]
             rows.append({**judged, "calibrated_anchor_signed_error_pct": measured})
@@ -348,6 +376,6 @@ if __name__ == "__main__":
     main()
 
 __all__ = ["AGREEMENT_COLUMNS", "GOAL_MAE_PCT", "agreement_frame", "agreement_markdown", "anchor_window",
-           "concurrent_probe_ratio",
+           "concurrent_probe_ratio", "median_repetition",
            "decomposition_lines", "median_run", "provenance", "replay_agreement", "replay_native_run", "summarize",
            "verdict", "window_agreement", "window_probes"]
