@@ -262,15 +262,14 @@ def _drift_probe(dev: Any, pc: Any, entries: list[Any], profile: Any, models: An
     from phone_runner.calibration import producer_interval_ms
     from phone_runner.records import audit
     from phone_runner.session import phone_windows
+    from workbench.native.anchors import target_only_round_ms
     from workbench.replay.drift import drift_ratio, producer_drift_ratio
-    from workbench.replay.engine import replay
     from workbench.replay.result import ReplayConfig
 
     res = _probe_run(dev, pc, ReplayConfig("target_only"), entries, profile, models, out, serial_hash, max_output,
                      raw, rest=True)
     refs = phone_windows(res.frames, None, max_output)
-    priced = replay(next(iter(refs.values())), ReplayConfig("target_only"), profile)
-    at_price = replace(profile, anchor_ms=1000 * priced.time / max(1, len(priced.untimed)))
+    at_price = replace(profile, anchor_ms=target_only_round_ms(profile, next(iter(refs.values()))))
     ratio = drift_ratio(at_price, statistics.median(_round_ms(res.frames)))
     if as2d is None or profile.anchor_producer_ms is None:
         return DriftProbe(ratio, None)

@@ -79,6 +79,13 @@ def summarize(frame: pl.DataFrame, profile: DeviceProfile) -> dict[str, Any]:
             "within_goal": bool(frame["abs_error_pct"].mean() <= GOAL_MAE_PCT)}
 
 
+def _pooled_pct(rows: pl.DataFrame, col: str) -> float:
+    """The pooled TPS error (%) of the windows' signed errors in ``col``: replayed time from
+    ``signed = T_native / T_replay - 1``, all windows' time pooled (their tokens cancel)."""
+    replay_s = (rows["time_native"] / (1 + rows[col] / 100)).sum()
+    return 100 * (rows["time_native"].sum() / replay_s - 1)
+
+
 def _calibrated_anchor(frame: pl.DataFrame) -> dict[str, Any]:
     """The MAE and pooled error with the calibration's measured anchors instead of the profile's prices
     of them (``anchors.py``; beside the verdict)."""
@@ -86,9 +93,8 @@ def _calibrated_anchor(frame: pl.DataFrame) -> dict[str, Any]:
     if col not in frame.columns or frame[col].null_count() == frame.height:
         return {"calibrated_anchor_compared": False}
     rows = frame.filter(pl.col(col).is_not_null())
-    replay_s = (rows["time_native"] / (1 + rows[col] / 100)).sum()
     return {"calibrated_anchor_compared": True, "calibrated_anchor_mae_pct": float(rows[col].abs().mean()),
-            "calibrated_anchor_pooled_pct": 100 * (rows["time_native"].sum() / replay_s - 1)}
+            "calibrated_anchor_pooled_pct": _pooled_pct(rows, col)}
 
 
 def _as2d_anchor(frame: pl.DataFrame) -> dict[str, Any]:
@@ -107,11 +113,10 @@ def _concurrent_anchor(frame: pl.DataFrame) -> dict[str, Any]:
     if col not in frame.columns or frame[col].null_count() == frame.height:
         return {"concurrent_anchored": False}
     rows = frame.filter(pl.col(col).is_not_null())
-    replay_s = (rows["time_native"] / (1 + rows[col] / 100)).sum()
     return {"concurrent_anchored": True, "concurrent_drift_min": float(rows["drift_ratio_concurrent"].min()),
             "concurrent_drift_max": float(rows["drift_ratio_concurrent"].max()),
             "concurrent_anchor_mae_pct": float(rows[col].abs().mean()),
-            "concurrent_anchor_pooled_pct": 100 * (rows["time_native"].sum() / replay_s - 1)}
+            "concurrent_anchor_pooled_pct": _pooled_pct(rows, col)}
 
 
 def _producer_anchor(frame: pl.DataFrame) -> dict[str, Any]:
@@ -122,11 +127,10 @@ def _producer_anchor(frame: pl.DataFrame) -> dict[str, Any]:
     if col not in frame.columns or frame[col].null_count() == frame.height:
         return {"producer_anchored": False}
     rows = frame.filter(pl.col(col).is_not_null())
-    replay_s = (rows["time_native"] / (1 + rows[col] / 100)).sum()  # signed error = T_native / T_replay - 1
     return {"producer_anchored": True, "producer_drift_min": float(rows["drift_ratio_producer"].min()),
             "producer_drift_max": float(rows["drift_ratio_producer"].max()),
             "one_ratio_mae_pct": float(rows[col].abs().mean()),
-            "one_ratio_pooled_pct": 100 * (rows["time_native"].sum() / replay_s - 1)}
+            "one_ratio_pooled_pct": _pooled_pct(rows, col)}
 
 
 def decomposition_lines(frame: pl.DataFrame) -> list[str]:

@@ -27,18 +27,22 @@ from workbench.replay.result import ReplayConfig
 from workbench.replay.sources import profile_source
 from workbench.replay.trajectory import Window
 
-from .decomposition import replay_held, replay_native_run
+from .decomposition import native_window, replay_held
 from .driver import NativeResult
 from .episodes import producer_token_ms
 from .run_store import ReplayInputs
 
 
+def target_only_round_ms(profile: DeviceProfile, window: Window) -> float:
+    """The profile's price of target-only's statistic on ``window``: replayed time per round (ms)."""
+    res = replay(window, ReplayConfig("target_only"), profile)
+    return 1000 * res.time / max(1, len(res.untimed))
+
+
 def priced_round_ms(profile: DeviceProfile, run: NativeResult, inputs: ReplayInputs) -> float:
     """The profile's price of a target-only run's statistic: replayed time per round (ms) of its output."""
-    w = Window(run.window_id, "host", tuple(run.output), inputs.eos_id, inputs.vocab_size, inputs.max_output,
-               None).validate()
-    res = replay(w, ReplayConfig("target_only"), profile)
-    return 1000 * res.time / max(1, len(res.untimed))
+    return target_only_round_ms(profile, Window(run.window_id, "host", tuple(run.output), inputs.eos_id,
+                                                inputs.vocab_size, inputs.max_output, None).validate())
 
 
 def priced_producer_ms(profile: DeviceProfile, run: NativeResult, reference: tuple[int, ...],
@@ -47,9 +51,8 @@ def priced_producer_ms(profile: DeviceProfile, run: NativeResult, reference: tup
     target, interval per operation after the first publication (``producer_token_ms`` of the replayed
     publication times; the tokens the native run published before its clock stay before it)."""
     source = profile_source(profile, "producer", {"producer": [inputs.source]}) or inputs.source
-    window, _ = replay_native_run(run, reference, profile, source=source, settings=inputs.settings,
-                                  eos_id=inputs.eos_id, vocab_size=inputs.vocab_size,
-                                  max_output=inputs.max_output)
+    window = native_window(run, reference, source=source, eos_id=inputs.eos_id, vocab_size=inputs.vocab_size,
+                           max_output=inputs.max_output)
     _, published = replay_held(window, inputs.settings, profile, source)
     times = [0.0 if native <= 0 else t for t, native in zip(published, run.producer_times, strict=False)]
     return producer_token_ms(times, run.producer_ops[: len(times)])
@@ -73,4 +76,4 @@ def priced_anchors(profile: DeviceProfile, probe_runs: Iterable[tuple[NativeResu
                                anchor_producer_ms=producer if producer is not None else profile.anchor_producer_ms)
 
 
-__all__ = ["priced_anchors", "priced_producer_ms", "priced_round_ms"]
+__all__ = ["priced_anchors", "priced_producer_ms", "priced_round_ms", "target_only_round_ms"]

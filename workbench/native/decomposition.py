@@ -83,22 +83,30 @@ def replay_held(window: Window, settings: Mapping[str, Any], profile: DeviceProf
     return res, [buf.publish_time_of(i) for i in range(len(buf))]
 
 
-def replay_native_run(run: NativeResult, reference: Sequence[int], profile: DeviceProfile, *, source: str,
-                      settings: Mapping[str, Any], eos_id: int | None, vocab_size: int, max_output: int,
-                      window_id: str | None = None) -> tuple[Window, ReplayResult]:
-    """Replay one native As²d run's trajectory (reference + published producer stream) under ``profile``,
-    with the settings the native run used. The host prices its producer per operation: each drafter
-    forward the native run counted (``NativeResult.producer_ops``; ``operations_of``), so a Tok_T word is
-    released by the forward that completed it, as a trace's forward counts release it. A run that did not
-    count them is priced per token, a word published at once (``publication_groups``) released together."""
+def native_window(run: NativeResult, reference: Sequence[int], *, source: str, eos_id: int | None,
+                  vocab_size: int, max_output: int, window_id: str | None = None) -> Window:
+    """One native As²d run's trajectory as a replay window: the reference and the producer stream it
+    published. The host prices its producer per operation: each drafter forward the native run counted
+    (``NativeResult.producer_ops``; ``operations_of``), so a Tok_T word is released by the forward that
+    completed it, as a trace's forward counts release it. A run that did not count them is priced per
+    token, a word published at once (``publication_groups``) released together."""
     tokens = tuple(run.producer_tokens)
     if len(run.producer_ops) == len(tokens):
         ops = operations_of(run.producer_ops)
     else:
         ops = tuple(n for size in publication_groups(run.producer_times) for n in (*(0,) * (size - 1), size))
     track = SourceTrack(source, tokens, None, ops if sum(ops) == len(tokens) else (1,) * len(tokens))
-    w = Window(window_id or run.window_id, "host", tuple(reference), eos_id, vocab_size, max_output, None,
-               {source: track}).validate()
+    return Window(window_id or run.window_id, "host", tuple(reference), eos_id, vocab_size, max_output, None,
+                  {source: track}).validate()
+
+
+def replay_native_run(run: NativeResult, reference: Sequence[int], profile: DeviceProfile, *, source: str,
+                      settings: Mapping[str, Any], eos_id: int | None, vocab_size: int, max_output: int,
+                      window_id: str | None = None) -> tuple[Window, ReplayResult]:
+    """Replay one native As²d run's trajectory (``native_window``) under ``profile``, with the settings the
+    native run used."""
+    w = native_window(run, reference, source=source, eos_id=eos_id, vocab_size=vocab_size, max_output=max_output,
+                      window_id=window_id)
     return w, replay(w, ReplayConfig("as2d", source=source, **settings), profile)
 
 
