@@ -7,10 +7,10 @@ timed by the runner's real clock, reached through the real adb client. A pair is
 corpus's first dev window) followed by ``native_phone`` (target-only and As²d on the first demo
 evaluation windows, speaker-disjoint from nothing: the demo is a smoke test, so the windows only need
 to differ from the calibration window). Each configuration's native median per window is set beside its
-replay under the frozen profile and under the profile scaled by the drift probe (three target-only runs
-on the calibration window right before the configuration, ``workbench.replay.drift``; before As²d also
-three As²d runs there, whose producer interval per token scales the producer by its own core's drift,
-reported beside the verdict, not in it).
+replay under the frozen profile and under the profile scaled by the drift probes (three target-only runs
+on the calibration window right before and right after the configuration, the geometric mean of the two
+ratios, ``workbench.jobs.phone_probe``; before As²d also three As²d runs there, whose producer interval
+per token scales the producer by its own core's drift, reported beside the verdict, not in it).
 
 The claim checked is the paper's D.3 bar for phones as this project states it: per-window MAE <= 5 %,
 in every pair, judged on the drift-anchored replay where the profile has an anchor (as the host's
@@ -96,8 +96,8 @@ def table(rows: list[PairRow]) -> list[str]:
 
 
 WINDOW_COLUMNS = ("config", "window_id", "tokens", "time_native", "time_replay", "signed_error_pct",
-                  "noise_floor_pct", "drift_ratio", "drift_ratio_producer", "anchored_error_pct",
-                  "producer_anchored_error_pct")
+                  "noise_floor_pct", "drift_ratio_before", "drift_ratio_after", "drift_ratio", "drift_ratio_producer",
+                  "anchored_error_pct", "producer_anchored_error_pct")
 
 
 def window_table(agreement: pl.DataFrame) -> list[str]:
@@ -200,8 +200,8 @@ def main(argv: list[str] | None = None) -> int:
              f"- command: `{command}`",
              f"- split: demo evaluation windows 1-{args.windows} (6 s), each pair calibrated on the demo's first dev "
              f"window; {args.reps} repetitions; the drift probe is three target-only runs on the calibration window "
-             "before each configuration, and three As²d runs there (the producer's own anchor, beside the verdict) "
-             "before As²d",
+             "before and after each configuration (priced at the geometric mean of the two ratios), and three As²d "
+             "runs there (the producer's own anchor, beside the verdict) before As²d",
              f"- run date: {end['date'][:10]}"]
     lines = facts + ["", *table(rows), "", f"Per window, pair {args.pairs}:", "", *window_table(last)]
     print(head)

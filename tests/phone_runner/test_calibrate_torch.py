@@ -68,7 +68,8 @@ def test_torch_calibration_measures_widths_that_match_the_host_sweep(loopback: L
     assert run.info.status == "FINISHED" and "SYNTHETIC" not in run.data.tags
     assert {"phone/loopback_torch.yaml", "phone/calibrate.jsonl"} <= _artifacts(tmp_path, run.info.run_id)
     # the native target-only rounds on the calibration window are the drift anchor, and native_phone
-    # under the fitted profile probes that window again before each configuration (D.3 on a drifting host)
+    # under the fitted profile probes that window again before and after each configuration (D.3 on a
+    # drifting host; workbench.jobs.phone_probe)
     assert written.anchor_ms and written.anchor_window and "drift anchor" in raw["anchor_ms"]["source"]
     native = job_cfg(tmp_path, "native_phone", "phone.engine.kind=torch", "phone.max_windows=1", "phone.max_seconds=6",
                      "methods=[target_only,as2d]", "phone.repetitions=1", "phone.idle_timeout_s=900",
@@ -79,6 +80,10 @@ def test_torch_calibration_measures_widths_that_match_the_host_sweep(loopback: L
     agree = got.tables["agreement"]
     assert agree.height == 2 and min(agree["drift_ratio"]) > 0 and agree["anchored_error_pct"].null_count() == 0
     assert got.metrics["phone.target_only.drift_ratio"] == pytest.approx(agree["drift_ratio"][0])
+    # bracketed: the probe after target-only is the probe before As²d; each is priced at the bracket's mean
+    before, after = agree["drift_ratio_before"].to_list(), agree["drift_ratio_after"].to_list()
+    assert after[0] == before[1] and before[0] != after[1]
+    assert agree["drift_ratio"].to_list() == pytest.approx([(b * a) ** 0.5 for b, a in zip(before, after, strict=True)])
     # the producer's own anchor: As²d's probe also runs As²d on that window and times the producer again
     assert written.anchor_producer_ms and "producer drift anchor" in raw["anchor_producer_ms"]["source"]
     (to_row,) = agree.filter(pl.col("config") == "target_only").iter_rows(named=True)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from omegaconf import DictConfig, OmegaConf
 from .base import JobResult
 from .phone_checks import phone_cfg as _phone_cfg
 from .phone_checks import validate as validate  # the job's pre-run checks (workbench.run)
+from .phone_probe import Prober, anchor_entries, bracketed, calibration_window, round_ms
 
 
 def replays_dataset(cfg: DictConfig) -> bool:
@@ -105,7 +105,7 @@ def calibrate_phone(cfg: DictConfig, out: Path) -> JobResult:
     windows: list[Any] = []
     models = None
     if kind != "reference":  # real forwards need audio: one calibration window of the demo corpus's dev split
-        calib = _calibration_window(cfg)
+        calib = calibration_window(cfg)
         windows = audio_entries(dev, calib, out, _decode(cfg, pc))
         models = _real_models(cfg, kind, pc.deploy_models(dev))
     req = build_request(run_id, ReplayConfig("target_only"), windows, base, pc, mode="calibrate", calibrate=plan,
@@ -166,118 +166,17 @@ def _native_measures(cfg: DictConfig, dev: Any, pc: Any, windows: list[Any], bas
             refs = phone_windows(res.frames, None, max_output)
         audit(res.run, refs, base)  # exactness (C.4), readiness, widths, order: a violation raises
         got[rc.scheme] = res.frames
-    steps = pl.DataFrame({"op": "target_step", "ms": _round_ms(got["target_only"])}, schema={"op": pl.Utf8,
+    steps = pl.DataFrame({"op": "target_step", "ms": round_ms(got["target_only"])}, schema={"op": pl.Utf8,
                                                                                             "ms": pl.Float64})
     return steps, got["as2d"]["publications"]
 
 
-def _round_ms(fr: dict[str, pl.DataFrame]) -> list[float]:
-    """Decode time per round (ms) of each window-repetition of a target-only phone run."""
-    per = fr["rounds"].group_by("window_id", "repetition").len("rounds")
-    runs = fr["windows"].join(per, on=["window_id", "repetition"])
-    return [1000 * t / n for t, n in zip(runs["time"], runs["rounds"], strict=True) if n]
-
-
 AGREEMENT_SCHEMA = {"config": pl.Utf8, "window_id": pl.Utf8, "tokens": pl.Int64, "time_native": pl.Float64,
                     "time_replay": pl.Float64, "signed_error_pct": pl.Float64, "noise_floor_pct": pl.Float64,
-                    "drift_ratio": pl.Float64, "drift_ratio_producer": pl.Float64,
+                    "drift_ratio": pl.Float64, "drift_ratio_before": pl.Float64, "drift_ratio_after": pl.Float64,
+                    "drift_ratio_producer": pl.Float64,
                     "time_replay_anchored": pl.Float64, "anchored_error_pct": pl.Float64,
                     "producer_anchored_error_pct": pl.Float64}
-PROBE_REPS = 3  # runs on the anchor window per drift probe (target-only, then As²d where probed); their median
-
-
-def _calibration_window(cfg: DictConfig) -> list[Any]:
-    """The one window a real-engine calibration decodes (the demo corpus's first dev window), which is
-    also the drift anchor's window ``native_phone`` probes."""
-    from workbench.native.windows import demo_windows
-
-    return demo_windows(float(cfg.phone.get("max_seconds") or 25.0),
-                        model=OmegaConf.to_container(cfg.model, resolve=True))[0][:1]
-
-
-def _anchor_entries(cfg: DictConfig, dev: Any, pc: Any, profile: Any, out: Path) -> list[Any]:
-    """The request entry of the profile's anchor window (the calibration window) when the profile has a
-    drift anchor measured on it; else none (the configurations are replayed under the frozen profile)."""
-    if profile.anchor_ms is None:
-        return []
-    calib = _calibration_window(cfg)
-    if not calib or calib[0].window_id != profile.anchor_window:
-        print(f"no drift probe: profile {profile.file} was anchored on {profile.anchor_window!r}, this run's "
-              f"calibration window is {calib[0].window_id if calib else None!r} (phone.max_seconds differs?)")
-        return []
-    from phone_runner.session import audio_entries
-
-    return audio_entries(dev, calib, out / "probes", _decode(cfg, pc))
-
-
-@dataclass(frozen=True)
-class DriftProbe:
-    """One drift probe on the anchor window, right before a configuration (``workbench.replay.drift``):
-    the target's ratio, and the producer's own where the configuration runs one and the profile anchors it.
-
-    The judged anchored replay scales by the target's ratio alone; the producer by its own core's ratio
-    is reported beside it (``producer_anchored_error_pct``), a diagnosis until loopback runs show it
-    helps: three As²d runs of a 6 s window time the producer over few tokens."""
-
-    ratio: float  # target-only time per round now over the profile's price of it
-    producer_ratio: float | None  # the producer's interval per token now over anchor_producer_ms
-
-    def target(self, profile: Any) -> Any:
-        """The profile at the target's speed of this probe (every time by one ratio)."""
-        from workbench.replay.drift import scaled
-
-        return scaled(profile, self.ratio)
-
-    def each_core(self, profile: Any) -> Any | None:
-        """The profile with each process at its own core's speed; ``None`` without a producer ratio."""
-        from workbench.replay.drift import scaled
-
-        return None if self.producer_ratio is None else scaled(profile, self.ratio, source_ratio=self.producer_ratio)
-
-
-def _probe_run(dev: Any, pc: Any, rc: Any, entries: list[Any], profile: Any, models: Any, out: Path,
-               serial_hash: str, max_output: int, raw: list[Path], *, rest: bool) -> Any:
-    """``rc`` on the anchor window, ``PROBE_REPS`` runs, in a private resume folder (never reused); the
-    runner's output file is added to ``raw``."""
-    import dataclasses
-
-    from phone_runner.session import build_request, new_run_id, run_config
-
-    own = dataclasses.replace(pc, repetitions=PROBE_REPS, warmups=max(1, pc.warmups),
-                              state_dir=str(out / "phone_state"))
-    req = build_request(new_run_id(), rc, entries, profile, own, max_output=max_output, models=models)
-    res = run_config(dev, own, req, None, profile, out, serial_hash=serial_hash, rest=rest)
-    raw.extend([res.raw] if res.raw else [])
-    return res
-
-
-def _drift_probe(dev: Any, pc: Any, entries: list[Any], profile: Any, models: Any, out: Path, serial_hash: str,
-                 max_output: int, raw: list[Path], as2d: Any | None) -> DriftProbe:
-    """Target-only on the anchor window (after the configuration's rest): the median time per round (ms)
-    over the profile's price of it (its output replayed target-only, ``workbench.native.anchors``), the
-    machine's speed now over the profile's. With ``as2d`` (the
-    calibration's As²d configuration, for a configuration that runs a producer) and a profile that
-    anchors the producer, As²d runs there next, audited against the probe's own target-only output:
-    the median interval per token of its producer over ``anchor_producer_ms`` (the producer's core)."""
-    from phone_runner.calibration import producer_interval_ms
-    from phone_runner.records import audit
-    from phone_runner.session import phone_windows
-    from workbench.native.anchors import target_only_round_ms
-    from workbench.replay.drift import drift_ratio, producer_drift_ratio
-    from workbench.replay.result import ReplayConfig
-
-    res = _probe_run(dev, pc, ReplayConfig("target_only"), entries, profile, models, out, serial_hash, max_output,
-                     raw, rest=True)
-    refs = phone_windows(res.frames, None, max_output)
-    at_price = replace(profile, anchor_ms=target_only_round_ms(profile, next(iter(refs.values()))))
-    ratio = drift_ratio(at_price, statistics.median(_round_ms(res.frames)))
-    if as2d is None or profile.anchor_producer_ms is None:
-        return DriftProbe(ratio, None)
-    got = _probe_run(dev, pc, as2d, entries, profile, models, out / "as2d", serial_hash, max_output, raw,
-                     rest=False)
-    audit(got.run, refs, profile)  # exactness (C.4): the probe is an As²d run like any other
-    beside = producer_interval_ms(got.frames["publications"], profile.anchor_window)
-    return DriftProbe(ratio, producer_drift_ratio(profile, statistics.median(beside)) if beside else None)
 
 
 def native_phone(cfg: DictConfig, out: Path) -> JobResult:
@@ -325,17 +224,18 @@ def native_phone(cfg: DictConfig, out: Path) -> JobResult:
     raw: list[Path] = []  # the runner's output files as pulled: MLflow artifacts beside the tables
     agreement: list[dict[str, Any]] = []  # D.3 per window: the native median beside its replay
     configs = [rc for name in names for rc in replay_configs(cfg, name, source, profile)]
-    anchor = _anchor_entries(cfg, dev, pc, profile, out) if real else []
-    probe_producer = bool(anchor) and bool(cfg.phone.get("producer_probe"))
-    as2d_probe = replay_configs(cfg, "as2d", source, profile)[0] if probe_producer else None
-    for i, rc in enumerate(tqdm(configs, desc="phone configs")):
-        # the drift probe takes the configuration's rest; the configuration follows it at once
-        probe = _drift_probe(dev, pc, anchor, profile, models, out / "probes" / str(i), info["serial_hash"],
-                             max_output, raw, as2d_probe if rc.source is not None else None) if anchor else None
-        ratio = probe.ratio if probe else None
+    anchor = anchor_entries(cfg, dev, profile, out, _decode(cfg, pc)) if real else []
+    prober = Prober(dev, pc, anchor, profile, models, info["serial_hash"], max_output, raw) if anchor else None
+    as2d_probe = replay_configs(cfg, "as2d", source, profile)[0] if anchor and cfg.phone.get("producer_probe") \
+        else None
+
+    def run(rc: Any) -> Any:  # the probes take the configurations' rests; each follows its probe at once
         req = build_request(new_run_id(), rc, entries, profile, pc, max_output=max_output, models=models)
-        res = run_config(dev, pc, req, None if real else refs, profile, out, serial_hash=info["serial_hash"],
-                         rest=probe is None)
+        return run_config(dev, pc, req, None if real else refs, profile, out, serial_hash=info["serial_hash"],
+                          rest=prober is None)
+
+    for rc, res, probe in bracketed(prober, tqdm(configs, desc="phone configs"), as2d_probe, out / "probes", run):
+        ratio = probe.ratio if probe else None
         raw.extend([res.raw] if res.raw else [])
         fr = res.frames
         if real:
@@ -352,7 +252,7 @@ def native_phone(cfg: DictConfig, out: Path) -> JobResult:
             tables.setdefault("monitor", []).append(res.monitor.with_columns(pl.lit(rc.label).alias("config")))
         agree = phone_windows(fr, rc.source, max_output, refs) if real else refs
         errs, floors, anchored_errs, core_errs = [], [], [], []
-        now = probe.target(profile) if probe else None  # the profile at the machine's speed of the probe
+        now = probe.target(profile) if probe else None  # the profile at the machine's speed over the bracket
         cores = probe.each_core(profile) if probe else None
         for wid in ids:  # replay under the device profile vs the phone (D.3), median repetition
             times = sorted(fr["windows"].filter(pl.col("window_id") == wid)["time"].to_list())
@@ -370,6 +270,8 @@ def native_phone(cfg: DictConfig, out: Path) -> JobResult:
             agreement.append({"config": rc.label, "window_id": wid, "tokens": w.n_tokens,
                               "time_native": times[len(times) // 2], "time_replay": replayed.time,
                               "signed_error_pct": errs[-1], "noise_floor_pct": floors[-1], "drift_ratio": ratio,
+                              "drift_ratio_before": probe.before if probe else None,
+                              "drift_ratio_after": probe.after if probe else None,
                               "drift_ratio_producer": probe.producer_ratio if probe else None,
                               "time_replay_anchored": again.time if again else None,
                               "anchored_error_pct": anchored_errs[-1] if again else None,

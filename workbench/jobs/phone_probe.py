@@ -1,0 +1,177 @@
+"""The phone's drift probe (D.3 on a device whose speed moves between calibration and run).
+
+``native_phone`` replays each configuration under the profile ``calibrate_phone`` measured, and also
+under that profile scaled to the device's speed *now* (``workbench.replay.drift``). The speed is read
+on the profile's anchor window (the calibration window): target-only, ``PROBE_REPS`` runs, their median
+time per round over the profile's own price of it (``workbench.native.anchors``).
+
+**Bracketed.** One probe before a configuration reads the speed of the minute before it; a probe of
+three short runs also catches a transient the configuration never sees. So the target is probed before
+*and after* each configuration, and the configuration is priced at the geometric mean of the two
+ratios: a drift linear over the configuration's span cancels, and one probe's transient counts half.
+The probe after one configuration is the probe before the next, so a job of ``n`` configurations runs
+``n + 1`` target probes.
+
+**The producer's core.** Before a configuration that runs a producer, where the profile anchors it
+(``anchor_producer_ms``) and ``phone.producer_probe`` is on, As²d also runs on the anchor window,
+audited for exactness against the probe's own target-only output; its producer's interval per token
+over the anchor is that core's drift, reported beside the verdict (``producer_anchored_error_pct``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import statistics
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+from omegaconf import DictConfig, OmegaConf
+
+PROBE_REPS = 3  # runs on the anchor window per probe (target-only, then As²d where probed); their median
+
+
+def round_ms(fr: dict[str, pl.DataFrame]) -> list[float]:
+    """Decode time per round (ms) of each window-repetition of a target-only phone run."""
+    per = fr["rounds"].group_by("window_id", "repetition").len("rounds")
+    runs = fr["windows"].join(per, on=["window_id", "repetition"])
+    return [1000 * t / n for t, n in zip(runs["time"], runs["rounds"], strict=True) if n]
+
+
+def calibration_window(cfg: DictConfig) -> list[Any]:
+    """The one window a real-engine calibration decodes (the demo corpus's first dev window), which is
+    also the drift anchor's window ``native_phone`` probes."""
+    from workbench.native.windows import demo_windows
+
+    return demo_windows(float(cfg.phone.get("max_seconds") or 25.0),
+                        model=OmegaConf.to_container(cfg.model, resolve=True))[0][:1]
+
+
+def anchor_entries(cfg: DictConfig, dev: Any, profile: Any, out: Path, decode: Any) -> list[Any]:
+    """The request entry of the profile's anchor window (the calibration window) when the profile has a
+    drift anchor measured on it; else none (the configurations are replayed under the frozen profile)."""
+    if profile.anchor_ms is None:
+        return []
+    calib = calibration_window(cfg)
+    if not calib or calib[0].window_id != profile.anchor_window:
+        print(f"no drift probe: profile {profile.file} was anchored on {profile.anchor_window!r}, this run's "
+              f"calibration window is {calib[0].window_id if calib else None!r} (phone.max_seconds differs?)")
+        return []
+    from phone_runner.session import audio_entries
+
+    return audio_entries(dev, calib, out / "probes", decode)
+
+
+@dataclass(frozen=True)
+class DriftProbe:
+    """The probes around one configuration: the target's ratio before and after it, and the producer's
+    own where the configuration runs one and the profile anchors it.
+
+    The judged anchored replay scales by the target's ratio alone (``ratio``, the bracket's geometric
+    mean); the producer by its own core's ratio is reported beside it (``each_core``), a diagnosis:
+    three As²d runs of a short window time the producer over few tokens."""
+
+    before: float  # target-only time per round over the profile's price of it, before the configuration
+    after: float | None  # the same right after it (None: not probed after)
+    producer_ratio: float | None  # the producer's interval per token now over anchor_producer_ms
+
+    @property
+    def ratio(self) -> float:
+        """The target's drift over the configuration: the geometric mean of the bracket."""
+        return self.before if self.after is None else math.sqrt(self.before * self.after)
+
+    def target(self, profile: Any) -> Any:
+        """The profile at the target's speed over the configuration (every time by one ratio)."""
+        from workbench.replay.drift import scaled
+
+        return scaled(profile, self.ratio)
+
+    def each_core(self, profile: Any) -> Any | None:
+        """The profile with each process at its own core's speed; ``None`` without a producer ratio."""
+        from workbench.replay.drift import scaled
+
+        return None if self.producer_ratio is None else scaled(profile, self.ratio, source_ratio=self.producer_ratio)
+
+
+@dataclass
+class Prober:
+    """Runs the probes of one ``native_phone`` job on the anchor window (``entries``), on the job's
+    device and runner settings; ``raw`` collects the runner's output files (MLflow artifacts)."""
+
+    dev: Any
+    pc: Any
+    entries: list[Any]
+    profile: Any
+    models: Any
+    serial_hash: str
+    max_output: int
+    raw: list[Path]
+    refs: dict[str, Any] = dataclasses.field(default_factory=dict)  # the probe's own target-only output
+
+    def _run(self, rc: Any, out: Path, *, rest: bool) -> Any:
+        """``rc`` on the anchor window, ``PROBE_REPS`` runs, in a private resume folder (never reused)."""
+        from phone_runner.session import build_request, new_run_id, run_config
+
+        own = dataclasses.replace(self.pc, repetitions=PROBE_REPS, warmups=max(1, self.pc.warmups),
+                                  state_dir=str(out / "phone_state"))
+        req = build_request(new_run_id(), rc, self.entries, self.profile, own, max_output=self.max_output,
+                            models=self.models)
+        res = run_config(self.dev, own, req, None, self.profile, out, serial_hash=self.serial_hash, rest=rest)
+        self.raw.extend([res.raw] if res.raw else [])
+        return res
+
+    def target(self, out: Path) -> float:
+        """Target-only on the anchor window (after a rest): the median time per round over the profile's
+        price of it (its output replayed target-only), the device's speed now over the profile's."""
+        from dataclasses import replace
+
+        from phone_runner.session import phone_windows
+        from workbench.native.anchors import target_only_round_ms
+        from workbench.replay.drift import drift_ratio
+        from workbench.replay.result import ReplayConfig
+
+        res = self._run(ReplayConfig("target_only"), out, rest=True)
+        self.refs = self.refs or phone_windows(res.frames, None, self.max_output)
+        at_price = replace(self.profile, anchor_ms=target_only_round_ms(self.profile,
+                                                                        next(iter(self.refs.values()))))
+        return drift_ratio(at_price, statistics.median(round_ms(res.frames)))
+
+    def producer(self, as2d: Any, out: Path) -> float | None:
+        """``as2d`` on the anchor window right after a target probe, audited against that probe's output:
+        the median interval per token of its producer over ``anchor_producer_ms``; ``None`` where the
+        profile does not anchor the producer or nothing was published."""
+        from phone_runner.calibration import producer_interval_ms
+        from phone_runner.records import audit
+        from workbench.replay.drift import producer_drift_ratio
+
+        if self.profile.anchor_producer_ms is None:
+            return None
+        got = self._run(as2d, out, rest=False)
+        audit(got.run, self.refs, self.profile)  # exactness (C.4): the probe is an As²d run like any other
+        beside = producer_interval_ms(got.frames["publications"], self.profile.anchor_window)
+        return producer_drift_ratio(self.profile, statistics.median(beside)) if beside else None
+
+
+def bracketed(prober: Prober | None, configs: Iterable[Any], as2d: Any | None, out: Path,
+              run: Callable[[Any], Any]) -> Iterator[tuple[Any, Any, DriftProbe | None]]:
+    """Runs each configuration through ``run(rc)`` between two target probes (the probe after one is
+    the probe before the next; ``as2d``: the producer probe before a configuration with a source),
+    yielding ``(rc, run's result, its probes)`` as each one's bracket closes. Without a prober, ``run``
+    alone and no probes."""
+    if prober is None:
+        for rc in configs:
+            yield rc, run(rc), None
+        return
+    before = prober.target(out / "0")
+    for i, rc in enumerate(configs):
+        prod = prober.producer(as2d, out / str(i) / "as2d") if as2d is not None and rc.source is not None else None
+        res = run(rc)
+        after = prober.target(out / f"{i + 1}")
+        yield rc, res, DriftProbe(before, after, prod)
+        before = after
+
+
+__all__ = ["PROBE_REPS", "DriftProbe", "Prober", "anchor_entries", "bracketed", "calibration_window", "round_ms"]
