@@ -22,7 +22,8 @@ def _agreement(errs: dict[str, list[float]], anchored: bool = True) -> pl.DataFr
              "signed_error_pct": e, "noise_floor_pct": 1.0 if i else math.nan,
              "drift_ratio": 1.02 if anchored else None,
              "time_replay_anchored": 0.3 if anchored else None, "anchored_error_pct": e / 2 if anchored else None,
-             "producer_anchored_error_pct": e / 4 if anchored and c != "target_only" else None}
+             "producer_anchored_error_pct": e / 4 if anchored and c != "target_only" else None,
+             "probe_anchored_error_pct": e / 5 if anchored else None}
             for c, es in errs.items() for i, e in enumerate(es)]
     return pl.DataFrame(rows)
 
@@ -37,6 +38,7 @@ def test_one_row_per_configuration_with_mae_signed_anchored_and_noise(d3) -> Non
     assert as2d.judged_mae_pct == pytest.approx(3.5) and as2d.passed  # the anchored MAE is judged when probed
     # the producer by its own probe is reported beside the verdict, never judged
     assert as2d.producer_anchored_mae_pct == pytest.approx(1.75) and math.isnan(target.producer_anchored_mae_pct)
+    assert as2d.probe_anchored_mae_pct == pytest.approx(1.4)  # the bracketed probes too, beside it
 
 
 def test_without_a_drift_probe_the_anchored_mae_is_nan(d3) -> None:
@@ -54,7 +56,8 @@ def test_the_verdict_counts_pairs_where_every_configuration_met_the_goal(d3) -> 
     assert d3.verdict(rows).endswith("worst MAE 5.50%, frozen profile 11.00%")
     lines = d3.table(rows)
     assert len(lines) == 2 + 6
-    assert lines[5] == "| 2 | as2d | 1 | 11.00 | +11.00 | 5.50 | nan | FAIL | 2.75 |"  # one window: no noise floor
+    # one window: no noise floor
+    assert lines[5] == "| 2 | as2d | 1 | 11.00 | +11.00 | 5.50 | nan | FAIL | 2.75 | 2.20 |"
 
 
 def test_the_window_table_has_one_line_per_configuration_and_window(d3) -> None:

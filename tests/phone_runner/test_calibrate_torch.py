@@ -80,10 +80,17 @@ def test_torch_calibration_measures_widths_that_match_the_host_sweep(loopback: L
     agree = got.tables["agreement"]
     assert agree.height == 2 and min(agree["drift_ratio"]) > 0 and agree["anchored_error_pct"].null_count() == 0
     assert got.metrics["phone.target_only.drift_ratio"] == pytest.approx(agree["drift_ratio"][0])
-    # bracketed: the probe after target-only is the probe before As²d; each is priced at the bracket's mean
+    # the judged anchor is the calibration window run inside each configuration's own request; it leaves
+    # the tables after that (one evaluation window here)
+    assert written.anchor_window not in agree["window_id"].to_list()
+    assert written.anchor_window not in got.tables["windows"]["window_id"].to_list()
+    assert agree["probe_anchored_error_pct"].null_count() == 0
+    # beside it, the bracketed probes: the probe after target-only is the probe before As²d, and each
+    # configuration is priced at its bracket's geometric mean
     before, after = agree["drift_ratio_before"].to_list(), agree["drift_ratio_after"].to_list()
     assert after[0] == before[1] and before[0] != after[1]
-    assert agree["drift_ratio"].to_list() == pytest.approx([(b * a) ** 0.5 for b, a in zip(before, after, strict=True)])
+    assert agree["drift_ratio_probe"].to_list() == pytest.approx([(b * a) ** 0.5 for b, a in
+                                                                  zip(before, after, strict=True)])
     # the producer's own anchor: As²d's probe also runs As²d on that window and times the producer again
     assert written.anchor_producer_ms and "producer drift anchor" in raw["anchor_producer_ms"]["source"]
     (to_row,) = agree.filter(pl.col("config") == "target_only").iter_rows(named=True)

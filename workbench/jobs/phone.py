@@ -25,7 +25,15 @@ from omegaconf import DictConfig, OmegaConf
 from .base import JobResult
 from .phone_checks import phone_cfg as _phone_cfg
 from .phone_checks import validate as validate  # the job's pre-run checks (workbench.run)
-from .phone_probe import Prober, anchor_entries, bracketed, calibration_window, round_ms
+from .phone_probe import (
+    Prober,
+    anchor_entries,
+    bracketed,
+    calibration_window,
+    own_anchor_ratio,
+    round_ms,
+    without_window,
+)
 
 
 def replays_dataset(cfg: DictConfig) -> bool:
@@ -173,9 +181,11 @@ def _native_measures(cfg: DictConfig, dev: Any, pc: Any, windows: list[Any], bas
 
 AGREEMENT_SCHEMA = {"config": pl.Utf8, "window_id": pl.Utf8, "tokens": pl.Int64, "time_native": pl.Float64,
                     "time_replay": pl.Float64, "signed_error_pct": pl.Float64, "noise_floor_pct": pl.Float64,
-                    "drift_ratio": pl.Float64, "drift_ratio_before": pl.Float64, "drift_ratio_after": pl.Float64,
+                    "drift_ratio": pl.Float64, "drift_ratio_probe": pl.Float64, "drift_ratio_before": pl.Float64,
+                    "drift_ratio_after": pl.Float64,
                     "drift_ratio_producer": pl.Float64,
                     "time_replay_anchored": pl.Float64, "anchored_error_pct": pl.Float64,
+                    "probe_anchored_error_pct": pl.Float64,
                     "producer_anchored_error_pct": pl.Float64}
 
 
@@ -188,6 +198,7 @@ def native_phone(cfg: DictConfig, out: Path) -> JobResult:
     from phone_runner.session import audio_entries, build_request, new_run_id, phone_windows, run_config
     from workbench import metrics as M
     from workbench.native.noise_floor import median_noise_pct
+    from workbench.replay.drift import scaled
     from workbench.replay.engine import replay
     from workbench.replay.sources import priced_as, profile_source
 
@@ -230,18 +241,23 @@ def native_phone(cfg: DictConfig, out: Path) -> JobResult:
         else None
 
     def run(rc: Any) -> Any:  # the probes take the configurations' rests; each follows its probe at once
-        req = build_request(new_run_id(), rc, entries, profile, pc, max_output=max_output, models=models)
+        # the anchor window rides first in the configuration's own request (its own process's speed)
+        req = build_request(new_run_id(), rc, [*anchor, *entries], profile, pc, max_output=max_output, models=models)
         return run_config(dev, pc, req, None if real else refs, profile, out, serial_hash=info["serial_hash"],
                           rest=prober is None)
 
     for rc, res, probe in bracketed(prober, tqdm(configs, desc="phone configs"), as2d_probe, out / "probes", run):
-        ratio = probe.ratio if probe else None
         raw.extend([res.raw] if res.raw else [])
         fr = res.frames
         if real:
             if rc.scheme == "target_only":
                 refs = phone_windows(fr, None, max_output)
             audit(res.run, refs, profile)  # exactness vs target-only, readiness, widths, order
+        ratio = None
+        if anchor:  # the configuration's own anchor, then the anchor window leaves the tables
+            ratio = own_anchor_ratio(fr, phone_windows(fr, rc.source, max_output, refs)[profile.anchor_window], rc,
+                                     profile)
+            fr = without_window(fr, profile.anchor_window)
         n_flag = sum(1 for v in fr["windows"]["condition_flag"] if v)
         flagged += n_flag
         resumed += res.resumed
@@ -251,8 +267,9 @@ def native_phone(cfg: DictConfig, out: Path) -> JobResult:
         if res.monitor.height:
             tables.setdefault("monitor", []).append(res.monitor.with_columns(pl.lit(rc.label).alias("config")))
         agree = phone_windows(fr, rc.source, max_output, refs) if real else refs
-        errs, floors, anchored_errs, core_errs = [], [], [], []
-        now = probe.target(profile) if probe else None  # the profile at the machine's speed over the bracket
+        errs, floors, anchored_errs, probe_errs, core_errs = [], [], [], [], []
+        own = scaled(profile, ratio) if ratio else None  # the profile at this configuration's own speed
+        now = probe.target(profile) if probe else None  # at the probes' speed over the bracket
         cores = probe.each_core(profile) if probe else None
         for wid in ids:  # replay under the device profile vs the phone (D.3), median repetition
             times = sorted(fr["windows"].filter(pl.col("window_id") == wid)["time"].to_list())
@@ -261,20 +278,25 @@ def native_phone(cfg: DictConfig, out: Path) -> JobResult:
             replayed = replay(w, rc, profile)
             errs.append(100 * (replayed.tps / native_tps - 1))
             floors.append(median_noise_pct(times, key=wid))  # what the median's own spread allows
-            again = replay(w, rc, now) if now else None
+            again = replay(w, rc, own) if own else None
             if again:
                 anchored_errs.append(100 * (again.tps / native_tps - 1))
+            probed = replay(w, rc, now) if now else None
+            if probed:
+                probe_errs.append(100 * (probed.tps / native_tps - 1))
             both = replay(w, rc, cores) if cores else None
             if both:
                 core_errs.append(100 * (both.tps / native_tps - 1))
             agreement.append({"config": rc.label, "window_id": wid, "tokens": w.n_tokens,
                               "time_native": times[len(times) // 2], "time_replay": replayed.time,
                               "signed_error_pct": errs[-1], "noise_floor_pct": floors[-1], "drift_ratio": ratio,
+                              "drift_ratio_probe": probe.ratio if probe else None,
                               "drift_ratio_before": probe.before if probe else None,
                               "drift_ratio_after": probe.after if probe else None,
                               "drift_ratio_producer": probe.producer_ratio if probe else None,
                               "time_replay_anchored": again.time if again else None,
                               "anchored_error_pct": anchored_errs[-1] if again else None,
+                              "probe_anchored_error_pct": probe_errs[-1] if probed else None,
                               "producer_anchored_error_pct": core_errs[-1] if both else None})
         known = [f for f in floors if math.isfinite(f)]
         rows.append({"device": info["model"], "method": rc.label, "clock": pc.engine.get("clock", "real"),
@@ -285,9 +307,12 @@ def native_phone(cfg: DictConfig, out: Path) -> JobResult:
                      "agreement_noise_floor_pct": statistics.fmean(known) if known else math.nan,
                      "agreement_anchored_mae_pct": statistics.fmean(abs(e) for e in anchored_errs)
                      if anchored_errs else math.nan,
+                     "agreement_probe_anchored_mae_pct": statistics.fmean(abs(e) for e in probe_errs)
+                     if probe_errs else math.nan,
                      "agreement_producer_anchored_mae_pct": statistics.fmean(abs(e) for e in core_errs)
                      if core_errs else math.nan,
                      "drift_ratio": ratio if ratio else math.nan,
+                     "drift_ratio_probe": probe.ratio if probe else math.nan,
                      "drift_ratio_producer": probe.producer_ratio if probe and probe.producer_ratio else math.nan,
                      "flagged": n_flag})
     summary = pl.DataFrame(rows)
@@ -295,8 +320,8 @@ def native_phone(cfg: DictConfig, out: Path) -> JobResult:
                                  "resumed_windows": float(resumed), "windows": float(len(ids))}
     for r in rows:
         for k in ("tps", "acceptance", "coverage", "readiness", "agreement_mae_pct", "agreement_noise_floor_pct",
-                  "agreement_anchored_mae_pct", "agreement_producer_anchored_mae_pct", "drift_ratio",
-                  "drift_ratio_producer"):
+                  "agreement_anchored_mae_pct", "agreement_probe_anchored_mae_pct",
+                  "agreement_producer_anchored_mae_pct", "drift_ratio", "drift_ratio_probe", "drift_ratio_producer"):
             if isinstance(r[k], float) and math.isfinite(r[k]):
                 metrics[f"phone.{r['method']}.{k}"] = r[k]
     out_tables = {k: pl.concat(v, how="diagonal_relaxed") for k, v in tables.items()}

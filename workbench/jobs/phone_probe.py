@@ -5,12 +5,20 @@ under that profile scaled to the device's speed *now* (``workbench.replay.drift`
 on the profile's anchor window (the calibration window): target-only, ``PROBE_REPS`` runs, their median
 time per round over the profile's own price of it (``workbench.native.anchors``).
 
-**Bracketed.** One probe before a configuration reads the speed of the minute before it; a probe of
-three short runs also catches a transient the configuration never sees. So the target is probed before
-*and after* each configuration, and the configuration is priced at the geometric mean of the two
-ratios: a drift linear over the configuration's span cancels, and one probe's transient counts half.
-The probe after one configuration is the probe before the next, so a job of ``n`` configurations runs
-``n + 1`` target probes.
+**Bracketed probes.** Target-only also runs on the anchor window in requests of its own, before *and
+after* each configuration, and the profile scaled by the geometric mean of the two ratios is replayed
+beside the verdict (``probe_anchored_error_pct``): a drift linear over the configuration's span cancels,
+and one probe's transient counts half. The probe after one configuration is the probe before the next,
+so a job of ``n`` configurations runs ``n + 1`` target probes.
+
+**The configuration's own anchor.** Each runner request is a fresh process on the device, and the
+same forwards can run at a different speed in each process while windows timed inside one process
+keep their ratios (``benchmarks/process_speed.py`` measures both on this host). A probe in another
+process then carries its own process's speed, not the configuration's. So the anchor window also rides first in
+every configuration's own request: its native median there over its replay under the profile (the
+configuration itself replayed on the anchor window: target-only on its output, As²d on its own
+published stream) is the ratio the judged anchored replay scales by (``own_anchor_ratio``); the
+bracketed probes are reported beside it.
 
 **The producer's core.** Before a configuration that runs a producer, where the profile anchors it
 (``anchor_producer_ms``) and ``phone.producer_probe`` is on, As²d also runs on the anchor window,
@@ -70,9 +78,9 @@ class DriftProbe:
     """The probes around one configuration: the target's ratio before and after it, and the producer's
     own where the configuration runs one and the profile anchors it.
 
-    The judged anchored replay scales by the target's ratio alone (``ratio``, the bracket's geometric
-    mean); the producer by its own core's ratio is reported beside it (``each_core``), a diagnosis:
-    three As²d runs of a short window time the producer over few tokens."""
+    Both are reported beside the judged error, which scales by the configuration's own anchor
+    (``own_anchor_ratio``): ``target`` at the bracket's geometric mean, ``each_core`` with the producer by
+    its own core's ratio (three As²d runs of a short window time the producer over few tokens)."""
 
     before: float  # target-only time per round over the profile's price of it, before the configuration
     after: float | None  # the same right after it (None: not probed after)
@@ -174,4 +182,22 @@ def bracketed(prober: Prober | None, configs: Iterable[Any], as2d: Any | None, o
         before = after
 
 
-__all__ = ["PROBE_REPS", "DriftProbe", "Prober", "anchor_entries", "bracketed", "calibration_window", "round_ms"]
+def without_window(fr: dict[str, pl.DataFrame], window_id: str) -> dict[str, pl.DataFrame]:
+    """A run's frames without one window's rows (the anchor window riding in a configuration's request)."""
+    return {k: (v.filter(pl.col("window_id") != window_id) if "window_id" in v.columns else v) for k, v in fr.items()}
+
+
+def own_anchor_ratio(fr: dict[str, pl.DataFrame], window: Any, rc: Any, profile: Any) -> float:
+    """The configuration's native median time on the anchor window over its replay there under
+    ``profile`` (``window``: the anchor as a replay ``Window``, with the run's own published stream for
+    a decoupled configuration): how much slower (> 1) this process runs than the profile prices."""
+    from workbench.replay.engine import replay
+
+    times = sorted(fr["windows"].filter(pl.col("window_id") == window.window_id)["time"].to_list())
+    if not times:
+        raise ValueError(f"anchor window {window.window_id!r} is missing from the run's records")
+    return times[len(times) // 2] / replay(window, rc, profile).time
+
+
+__all__ = ["PROBE_REPS", "DriftProbe", "Prober", "anchor_entries", "bracketed", "calibration_window",
+           "own_anchor_ratio", "round_ms", "without_window"]
