@@ -12,9 +12,9 @@ and one probe's transient counts half. The probe after one configuration is the 
 so a job of ``n`` configurations runs ``n + 1`` target probes.
 
 **The configuration's own anchor.** Each runner request is a fresh process on the device, and the
-same forwards can run at a different speed in each process while windows timed inside one process
-keep their ratios (``benchmarks/process_speed.py`` measures both on this host). A probe in another
-process then carries its own process's speed, not the configuration's. So the anchor window also rides first in
+same forwards can run at a different speed in each process (``benchmarks/process_speed.py`` sets that
+spread beside the spread of a window's ratio to the anchor timed in the same process). A probe in
+another process carries its own process's speed, not the configuration's. So the anchor window also rides first in
 every configuration's own request: its native median there over its replay under the profile (the
 configuration itself replayed on the anchor window: target-only on its output, As²d on its own
 published stream) is the ratio the judged anchored replay scales by (``own_anchor_ratio``); the
