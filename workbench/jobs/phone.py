@@ -32,6 +32,7 @@ from .phone_probe import (
     calibration_window,
     own_anchor_ratio,
     round_ms,
+    window_times,
     without_window,
 )
 
@@ -253,10 +254,10 @@ def native_phone(cfg: DictConfig, out: Path) -> JobResult:
             if rc.scheme == "target_only":
                 refs = phone_windows(fr, None, max_output)
             audit(res.run, refs, profile)  # exactness vs target-only, readiness, widths, order
+        agree = phone_windows(fr, rc.source, max_output, refs) if real else refs
         ratio = None
         if anchor:  # the configuration's own anchor, then the anchor window leaves the tables
-            ratio = own_anchor_ratio(fr, phone_windows(fr, rc.source, max_output, refs)[profile.anchor_window], rc,
-                                     profile)
+            ratio = own_anchor_ratio(fr, agree[profile.anchor_window], rc, profile)
             fr = without_window(fr, profile.anchor_window)
         n_flag = sum(1 for v in fr["windows"]["condition_flag"] if v)
         flagged += n_flag
@@ -266,13 +267,12 @@ def native_phone(cfg: DictConfig, out: Path) -> JobResult:
                 tables.setdefault(k, []).append(fr[k].with_columns(pl.lit(rc.label).alias("config")))
         if res.monitor.height:
             tables.setdefault("monitor", []).append(res.monitor.with_columns(pl.lit(rc.label).alias("config")))
-        agree = phone_windows(fr, rc.source, max_output, refs) if real else refs
         errs, floors, anchored_errs, probe_errs, core_errs = [], [], [], [], []
         own = scaled(profile, ratio) if ratio else None  # the profile at this configuration's own speed
         now = probe.target(profile) if probe else None  # at the probes' speed over the bracket
         cores = probe.each_core(profile) if probe else None
         for wid in ids:  # replay under the device profile vs the phone (D.3), median repetition
-            times = sorted(fr["windows"].filter(pl.col("window_id") == wid)["time"].to_list())
+            times = window_times(fr, wid)
             w = agree[wid]
             native_tps = w.n_tokens / times[len(times) // 2]
             replayed = replay(w, rc, profile)

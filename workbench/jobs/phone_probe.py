@@ -14,8 +14,8 @@ so a job of ``n`` configurations runs ``n + 1`` target probes.
 **The configuration's own anchor.** Each runner request is a fresh process on the device, and the
 same forwards can run at a different speed in each process (``benchmarks/process_speed.py`` sets that
 spread beside the spread of a window's ratio to the anchor timed in the same process). A probe in
-another process carries its own process's speed, not the configuration's. So the anchor window also rides first in
-every configuration's own request: its native median there over its replay under the profile (the
+another process carries its own process's speed, not the configuration's. So the anchor window also
+rides first in every configuration's own request: its native median there over its replay under the profile (the
 configuration itself replayed on the anchor window: target-only on its output, As²d on its own
 published stream) is the ratio the judged anchored replay scales by (``own_anchor_ratio``); the
 bracketed probes are reported beside it.
@@ -182,6 +182,11 @@ def bracketed(prober: Prober | None, configs: Iterable[Any], as2d: Any | None, o
         before = after
 
 
+def window_times(fr: dict[str, pl.DataFrame], window_id: str) -> list[float]:
+    """One window's native times (s) over its repetitions, sorted (the median is the middle one)."""
+    return sorted(fr["windows"].filter(pl.col("window_id") == window_id)["time"].to_list())
+
+
 def without_window(fr: dict[str, pl.DataFrame], window_id: str) -> dict[str, pl.DataFrame]:
     """A run's frames without one window's rows (the anchor window riding in a configuration's request)."""
     return {k: (v.filter(pl.col("window_id") != window_id) if "window_id" in v.columns else v) for k, v in fr.items()}
@@ -193,11 +198,11 @@ def own_anchor_ratio(fr: dict[str, pl.DataFrame], window: Any, rc: Any, profile:
     a decoupled configuration): how much slower (> 1) this process runs than the profile prices."""
     from workbench.replay.engine import replay
 
-    times = sorted(fr["windows"].filter(pl.col("window_id") == window.window_id)["time"].to_list())
+    times = window_times(fr, window.window_id)
     if not times:
         raise ValueError(f"anchor window {window.window_id!r} is missing from the run's records")
     return times[len(times) // 2] / replay(window, rc, profile).time
 
 
 __all__ = ["PROBE_REPS", "DriftProbe", "Prober", "anchor_entries", "bracketed", "calibration_window",
-           "own_anchor_ratio", "round_ms", "without_window"]
+           "own_anchor_ratio", "round_ms", "window_times", "without_window"]
