@@ -31,13 +31,18 @@ import signal
 import statistics
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from workbench.native.agreement_report import GOAL_MAE_PCT  # the project's D.3 goal (paper: 5.81 % on phones)
+from workbench.native.agreement_report import (  # the project's D.3 goal (paper: 5.81 % on phones)
+    GOAL_MAE_PCT,
+    decomposition_lines,
+)
 
 SECTION = "loopback-d3"
 CONF = Path(__file__).resolve().parents[1] / "conf"
@@ -152,8 +157,9 @@ def calibrate(tmp: Path, serial: str, reps: int) -> Path:
     return tmp / "profiles" / f"{PROFILE}.yaml"
 
 
-def native(tmp: Path, serial: str, profile: Path, windows: int, reps: int) -> pl.DataFrame:
-    """One ``native_phone`` job (target-only, As²d) under ``profile``: its D.3 agreement table."""
+def native(tmp: Path, serial: str, profile: Path, windows: int, reps: int) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """One ``native_phone`` job (target-only, As²d) under ``profile``: its D.3 agreement table and the
+    decomposition of As²d's windows (``workbench.jobs.phone_decomposition``)."""
     import yaml
     from omegaconf import OmegaConf, open_dict
 
@@ -165,7 +171,19 @@ def native(tmp: Path, serial: str, profile: Path, windows: int, reps: int) -> pl
     with open_dict(cfg):  # the profile this pair measured, in place of a conf/device file
         cfg.device = OmegaConf.create(yaml.safe_load(profile.read_text()))
     execute(cfg)
-    return pl.read_parquet(tmp / "out" / "tables" / "agreement.parquet")
+    tables = tmp / "out" / "tables"
+    return pl.read_parquet(tables / "agreement.parquet"), pl.read_parquet(tables / "decomposition.parquet")
+
+
+@contextmanager
+def _work_dir(keep: str | None) -> Iterator[Path]:
+    """``keep`` (created) when given, else a temporary directory removed afterwards."""
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        yield Path(keep).resolve()
+        return
+    with tempfile.TemporaryDirectory(prefix="as2d-loopback-d3-") as tmp_dir:
+        yield Path(tmp_dir)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -174,6 +192,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--windows", type=int, default=3, help="demo evaluation windows per native run")
     ap.add_argument("--reps", type=int, default=5, help="repetitions per window, calibration and run alike")
     ap.add_argument("--markdown", default=None, help=f"write section {SECTION!r} of this document")
+    ap.add_argument("--keep", default=None, help="keep the jobs' outputs (profiles, tables, MLflow store) here "
+                                                 "instead of a temporary directory")
     args = ap.parse_args(argv)
     if min(args.pairs, args.windows, args.reps) < 1:
         ap.error("--pairs, --windows and --reps must each be at least 1")
@@ -188,16 +208,18 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     start = provenance(command)
     rows: list[PairRow] = []
-    last = pl.DataFrame()
-    with tempfile.TemporaryDirectory(prefix="as2d-loopback-d3-") as tmp_dir, adb_server() as port:
-        tmp = Path(tmp_dir)
+    last, terms = pl.DataFrame(), pl.DataFrame()
+    with _work_dir(args.keep) as tmp, adb_server() as port:
         dev = start_loopback(tmp / "phone", port)
         try:
             for i in range(1, args.pairs + 1):
                 profile = calibrate(tmp / f"p{i}" / "calibrate", dev.serial, args.reps)
-                last = native(tmp / f"p{i}" / "native", dev.serial, profile, args.windows, args.reps)
+                last, terms = native(tmp / f"p{i}" / "native", dev.serial, profile, args.windows, args.reps)
                 rows += pair_rows(i, last)
                 print("\n".join(table([r for r in rows if r.pair == i])[2:]), flush=True)
+                for config in terms["config"].unique(maintain_order=True).to_list():
+                    print(f"pair {i}, {config}:", *decomposition_lines(terms.filter(pl.col("config") == config)),
+                          sep="\n", flush=True)
         finally:
             dev.stop()
             dev.disconnect(port)
@@ -213,6 +235,9 @@ def main(argv: list[str] | None = None) -> int:
              "(the producer's own anchor) before As²d",
              f"- run date: {end['date'][:10]}"]
     lines = facts + ["", *table(rows), "", f"Per window, pair {args.pairs}:", "", *window_table(last)]
+    if terms.height:  # where As²d's error comes from in the last pair, under the judged profile
+        lines += ["", f"As²d's D.3 decomposition, pair {args.pairs} (the judged, own-anchored profile):", "", "```",
+                  *decomposition_lines(terms), "```"]
     print(head)
     print("\n".join(lines))
     if args.markdown:

@@ -77,7 +77,8 @@ def read_jsonl(path: str | Path) -> PhoneRun:
 # records
 
 
-def _record(r: dict[str, Any]) -> RoundRecord:
+def round_record(r: Mapping[str, Any]) -> RoundRecord:
+    """One ``round`` line (or a rounds-frame row) as the core's ``RoundRecord``."""
     work = DraftWork(r["work_forwards"], r["work_catchup"], r["work_paired_forwards"], r["work_prob_rows"],
                      r["work_refresh_width"])
     return RoundRecord(r["round"], r["scheme"], r["width"], r["root"], tuple(r["chain"]), tuple(r["provenance"]),
@@ -106,7 +107,7 @@ def results(run: PhoneRun, datasets: Mapping[str, str] | None = None
     out: dict[Key, tuple[Any, PublicationBuffer | None]] = {}
     for w in run.of("window"):
         key = (w["window_id"], w["repetition"])
-        recs = [_record(r) for r in sorted(rounds.get(key, []), key=lambda r: r["round"])]
+        recs = [round_record(r) for r in sorted(rounds.get(key, []), key=lambda r: r["round"])]
         spans = tuple((s["resource"], s["stage"], s["start"], s["end"], s["round"])
                       for s in stages.get(key, []) if s["round"] < 0)
         res = ReplayResult(w["window_id"], (datasets or {}).get(w["window_id"], ""), cfg,

@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from phone_runner.testing.loopback import LoopbackDevice
+from workbench.native.decomposition import TERMS
 from workbench.replay.profile import load_profile
 from workbench.run import execute
 
@@ -99,3 +100,10 @@ def test_torch_calibration_measures_widths_that_match_the_host_sweep(loopback: L
     assert to_row["producer_anchored_error_pct"] is None and a2_row["producer_anchored_error_pct"] is not None
     got_ratio = got.metrics[f"phone.{a2_row['config']}.drift_ratio_producer"]
     assert got_ratio == pytest.approx(a2_row["drift_ratio_producer"])
+    # As²d's window decomposed term by term (the host's D.3 decomposition on the phone's records): the
+    # terms add up to its error under the judged (own-anchored) profile
+    (terms,) = got.tables["decomposition"].iter_rows(named=True)
+    assert terms["config"] == a2_row["config"] and terms["window_id"] == a2_row["window_id"]
+    assert terms["signed_error_pct"] == pytest.approx(a2_row["anchored_error_pct"], abs=1e-6)
+    assert sum(terms[f"d_{t}"] for t in TERMS) == pytest.approx(terms["signed_error_pct"], abs=1e-6)
+    assert terms["d_calls_native"] > 0

@@ -25,6 +25,7 @@ from omegaconf import DictConfig, OmegaConf
 from .base import JobResult
 from .phone_checks import phone_cfg as _phone_cfg
 from .phone_checks import validate as validate  # the job's pre-run checks (workbench.run)
+from .phone_decomposition import DECOMPOSITION_SCHEMA, decomposition_rows
 from .phone_probe import (
     Prober,
     anchor_entries,
@@ -235,6 +236,7 @@ def native_phone(cfg: DictConfig, out: Path) -> JobResult:
     rows, tables, flagged, resumed = [], {}, 0, 0
     raw: list[Path] = []  # the runner's output files as pulled: MLflow artifacts beside the tables
     agreement: list[dict[str, Any]] = []  # D.3 per window: the native median beside its replay
+    terms: list[dict[str, Any]] = []  # D.3 decomposition of each decoupled configuration's windows
     configs = [rc for name in names for rc in replay_configs(cfg, name, source, profile)]
     anchor = anchor_entries(cfg, dev, profile, out, _decode(cfg, pc)) if real else []
     prober = Prober(dev, pc, anchor, profile, models, info["serial_hash"], max_output, raw) if anchor else None
@@ -271,6 +273,8 @@ def native_phone(cfg: DictConfig, out: Path) -> JobResult:
         own = scaled(profile, ratio) if ratio else None  # the profile at this configuration's own speed
         now = probe.target(profile) if probe else None  # at the probes' speed over the bracket
         cores = probe.each_core(profile) if probe else None
+        if real and rc.spec.decoupled:  # where its error comes from, under the judged profile
+            terms += decomposition_rows(fr, agree, ids, rc, own or profile)
         for wid in ids:  # replay under the device profile vs the phone (D.3), median repetition
             times = window_times(fr, wid)
             w = agree[wid]
@@ -327,6 +331,7 @@ def native_phone(cfg: DictConfig, out: Path) -> JobResult:
     out_tables = {k: pl.concat(v, how="diagonal_relaxed") for k, v in tables.items()}
     out_tables["table6"] = pl.DataFrame([table6_row(info)])
     out_tables["agreement"] = pl.DataFrame(agreement, schema=AGREEMENT_SCHEMA)
+    out_tables["decomposition"] = pl.DataFrame(terms, schema=DECOMPOSITION_SCHEMA)
     return JobResult(metrics, {**out_tables, "summary": summary}, {}, summary,
                      {"serial_hash": info["serial_hash"], "device_model": info["model"],
                       "flagged_windows": str(flagged), "runner": pc.runner,
