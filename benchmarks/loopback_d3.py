@@ -7,9 +7,10 @@ timed by the runner's real clock, reached through the real adb client. A pair is
 corpus's first dev window) followed by ``native_phone`` (target-only and As²d on the first demo
 evaluation windows, speaker-disjoint from nothing: the demo is a smoke test, so the windows only need
 to differ from the calibration window). Each configuration's native median per window is set beside its
-replay under the frozen profile and under the profile scaled by the configuration's own anchor: the
-calibration window rides first in the configuration's own request, in the same runner process, and its
-native median over its replay there is the ratio (``workbench.jobs.phone_probe``). Beside the verdict:
+replay under the frozen profile and under the profile scaled by the configuration's own anchors: the
+calibration window rides before, between and after the windows in the configuration's own request, in
+the same runner process, and a window's ratio is the geometric mean of the native median over the replay
+of the copies right before and after it (``workbench.jobs.phone_probe``). Beside the verdict:
 the bracketed probes (three target-only runs on the calibration window in requests of their own, right
 before and after the configuration, the geometric mean of the two ratios), and before As²d three As²d runs
 there, whose producer interval per token scales the producer by its own core's drift.
@@ -229,8 +230,9 @@ def main(argv: list[str] | None = None) -> int:
              f"{start['load']} at start, {end['load']} at end",
              f"- command: `{command}`",
              f"- split: demo evaluation windows 1-{args.windows} (6 s), each pair calibrated on the demo's first dev "
-             f"window; {args.reps} repetitions; the judged anchor is the calibration window run first in each "
-             "configuration's own request; beside it, the bracketed probes (three target-only runs on that window "
+             f"window; {args.reps} repetitions; the judged anchors are the calibration window run before, between "
+             "and after the windows in each configuration's own request (a window by the two copies around it); "
+             "beside them, the bracketed probes (three target-only runs on that window "
              "before and after each configuration, the geometric mean of the two ratios) and three As²d runs there "
              "(the producer's own anchor) before As²d",
              f"- run date: {end['date'][:10]}"]

@@ -53,7 +53,7 @@ def test_a_phone_window_comes_back_as_the_native_run_and_decomposes_alike() -> N
     rc = ReplayConfig("as2d", source=source, **SETTINGS)
     want = decompose(window, replace(run, time=run.time + 0.002), profile, source, rc.settings)
     assert abs(want["publication"]) > 0.5
-    (row,) = decomposition_rows(fr, {"w": window}, ["w"], rc, profile)
+    (row,) = decomposition_rows(fr, {"w": window}, ["w"], rc, {"w": profile})
     assert row["config"] == rc.label and row["signed_error_pct"] == pytest.approx(want["signed_error_pct"])
     assert {t: row[f"d_{t}"] for t in TERMS} == pytest.approx({t: want[t] for t in TERMS})
     assert sum(row[f"d_{t}"] for t in TERMS) == pytest.approx(row["signed_error_pct"], abs=1e-6)

@@ -31,10 +31,11 @@ from .phone_probe import (
     anchor_entries,
     bracketed,
     calibration_window,
-    own_anchor_ratio,
+    interleaved,
+    own_anchor_ratios,
     round_ms,
     window_times,
-    without_window,
+    without_anchors,
 )
 
 
@@ -244,8 +245,9 @@ def native_phone(cfg: DictConfig, out: Path) -> JobResult:
         else None
 
     def run(rc: Any) -> Any:  # the probes take the configurations' rests; each follows its probe at once
-        # the anchor window rides first in the configuration's own request (its own process's speed)
-        req = build_request(new_run_id(), rc, [*anchor, *entries], profile, pc, max_output=max_output, models=models)
+        # the anchor window rides before, between and after the windows in the configuration's own request
+        ride = interleaved(anchor[0], list(entries)) if anchor else entries
+        req = build_request(new_run_id(), rc, ride, profile, pc, max_output=max_output, models=models)
         return run_config(dev, pc, req, None if real else refs, profile, out, serial_hash=info["serial_hash"],
                           rest=prober is None)
 
@@ -257,10 +259,11 @@ def native_phone(cfg: DictConfig, out: Path) -> JobResult:
                 refs = phone_windows(fr, None, max_output)
             audit(res.run, refs, profile)  # exactness vs target-only, readiness, widths, order
         agree = phone_windows(fr, rc.source, max_output, refs) if real else refs
-        ratio = None
-        if anchor:  # the configuration's own anchor, then the anchor window leaves the tables
-            ratio = own_anchor_ratio(fr, agree[profile.anchor_window], rc, profile)
-            fr = without_window(fr, profile.anchor_window)
+        ratio, ratios = None, {}
+        if anchor:  # the configuration's own anchors around each window, then they leave the tables
+            ratios, copies = own_anchor_ratios(fr, agree, ids, rc, profile)
+            ratio = math.exp(statistics.fmean(math.log(r) for r in copies))
+            fr = without_anchors(fr, profile.anchor_window)
         n_flag = sum(1 for v in fr["windows"]["condition_flag"] if v)
         flagged += n_flag
         resumed += res.resumed
@@ -270,11 +273,12 @@ def native_phone(cfg: DictConfig, out: Path) -> JobResult:
         if res.monitor.height:
             tables.setdefault("monitor", []).append(res.monitor.with_columns(pl.lit(rc.label).alias("config")))
         errs, floors, anchored_errs, probe_errs, core_errs = [], [], [], [], []
-        own = scaled(profile, ratio) if ratio else None  # the profile at this configuration's own speed
+        # the profile at this configuration's own speed around each window
+        own = {wid: scaled(profile, r) for wid, r in ratios.items()}
         now = probe.target(profile) if probe else None  # at the probes' speed over the bracket
         cores = probe.each_core(profile) if probe else None
         if real and rc.spec.decoupled:  # where its error comes from, under the judged profile
-            terms += decomposition_rows(fr, agree, ids, rc, own or profile)
+            terms += decomposition_rows(fr, agree, ids, rc, {wid: own.get(wid, profile) for wid in ids})
         for wid in ids:  # replay under the device profile vs the phone (D.3), median repetition
             times = window_times(fr, wid)
             w = agree[wid]
@@ -282,7 +286,7 @@ def native_phone(cfg: DictConfig, out: Path) -> JobResult:
             replayed = replay(w, rc, profile)
             errs.append(100 * (replayed.tps / native_tps - 1))
             floors.append(median_noise_pct(times, key=wid))  # what the median's own spread allows
-            again = replay(w, rc, own) if own else None
+            again = replay(w, rc, own[wid]) if own else None
             if again:
                 anchored_errs.append(100 * (again.tps / native_tps - 1))
             probed = replay(w, rc, now) if now else None
@@ -293,7 +297,8 @@ def native_phone(cfg: DictConfig, out: Path) -> JobResult:
                 core_errs.append(100 * (both.tps / native_tps - 1))
             agreement.append({"config": rc.label, "window_id": wid, "tokens": w.n_tokens,
                               "time_native": times[len(times) // 2], "time_replay": replayed.time,
-                              "signed_error_pct": errs[-1], "noise_floor_pct": floors[-1], "drift_ratio": ratio,
+                              "signed_error_pct": errs[-1], "noise_floor_pct": floors[-1],
+                              "drift_ratio": ratios.get(wid),
                               "drift_ratio_probe": probe.ratio if probe else None,
                               "drift_ratio_before": probe.before if probe else None,
                               "drift_ratio_after": probe.after if probe else None,

@@ -59,13 +59,14 @@ def phone_native_run(fr: Mapping[str, pl.DataFrame], window_id: str, repetition:
 
 
 def decomposition_rows(fr: Mapping[str, pl.DataFrame], windows: Mapping[str, Any], ids: Sequence[str], rc: Any,
-                       profile: Any) -> list[dict[str, Any]]:
+                       profiles: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Per window of a decoupled configuration ``rc``: its median repetition's D.3 terms under the
-    judged ``profile`` (``windows``: the replay windows built from the run's own published stream)."""
+    window's judged profile (``profiles``; ``windows``: the replay windows built from the run's own
+    published stream)."""
     rows = []
     for wid in ids:
         run = phone_native_run(fr, wid, median_repetition(fr, wid))
-        d = decompose(windows[wid], run, profile, rc.source, rc.settings)
+        d = decompose(windows[wid], run, profiles[wid], rc.source, rc.settings)
         rows.append({"config": rc.label, "window_id": wid, "signed_error_pct": d["signed_error_pct"],
                      "abs_error_pct": abs(d["signed_error_pct"]),
                      **{f"d_{c}": d[c] for c in DECOMPOSITION_COLUMNS if c not in ("window_id", "signed_error_pct")}})

@@ -11,14 +11,17 @@ beside the verdict (``probe_anchored_error_pct``): a drift linear over the confi
 and one probe's transient counts half. The probe after one configuration is the probe before the next,
 so a job of ``n`` configurations runs ``n + 1`` target probes.
 
-**The configuration's own anchor.** Each runner request is a fresh process on the device, and the
+**The configuration's own anchors.** Each runner request is a fresh process on the device, and the
 same forwards can run at a different speed in each process (``benchmarks/process_speed.py`` sets that
 spread beside the spread of a window's ratio to the anchor timed in the same process). A probe in
-another process carries its own process's speed, not the configuration's. So the anchor window also
-rides first in every configuration's own request: its native median there over its replay under the profile (the
-configuration itself replayed on the anchor window: target-only on its output, As²d on its own
-published stream) is the ratio the judged anchored replay scales by (``own_anchor_ratio``); the
-bracketed probes are reported beside it.
+another process carries its own process's speed, not the configuration's; and inside one process the
+speed still moves between windows (the runner runs window after window, every repetition of one before
+the next). So the anchor window also rides in every configuration's own request, before, between and
+after its windows (copies ``<anchor>@<i>``, ``interleaved``). Each copy's native median over its replay
+under the profile (the configuration itself replayed on the anchor window: target-only on its output,
+As²d on its own published stream) is a ratio (``own_anchor_ratio``); a window's judged anchored replay
+scales by the geometric mean of the copies right before and after it (``own_anchor_ratios``): a drift
+linear over that span cancels. The bracketed probes are reported beside it.
 
 **The producer's core.** Before a configuration that runs a producer, where the profile anchors it
 (``anchor_producer_ms``) and ``phone.producer_probe`` is on, As²d also runs on the anchor window,
@@ -182,14 +185,37 @@ def bracketed(prober: Prober | None, configs: Iterable[Any], as2d: Any | None, o
         before = after
 
 
+def anchor_copy(window_id: str, i: int) -> str:
+    """The id of the ``i``-th copy of the anchor window in a configuration's request."""
+    return f"{window_id}@{i}"
+
+
+def interleaved(anchor: dict[str, Any], entries: list[Any]) -> list[Any]:
+    """The request's windows with a copy of the anchor entry before, between and after them: ``n``
+    windows ride between ``n + 1`` copies (the same audio, ids ``anchor_copy``)."""
+    copies = [{**anchor, "window_id": anchor_copy(anchor["window_id"], i)} for i in range(len(entries) + 1)]
+    return [x for c, e in zip(copies, entries, strict=False) for x in (c, e)] + copies[len(entries):]
+
+
+def own_anchor_ratios(fr: dict[str, pl.DataFrame], windows: dict[str, Any], ids: list[str], rc: Any,
+                      profile: Any) -> tuple[dict[str, float], list[float]]:
+    """Per window of ``ids`` (request order, between the ``interleaved`` copies): the geometric mean of the
+    own-anchor ratios of the copies right before and after it; and every copy's ratio, in order.
+    ``windows``: the run's replay windows, the copies' included."""
+    r = [own_anchor_ratio(fr, windows[anchor_copy(profile.anchor_window, i)], rc, profile)
+         for i in range(len(ids) + 1)]
+    return {wid: math.sqrt(r[i] * r[i + 1]) for i, wid in enumerate(ids)}, r
+
+
 def window_times(fr: dict[str, pl.DataFrame], window_id: str) -> list[float]:
     """One window's native times (s) over its repetitions, sorted (the median is the middle one)."""
     return sorted(fr["windows"].filter(pl.col("window_id") == window_id)["time"].to_list())
 
 
-def without_window(fr: dict[str, pl.DataFrame], window_id: str) -> dict[str, pl.DataFrame]:
-    """A run's frames without one window's rows (the anchor window riding in a configuration's request)."""
-    return {k: (v.filter(pl.col("window_id") != window_id) if "window_id" in v.columns else v) for k, v in fr.items()}
+def without_anchors(fr: dict[str, pl.DataFrame], window_id: str) -> dict[str, pl.DataFrame]:
+    """A run's frames without the rows of the anchor window's copies riding in a configuration's request."""
+    return {k: (v.filter(~pl.col("window_id").str.starts_with(f"{window_id}@")) if "window_id" in v.columns else v)
+            for k, v in fr.items()}
 
 
 def own_anchor_ratio(fr: dict[str, pl.DataFrame], window: Any, rc: Any, profile: Any) -> float:
@@ -204,5 +230,5 @@ def own_anchor_ratio(fr: dict[str, pl.DataFrame], window: Any, rc: Any, profile:
     return times[len(times) // 2] / replay(window, rc, profile).time
 
 
-__all__ = ["PROBE_REPS", "DriftProbe", "Prober", "anchor_entries", "bracketed", "calibration_window",
-           "own_anchor_ratio", "round_ms", "window_times", "without_window"]
+__all__ = ["PROBE_REPS", "DriftProbe", "Prober", "anchor_copy", "anchor_entries", "bracketed", "calibration_window",
+           "interleaved", "own_anchor_ratio", "own_anchor_ratios", "round_ms", "window_times", "without_anchors"]
