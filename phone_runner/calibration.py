@@ -11,8 +11,10 @@ costs and each source's service time are medians over the repetitions, each writ
 ``{v, source: "measured on <model> (serial <hash>) <date>, n=<n>, median, IQR <a>-<b> ms"}``.
 With a real engine, ``calibrate_phone`` also runs As²d natively on its calibration window; the
 producer's publications there give its coexistence factor, growth and startup as on the host
-(R_LIVE, R_GROWTH: ``live_producer``): what replay must predict is the producer beside the target
-in a decode loop, which a synthetic load beside the verify sweep stresses differently. What the
+(R_LIVE, R_GROWTH: ``live_producer``), and its calls the verifier's cost at each width beside the
+producer that it called often enough (R_LIVE: ``live_concurrent``): what replay must predict is the
+producer beside the target in a decode loop, which a synthetic load beside the verify sweep stresses
+differently. What the
 runner does not measure (loop residual, queue, alignment, publication costs) comes from a base
 profile under a stated ``derived:`` rule.
 """
@@ -60,10 +62,12 @@ def _stat(xs: list[float], where: str) -> dict[str, Any]:
 
 def fit_profile(measures: pl.DataFrame, base: DeviceProfile, base_raw: Mapping[str, Any], *, name: str,
                 model: str, serial_hash: str, engine: str, date: str | None = None,
-                publications: pl.DataFrame | None = None, anchor_window: str | None = None) -> dict[str, Any]:
+                publications: pl.DataFrame | None = None, anchor_window: str | None = None,
+                rounds: pl.DataFrame | None = None) -> dict[str, Any]:
     """A ``device-profile/1`` mapping from ``measure`` rows; validated before it is returned.
     ``engine``: the engine the runner's header names (only a real one makes the numbers measured).
-    ``publications``: a native As²d run's publication records (``live_producer``).
+    ``publications``: a native As²d run's publication records (``live_producer``); ``rounds``: its round
+    records, which price the verifier beside the producer (``live_concurrent``).
     ``anchor_window``: the calibration window the native target-only runs decoded; with a real engine
     their time per round is also the drift anchor (``anchor_ms``, ``workbench.replay.drift``) that
     ``native_phone`` probes again before each configuration, and the producer's interval per token in
@@ -91,6 +95,8 @@ def fit_profile(measures: pl.DataFrame, base: DeviceProfile, base_raw: Mapping[s
             if ms("verify", width=k, concurrent=False)}
     conc = {k: _stat(ms("verify", width=k, concurrent=True), where + " (producer running)") for k in widths
             if ms("verify", width=k, concurrent=True)}
+    if rounds is not None and publications is not None and engine in REAL_ENGINES:
+        conc.update(live_concurrent(rounds, publications, where))
     if not idle:
         raise ValueError("calibration: the runner reported no idle verify widths; nothing to fit")
     step = ms("target_step")
@@ -182,6 +188,27 @@ def live_producer(publications: pl.DataFrame, op_idle: float, where: str) -> dic
                              "source": f"{where}, n={first.height} native As2d runs, median first publication "
                                        "after the clock minus the operations on the line before it (R_LIVE)"}
     return out
+
+
+def live_concurrent(rounds: pl.DataFrame, publications: pl.DataFrame, where: str) -> dict[int, dict[str, Any]]:
+    """The verifier beside the producer as it ran in native As²d runs (the host's R_LIVE,
+    ``workbench.native.fit.live_widths``): per width, the median duration of the calls that started
+    before their run's last publication (the phone's lines do not say when the producer stopped; it ran
+    at least until then), where there are at least ``LIVE_MIN_CALLS``. Why: a sweep's repeated call
+    on one context runs otherwise than a decode loop's, and replay must price the loop's calls."""
+    from workbench.native.fit import LIVE_MIN_CALLS
+
+    if not rounds.height or not publications.height:
+        return {}
+    keys = ["window_id", "repetition"]
+    last = publications.group_by(keys).agg(pl.col("publish_time").max().alias("last_publication"))
+    calls = rounds.join(last, on=keys).filter(pl.col("t_start") < pl.col("last_publication"))
+    out = {}
+    for (k,), g in calls.group_by("width"):
+        got = (1000 * (g["t_end"] - g["t_start"])).to_list()
+        if len(got) >= LIVE_MIN_CALLS:
+            out[int(k)] = _stat(got, f"{where}, native As2d calls beside the producer at this width (R_LIVE)")
+    return dict(sorted(out.items()))
 
 
 def token_times(publications: pl.DataFrame) -> list[tuple[tuple[str, int], list[float]]]:

@@ -130,3 +130,38 @@ def test_the_producer_in_native_as2d_runs_on_the_calibration_window_is_its_own_d
     echo = fit_profile(measures, base, base_raw, name="t", model="Phone", serial_hash="abc", engine="reference",
                        publications=pubs, anchor_window="calib-0")
     assert "anchor_producer_ms" not in echo
+
+
+def _calls(widths_ms: dict[int, float], n: int, start: float) -> list[dict]:
+    """Round rows of rep 0 of window ``w``: ``n`` calls per width, back to back from ``start`` (s)."""
+    rows, t = [], start
+    for k, ms in widths_ms.items():
+        for _ in range(n):
+            rows.append({"window_id": "w", "repetition": 0, "width": k, "t_start": t, "t_end": t + ms / 1000})
+            t += ms / 1000
+    return rows
+
+
+def test_native_as2d_calls_beside_the_producer_price_the_concurrent_widths():
+    """R_LIVE on the phone: a width As²d called often enough while its producer still published is
+    priced at the median of those calls; a width called too rarely, or only after the producer's last
+    publication, keeps the sweep's price."""
+    base = load_profile("host")
+    base_raw = OmegaConf.to_container(OmegaConf.load(base.file), resolve=True)
+    pubs = _publications(8.0, 0.0, 0.0, n=40, reps=1)  # rep 0 publishes until about 0.33 s
+    last = float(pubs["publish_time"].max())
+    rounds = pl.DataFrame(_calls({1: 21.0, 3: 33.0}, 5, 0.0) + _calls({2: 7.0}, 4, 0.2)
+                          + _calls({4: 44.0}, 6, last + 0.01))
+    raw = fit_profile(_measures(True), base, base_raw, name="t", model="Phone", serial_hash="abc", engine="torch",
+                      publications=pubs, rounds=rounds)
+    conc = raw["verifier"]["concurrent"]["ms"]
+    assert conc[1]["v"] == pytest.approx(21.0) and conc[3]["v"] == pytest.approx(33.0)
+    assert "R_LIVE" in conc[1]["source"] and "n=5" in conc[1]["source"]
+    sweep = {k: 10.0 * k * 1.5 + 1 for k in (1, 2, 3, 4)}  # _measures: the median repetition, beside
+    assert conc[2]["v"] == pytest.approx(sweep[2]) and conc[4]["v"] == pytest.approx(sweep[4])
+    assert "R_LIVE" not in conc[2]["source"] + conc[4]["source"]
+    parse_profile(raw, file="fitted")
+    # the reference engine ran no model: its echoed calls price nothing
+    echo = fit_profile(_measures(True), base, base_raw, name="t", model="Phone", serial_hash="abc",
+                       engine="reference", publications=pubs, rounds=rounds)
+    assert echo["verifier"]["concurrent"]["ms"][1]["v"] == pytest.approx(sweep[1])

@@ -124,15 +124,15 @@ def calibrate_phone(cfg: DictConfig, out: Path) -> JobResult:
     local = out / "phone" / "calibrate.jsonl"
     run, _ = run_request(dev, req, runner=pc.argv(), run_rel=f"runs/{run_id}", store=WindowStore(out / "phone_state"),
                          local_out=local, timeout_s=pc.timeout_s, idle_timeout_s=pc.idle_timeout_s, resumable=False)
-    measures, publications = frames(run)["measures"], None
+    measures, publications, rounds = frames(run)["measures"], None, None
     if kind != "reference":
-        steps, publications = _native_measures(cfg, dev, pc, windows, base, models, out, info["serial_hash"],
-                                               plan.get("reps", 5))
+        steps, publications, rounds = _native_measures(cfg, dev, pc, windows, base, models, out,
+                                                       info["serial_hash"], plan.get("reps", 5))
         measures = pl.concat([measures, steps], how="diagonal_relaxed")
     name = str(cfg.phone.name)
     engine = str((run.header or {}).get("engine", {}).get("kind", kind))  # what the runner says it ran
     raw = fit_profile(measures, base, base_raw, name=name, model=info["model"], serial_hash=info["serial_hash"],
-                      engine=engine, publications=publications,
+                      engine=engine, publications=publications, rounds=rounds,
                       anchor_window=str(windows[0]["window_id"]) if windows else None)
     target = Path(cfg.phone.get("profile_dir") or "conf/device") / f"{name}.yaml"
     atomic_write_text(target, profile_yaml(raw))
@@ -148,12 +148,13 @@ def calibrate_phone(cfg: DictConfig, out: Path) -> JobResult:
 
 
 def _native_measures(cfg: DictConfig, dev: Any, pc: Any, windows: list[Any], base: Any, models: Any, out: Path,
-                     serial_hash: str, reps: int) -> tuple[pl.DataFrame, pl.DataFrame]:
+                     serial_hash: str, reps: int) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """Target-only and As²d run natively on the calibration window (the host's D.2 rule), each
     ``reps`` times: ``target_step`` measures (target-only decode time over rounds per repetition: the
     step replay charges then carries the runner's own work around each forward, which a timed forward
-    alone leaves out) and As²d's publication records (the producer as it ran beside the target,
-    ``calibration.live_producer``). Private resume folders, one per run id: a calibration never reuses
+    alone leaves out), As²d's publication records (the producer as it ran beside the target,
+    ``calibration.live_producer``) and its round records (the verifier beside the producer,
+    ``calibration.live_concurrent``). Private resume folders, one per run id: a calibration never reuses
     windows of an earlier run, so a failure here says it cannot resume."""
     import dataclasses
 
@@ -179,7 +180,7 @@ def _native_measures(cfg: DictConfig, dev: Any, pc: Any, windows: list[Any], bas
         got[rc.scheme] = res.frames
     steps = pl.DataFrame({"op": "target_step", "ms": round_ms(got["target_only"])}, schema={"op": pl.Utf8,
                                                                                             "ms": pl.Float64})
-    return steps, got["as2d"]["publications"]
+    return steps, got["as2d"]["publications"], got["as2d"]["rounds"]
 
 
 AGREEMENT_SCHEMA = {"config": pl.Utf8, "window_id": pl.Utf8, "tokens": pl.Int64, "time_native": pl.Float64,
