@@ -15,7 +15,7 @@ import pytest
 from phone_runner.native_engine import emit_trajectory
 from phone_runner.records import frames, read_lines
 from tests.native.test_decomposition import EOS, REFERENCE, SETTINGS, VOCAB, native_like_run, profile_for
-from workbench.jobs.phone_decomposition import decomposition_rows, median_repetition, phone_native_run
+from workbench.jobs.phone_decomposition import decomposition_rows, median_time_repetition, phone_native_run
 from workbench.native.decomposition import TERMS, decompose, native_window
 from workbench.replay.result import ReplayConfig
 
@@ -42,7 +42,7 @@ def _lines(run: Any, reps: dict[int, float]) -> list[str]:
 def test_a_phone_window_comes_back_as_the_native_run_and_decomposes_alike() -> None:
     run = replace(native_like_run(), producer_finish=math.nan)  # the phone's lines do not say when it stopped
     fr = frames(read_lines(_lines(run, {0: run.time + 0.002, 1: run.time, 2: run.time + 0.05}), "phone.jsonl"))
-    assert median_repetition(fr, "w") == 0  # times sorted: rep 1, rep 0, rep 2
+    assert median_time_repetition(fr, "w") == 0  # times sorted: rep 1, rep 0, rep 2
     back = phone_native_run(fr, "w", 1)
     assert back.records == run.records and back.output == run.output
     assert (back.time, back.t_eos) == (run.time, run.t_eos)

@@ -263,7 +263,7 @@ def native_phone(cfg: DictConfig, out: Path) -> JobResult:
         ratio, ratios = None, {}
         if anchor:  # the configuration's own anchors around each window, then they leave the tables
             ratios, copies = own_anchor_ratios(fr, agree, ids, rc, profile)
-            ratio = math.exp(statistics.fmean(math.log(r) for r in copies))
+            ratio = statistics.geometric_mean(copies)
             fr = without_anchors(fr, profile.anchor_window)
         n_flag = sum(1 for v in fr["windows"]["condition_flag"] if v)
         flagged += n_flag

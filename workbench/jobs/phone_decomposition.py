@@ -25,8 +25,9 @@ DECOMPOSITION_SCHEMA: dict[str, Any] = {
        for c in DECOMPOSITION_COLUMNS if c not in ("window_id", "signed_error_pct")}}
 
 
-def median_repetition(fr: Mapping[str, pl.DataFrame], window_id: str) -> int:
-    """The repetition whose time is the window's median (the one D.3 sets beside its replay)."""
+def median_time_repetition(fr: Mapping[str, pl.DataFrame], window_id: str) -> int:
+    """The repetition whose time is the window's median (the one D.3 sets beside its replay; not
+    ``workbench.native.agreement.median_repetition``, which picks the median replay's probes)."""
     runs = fr["windows"].filter(pl.col("window_id") == window_id).sort("time")
     if not runs.height:
         raise ValueError(f"window {window_id!r} is missing from the run's records")
@@ -49,8 +50,8 @@ def phone_native_run(fr: Mapping[str, pl.DataFrame], window_id: str, repetition:
     tokens: list[int] = []
     times: list[float] = []
     pubs = one("publications")
-    for batch, t in (zip(pubs.sort("offset")["tokens"], pubs.sort("offset")["publish_time"], strict=True)
-                     if pubs.height else ()):
+    pubs = pubs.sort("offset") if pubs.height else pubs
+    for batch, t in (zip(pubs["tokens"], pubs["publish_time"], strict=True) if pubs.height else ()):
         tokens += [int(x) for x in batch]
         times += [float(t)] * len(batch)
     return NativeResult(window_id, str(w.get("scheme") or (records[0].scheme if records else "")),
@@ -65,7 +66,7 @@ def decomposition_rows(fr: Mapping[str, pl.DataFrame], windows: Mapping[str, Any
     published stream)."""
     rows = []
     for wid in ids:
-        run = phone_native_run(fr, wid, median_repetition(fr, wid))
+        run = phone_native_run(fr, wid, median_time_repetition(fr, wid))
         d = decompose(windows[wid], run, profiles[wid], rc.source, rc.settings)
         rows.append({"config": rc.label, "window_id": wid, "signed_error_pct": d["signed_error_pct"],
                      "abs_error_pct": abs(d["signed_error_pct"]),
@@ -73,4 +74,4 @@ def decomposition_rows(fr: Mapping[str, pl.DataFrame], windows: Mapping[str, Any
     return rows
 
 
-__all__ = ["DECOMPOSITION_SCHEMA", "TERMS", "decomposition_rows", "median_repetition", "phone_native_run"]
+__all__ = ["DECOMPOSITION_SCHEMA", "TERMS", "decomposition_rows", "median_time_repetition", "phone_native_run"]
