@@ -55,19 +55,25 @@ def test_as2d_on_mnn_through_the_native_driver_equals_mnn_target_only(setup):
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="the producer's core can only join on 2+ CPUs")
-def test_mnn_target_takes_the_producers_core_once_it_finished_and_stays_exact(setup):
-    """``+cores`` on MNN: the target's next verify runs on a decoder loaded with every core's threads."""
+def test_mnn_target_takes_the_producers_core_once_it_stopped_and_stays_exact(setup):
+    """``+cores`` on MNN: the target's next verify runs on a decoder loaded with every core's threads.
+
+    The producer is asked to stop after the first round (a fallback rule no window passes), so it
+    stops while the target still has rounds to run on any machine: a producer left to finish on its
+    own may publish its last batch only as the target reads it, and then no verify follows."""
     from dataclasses import replace
 
+    from workbench.native.driver import Fallback
     from workbench.native.episodes import all_cores
 
     window = AudioWindow("librivox-0880", ("0880",),
                          load_audio(LIBRIVOX / "sense_and_sensibility_01_austen_64kb-0880.wav"))
-    joined = replace(setup, widen=all_cores())
+    joined = replace(setup, widen=all_cores(), fallback=Fallback(after=1, below=1e9))
     with NativeHost(setup.producer, setup.verifier) as host:
         ref = run_scheme(host, setup, window, "target_only")
         run = run_scheme(host, joined, window, "as2d")
     assert run.output == ref.output
+    assert run.fell_back_at_round == 1
     assert run.joined_at_round is not None and run.joined_at_round >= 1
     assert all_cores().threads in setup.target._decoders  # the wide decoder was loaded and used
 
@@ -102,7 +108,8 @@ def test_a_torch_target_with_its_producer_on_mnn_stays_exact():
 def test_a_same_vocabulary_producer_on_mnn_beside_the_mnn_target_stays_exact(setup):
     """The MNN bench's second producer (``mnn_bench.mnn_methods(same_vocab_cfg=...)``): Whisper-base
     int8 on MNN in the producer process, publishing in the target's own vocabulary (no Tok_T
-    conversion); the output is MNN target-only's and most of its proposals are accepted."""
+    conversion); the output is MNN target-only's, and most of what it published is the target's own
+    token at the same position (how many of them the target read in time depends on the machine)."""
     from workbench.native.methods import producer_on_mnn, second_producer
 
     second = producer_on_mnn(second_producer(setup, load_model_config("whisper_base_int8")["drafter"]),
@@ -110,8 +117,9 @@ def test_a_same_vocabulary_producer_on_mnn_beside_the_mnn_target_stays_exact(set
     assert second.source == "whisper-base-int8" and second.producer.drafter["engine"] == "mnn"
     ref, run = _target_only_and_as2d(setup, second)
     assert run.output == ref.output
-    proposed = sum(len(r.chain) for r in run.records)
-    assert proposed > 0 and sum(r.accepted for r in run.records) >= 0.5 * proposed
+    published = run.producer_tokens
+    assert len(published) > 0
+    assert sum(p == o for p, o in zip(published, run.output, strict=False)) >= 0.5 * len(published)
 
 
 def _target_only_and_as2d(reference, speculative):
