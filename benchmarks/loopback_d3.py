@@ -20,8 +20,8 @@ in every pair, judged on the drift-anchored replay where the profile has an anch
 ``workbench.native.agreement`` does); the frozen profile's MAE is printed beside it. Exit status 1
 when a pair misses it. Never asserted in a test.
 
-    PYTHONPATH=. python benchmarks/loopback_d3.py [--pairs 3] [--windows 3] [--reps 5] \\
-        [--markdown docs/results.md]
+    PYTHONPATH=. python benchmarks/loopback_d3.py [--pairs 3] [--windows 3] [--reps 5] [--max-seconds 6] \\
+        [--keep DIR] [--markdown docs/results.md]
 """
 
 from __future__ import annotations
@@ -135,18 +135,19 @@ def verdict(rows: list[PairRow]) -> str:
             f"frozen profile {frozen:.2f}%")
 
 
-def compose_job(tmp: Path, *over: str) -> Any:
-    """A phone job tracked into a private sqlite store, its outputs and resume state under ``tmp``."""
+def compose_job(tmp: Path, *over: str, max_seconds: float = 6.0) -> Any:
+    """A phone job tracked into a private sqlite store, its outputs and resume state under ``tmp``;
+    demo clips packed into windows of at most ``max_seconds`` (calibration and evaluation alike)."""
     from hydra import compose, initialize_config_dir
 
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         return compose("config", overrides=[
             f"tracking.uri=sqlite:///{tmp}/mlflow.db", f"out_dir={tmp}/out", f"phone.state_dir={tmp}/state",
-            "phone.conditions.rest_s=0", "phone.engine.kind=torch", "phone.max_seconds=6",
+            "phone.conditions.rest_s=0", "phone.engine.kind=torch", f"phone.max_seconds={max_seconds:g}",
             "phone.idle_timeout_s=900", *over])
 
 
-def calibrate(tmp: Path, serial: str, reps: int) -> Path:
+def calibrate(tmp: Path, serial: str, reps: int, max_seconds: float) -> Path:
     """One ``calibrate_phone`` job (widths 1-4 at offset 0; the base profile ``host`` for what the
     runner does not time): the profile file it wrote."""
     from workbench.run import execute
@@ -154,11 +155,12 @@ def calibrate(tmp: Path, serial: str, reps: int) -> Path:
     execute(compose_job(tmp, "experiment=calibrate_phone", "device=host", f"phone.name={PROFILE}",
                         f"phone.serial={serial}", f"phone.profile_dir={tmp}/profiles",
                         "phone.calibrate.widths=[1,2,3,4]", "phone.calibrate.offsets=[0]",
-                        f"phone.calibrate.reps={reps}"))
+                        f"phone.calibrate.reps={reps}", max_seconds=max_seconds))
     return tmp / "profiles" / f"{PROFILE}.yaml"
 
 
-def native(tmp: Path, serial: str, profile: Path, windows: int, reps: int) -> tuple[pl.DataFrame, pl.DataFrame]:
+def native(tmp: Path, serial: str, profile: Path, windows: int, reps: int,
+           max_seconds: float) -> tuple[pl.DataFrame, pl.DataFrame]:
     """One ``native_phone`` job (target-only, As²d) under ``profile``: its D.3 agreement table and the
     decomposition of As²d's windows (``workbench.jobs.phone_decomposition``)."""
     import yaml
@@ -168,7 +170,7 @@ def native(tmp: Path, serial: str, profile: Path, windows: int, reps: int) -> tu
 
     cfg = compose_job(tmp, "experiment=native_phone", "device=host", f"phone.serial={serial}",
                       "phone.producer_probe=true", f"phone.max_windows={windows}", "methods=[target_only,as2d]",
-                      f"phone.repetitions={reps}")
+                      f"phone.repetitions={reps}", max_seconds=max_seconds)
     with open_dict(cfg):  # the profile this pair measured, in place of a conf/device file
         cfg.device = OmegaConf.create(yaml.safe_load(profile.read_text()))
     execute(cfg)
@@ -192,12 +194,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pairs", type=int, default=3, help="consecutive calibrate + run pairs")
     ap.add_argument("--windows", type=int, default=3, help="demo evaluation windows per native run")
     ap.add_argument("--reps", type=int, default=5, help="repetitions per window, calibration and run alike")
+    ap.add_argument("--max-seconds", type=float, default=6.0,
+                    help="demo clips packed into windows of at most this length (calibration and evaluation): "
+                         "longer windows hold more rounds, so one call more or less moves a window's time less")
     ap.add_argument("--markdown", default=None, help=f"write section {SECTION!r} of this document")
     ap.add_argument("--keep", default=None, help="keep the jobs' outputs (profiles, tables, MLflow store) here "
                                                  "instead of a temporary directory")
     args = ap.parse_args(argv)
     if min(args.pairs, args.windows, args.reps) < 1:
         ap.error("--pairs, --windows and --reps must each be at least 1")
+    if not 0 < args.max_seconds <= 30:
+        ap.error(f"--max-seconds {args.max_seconds:g}: give a window length in (0, 30] s (Whisper's audio limit)")
     command = " ".join(["python benchmarks/loopback_d3.py", *(sys.argv[1:] if argv is None else argv)])
 
     import torch
@@ -214,8 +221,9 @@ def main(argv: list[str] | None = None) -> int:
         dev = start_loopback(tmp / "phone", port)
         try:
             for i in range(1, args.pairs + 1):
-                profile = calibrate(tmp / f"p{i}" / "calibrate", dev.serial, args.reps)
-                last, terms = native(tmp / f"p{i}" / "native", dev.serial, profile, args.windows, args.reps)
+                profile = calibrate(tmp / f"p{i}" / "calibrate", dev.serial, args.reps, args.max_seconds)
+                last, terms = native(tmp / f"p{i}" / "native", dev.serial, profile, args.windows, args.reps,
+                                     args.max_seconds)
                 rows += pair_rows(i, last)
                 print("\n".join(table([r for r in rows if r.pair == i])[2:]), flush=True)
                 for config in terms["config"].unique(maintain_order=True).to_list():
@@ -229,8 +237,9 @@ def main(argv: list[str] | None = None) -> int:
     facts = [f"- machine: {end['machine']}; torch {torch.__version__}; load average (1/5/15 min) "
              f"{start['load']} at start, {end['load']} at end",
              f"- command: `{command}`",
-             f"- split: demo evaluation windows 1-{args.windows} (6 s), each pair calibrated on the demo's first dev "
-             f"window; {args.reps} repetitions; the judged anchors are the calibration window run before, between "
+             f"- split: demo evaluation windows 1-{args.windows} (clips packed up to {args.max_seconds:g} s), each "
+             f"pair calibrated on the demo's first dev window; {args.reps} repetitions; the judged anchors are "
+             "the calibration window run before, between "
              "and after the windows in each configuration's own request (a window by the two copies around it); "
              "beside them, the bracketed probes (three target-only runs on that window "
              "before and after each configuration, the geometric mean of the two ratios) and three As²d runs there "

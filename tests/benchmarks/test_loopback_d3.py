@@ -64,3 +64,11 @@ def test_the_window_table_has_one_line_per_configuration_and_window(d3) -> None:
     lines = d3.window_table(_agreement({"target_only": [1.0, 2.0], "as2d": [3.0, 4.0]}))
     assert lines[0].startswith("| config | window_id | tokens |") and len(lines) == 2 + 4
     assert lines[2].startswith("| target_only | eval00 | 10 | 0.300 |") and lines[-1].split(" | ")[1] == "eval01"
+
+
+@pytest.mark.parametrize("seconds", ["0", "31", "-6"])
+def test_a_window_length_outside_whispers_limit_is_refused_before_anything_starts(d3, seconds, capsys) -> None:
+    with pytest.raises(SystemExit) as stop:
+        d3.main(["--max-seconds", seconds])
+    assert stop.value.code == 2
+    assert f"--max-seconds {float(seconds):g}: give a window length in (0, 30] s" in capsys.readouterr().err
