@@ -135,7 +135,7 @@ def verdict(rows: list[PairRow]) -> str:
             f"frozen profile {frozen:.2f}%")
 
 
-def compose_job(tmp: Path, *over: str, max_seconds: float = 6.0) -> Any:
+def compose_job(tmp: Path, *over: str, max_seconds: float) -> Any:
     """A phone job tracked into a private sqlite store, its outputs and resume state under ``tmp``;
     demo clips packed into windows of at most ``max_seconds`` (calibration and evaluation alike)."""
     from hydra import compose, initialize_config_dir

@@ -50,10 +50,11 @@ def phone_native_run(fr: Mapping[str, pl.DataFrame], window_id: str, repetition:
     tokens: list[int] = []
     times: list[float] = []
     pubs = one("publications")
-    pubs = pubs.sort("offset") if pubs.height else pubs
-    for batch, t in (zip(pubs["tokens"], pubs["publish_time"], strict=True) if pubs.height else ()):
-        tokens += [int(x) for x in batch]
-        times += [float(t)] * len(batch)
+    if pubs.height:
+        pubs = pubs.sort("offset")
+        for batch, t in zip(pubs["tokens"], pubs["publish_time"], strict=True):
+            tokens += [int(x) for x in batch]
+            times += [float(t)] * len(batch)
     return NativeResult(window_id, str(w.get("scheme") or (records[0].scheme if records else "")),
                         tuple(int(x) for x in w["output"]), records, (), float(w["time"]), float(w["t_eos"]),
                         producer_tokens=tuple(tokens), producer_times=tuple(times))
