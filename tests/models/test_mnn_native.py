@@ -4,10 +4,12 @@ own process on MNN, the target on MNN, the same driver and round records as torc
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from tests.producer_first import ProducerFirst
 from workbench.models.offline import PACKAGES
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial]  # a producer racing the target: alone (conftest)
@@ -46,7 +48,8 @@ def test_as2d_on_mnn_through_the_native_driver_equals_mnn_target_only(setup):
         pid = host.producer_pid
         assert pid is not None and pid != os.getpid()
         ref = run_scheme(host, setup, window, "target_only")
-        run = run_scheme(host, setup, window, "as2d")
+        # the producer is certainly ahead (tests/producer_first.py): candidates reach MNN's verify
+        run = run_scheme(host, replace(setup, pair=ProducerFirst(setup.pair, host)), window, "as2d")
     assert ref.output[-1] == setup.pair.eos_id
     assert run.output == ref.output  # exactness against the same engine's target-only
     assert len(run.producer_tokens) > 0 and run.producer_forwards > 0  # the MNN producer really ran
@@ -61,8 +64,6 @@ def test_mnn_target_takes_the_producers_core_once_it_stopped_and_stays_exact(set
     The producer is asked to stop after the first round (a fallback rule no window passes), so it
     stops while the target still has rounds to run on any machine: a producer left to finish on its
     own may publish its last batch only as the target reads it, and then no verify follows."""
-    from dataclasses import replace
-
     from workbench.native.driver import Fallback
     from workbench.native.episodes import all_cores
 
@@ -127,7 +128,8 @@ def _target_only_and_as2d(reference, speculative):
     window = AudioWindow("librivox-0880", ("0880",),
                          load_audio(LIBRIVOX / "sense_and_sensibility_01_austen_64kb-0880.wav"))
     with NativeHost(speculative.producer, speculative.verifier) as host:
-        return run_scheme(host, reference, window, "target_only"), run_scheme(host, speculative, window, "as2d")
+        ahead = replace(speculative, pair=ProducerFirst(speculative.pair, host))  # tests/producer_first.py
+        return run_scheme(host, reference, window, "target_only"), run_scheme(host, ahead, window, "as2d")
 
 
 def test_the_mnn_bench_runs_torch_target_only_on_each_forced_kernel_and_thread_count(setup):
