@@ -59,7 +59,8 @@ def test_as2d_on_mnn_through_the_native_driver_equals_mnn_target_only(setup):
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="the producer's core can only join on 2+ CPUs")
 def test_mnn_target_takes_the_producers_core_once_it_stopped_and_stays_exact(setup):
-    """``+cores`` on MNN: the target's next verify runs on a decoder loaded with every core's threads.
+    """``+cores`` on MNN: the target's next verify runs on a decoder loaded with every core's threads,
+    loaded before the decode clock starts (not at the verify the core joins).
 
     The producer is asked to stop after the first round (a fallback rule no window passes), so it
     stops while the target still has rounds to run on any machine: a producer left to finish on its
@@ -69,14 +70,39 @@ def test_mnn_target_takes_the_producers_core_once_it_stopped_and_stays_exact(set
 
     window = AudioWindow("librivox-0880", ("0880",),
                          load_audio(LIBRIVOX / "sense_and_sensibility_01_austen_64kb-0880.wav"))
-    joined = replace(setup, widen=all_cores(), fallback=Fallback(after=1, below=1e9))
+    wide = all_cores().threads
+    setup.target._decoders.pop(wide, None)  # not loaded by an earlier test
+    watched = WatchedPair(setup.pair)
+    joined = replace(setup, pair=watched, widen=all_cores(), fallback=Fallback(after=1, below=1e9))
     with NativeHost(setup.producer, setup.verifier) as host:
         ref = run_scheme(host, setup, window, "target_only")
         run = run_scheme(host, joined, window, "as2d")
     assert run.output == ref.output
     assert run.fell_back_at_round == 1
     assert run.joined_at_round is not None and run.joined_at_round >= 1
-    assert all_cores().threads in setup.target._decoders  # the wide decoder was loaded and used
+    assert wide in watched.loaded_at_prefill  # loaded before the clock: the prefill runs before it
+    assert watched.target.state.decoder is setup.target._decoders[wide]  # and the joined verifies used it
+
+
+class WatchedPair:
+    """A pair whose new target notes which extra decoders were loaded when its prefill ran."""
+
+    def __init__(self, pair):
+        self._pair, self.target, self.loaded_at_prefill = pair, None, None
+
+    def new_target(self, *args, **kwargs):
+        self.target = target = self._pair.new_target(*args, **kwargs)
+        prefill = target.prefill
+
+        def noting_prefill():
+            self.loaded_at_prefill = set(target.bundle._decoders)
+            return prefill()
+
+        target.prefill = noting_prefill
+        return target
+
+    def __getattr__(self, name):
+        return getattr(self._pair, name)
 
 
 def test_mnn_engine_refuses_qwen3_asr_in_one_line_before_loading():

@@ -213,6 +213,11 @@ class MnnWhisperTarget(WhisperTarget):
         self._pending = 0
         return greedy(logits)[0]
 
+    def prepare_threads(self, threads: int) -> None:
+        """Load the decoder for ``threads`` threads now, before the decode clock starts, so that
+        ``use_threads`` switches to it without loading a module mid-window (``NativeHost.run``)."""
+        self.bundle.decoder_with(threads)
+
     def use_threads(self, threads: int) -> None:
         """Verify on ``threads`` threads from now on (``driver.JoiningCores``; torch's count is global)."""
         self.state.use_threads(threads)
