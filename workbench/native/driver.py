@@ -296,10 +296,11 @@ class NativeHost:
                                     fix="rerun; if it recurs, the producer's model does not run on this machine"
                                     ) from err
             self._recv(Ready, self.ready_timeout, f"preparing window {window_id}")
-        if decoupled and widen is not None:  # an engine that loads a module per thread count loads it now
-            prepare = getattr(target, "prepare_threads", None)
-            if prepare is not None:  # (MNN), off the decode clock, not at the verify the core joins
-                prepare(widen.threads)
+        # An engine that loads a module per thread count (MNN) loads the widened one now, off the
+        # decode clock, not at the verify where the producer's core joins.
+        prepare = getattr(target, "prepare_threads", None) if decoupled else None
+        if prepare is not None and widen is not None:
+            prepare(widen.threads)
         root = target.prefill()
         source = None
         t0 = clock()
