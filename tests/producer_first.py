@@ -31,14 +31,28 @@ def wait_for_the_producer(target: Any, shared: Any) -> Any:
     return target
 
 
-class ProducerFirst:
-    """A model pair whose new targets wait for ``host``'s producer (``wait_for_the_producer``)."""
+class WrappingPair:
+    """A model pair whose every new target passes through ``wrap`` (the rest is the pair's own)."""
 
-    def __init__(self, pair: Any, host: Any) -> None:
-        self._pair, self._host = pair, host
+    def __init__(self, pair: Any) -> None:
+        self._pair = pair
+
+    def wrap(self, target: Any) -> Any:
+        return target
 
     def new_target(self, *args: Any, **kwargs: Any) -> Any:
-        return wait_for_the_producer(self._pair.new_target(*args, **kwargs), self._host.shared)
+        return self.wrap(self._pair.new_target(*args, **kwargs))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._pair, name)
+
+
+class ProducerFirst(WrappingPair):
+    """A model pair whose new targets wait for ``host``'s producer (``wait_for_the_producer``)."""
+
+    def __init__(self, pair: Any, host: Any) -> None:
+        super().__init__(pair)
+        self._host = host
+
+    def wrap(self, target: Any) -> Any:
+        return wait_for_the_producer(target, self._host.shared)

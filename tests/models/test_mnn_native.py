@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.producer_first import ProducerFirst
+from tests.producer_first import ProducerFirst, WrappingPair
 from workbench.models.offline import PACKAGES
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial]  # a producer racing the target: alone (conftest)
@@ -84,15 +84,15 @@ def test_mnn_target_takes_the_producers_core_once_it_stopped_and_stays_exact(set
     assert watched.target.state.decoder is setup.target._decoders[wide]  # and the joined verifies used it
 
 
-class WatchedPair:
+class WatchedPair(WrappingPair):
     """A pair whose new target notes which extra decoders were loaded when its prefill ran."""
 
     def __init__(self, pair):
-        self._pair, self.target, self.loaded_at_prefill = pair, None, None
+        super().__init__(pair)
+        self.target, self.loaded_at_prefill = None, None
 
-    def new_target(self, *args, **kwargs):
-        self.target = target = self._pair.new_target(*args, **kwargs)
-        prefill = target.prefill
+    def wrap(self, target):
+        self.target, prefill = target, target.prefill
 
         def noting_prefill():
             self.loaded_at_prefill = set(target.bundle._decoders)
@@ -100,9 +100,6 @@ class WatchedPair:
 
         target.prefill = noting_prefill
         return target
-
-    def __getattr__(self, name):
-        return getattr(self._pair, name)
 
 
 def test_mnn_engine_refuses_qwen3_asr_in_one_line_before_loading():
