@@ -182,18 +182,23 @@ def test_the_noise_floor_is_the_bootstrap_spread_of_the_native_median():
 
 def test_a_windows_drift_anchor_is_the_median_of_its_probes():
     """One probe is one noisy run: the window is anchored on the median of the probes before its repetitions."""
-    from workbench.native.agreement import window_probes
+    from workbench.native.agreement import WindowProbes, window_probes
     from workbench.native.episodes import Episodes
 
     ep = Episodes()
     ep.probes.update({("a", 0): 10.0, ("a", 1): 30.0, ("a", 2): 12.0, ("b", 0): 99.0})
     ep.width_probes.update({("a", 0): {1: 10.0, 4: 20.0}, ("a", 1): {1: 14.0, 4: 26.0}, ("a", 2): {1: 12.0, 4: 21.0}})
-    assert window_probes(ep, "a") == (12.0, {1: 12.0, 4: 21.0}, None, None)
+    def medians(wp: WindowProbes) -> tuple:
+        return wp.target_ms, wp.widths_ms, wp.as2d_ms, wp.producer_ms
+
+    assert medians(window_probes(ep, "a")) == (12.0, {1: 12.0, 4: 21.0}, None, None)
+    assert window_probes(ep, "a").reps == ((10.0, None), (30.0, None), (12.0, None))  # in repetition order
     ep.as2d_probes.update({("a", 0): 7.0, ("a", 1): 5.0, ("a", 2): 9.0, ("b", 0): 1.0})  # As²d's own, alike
-    assert window_probes(ep, "a") == (12.0, {1: 12.0, 4: 21.0}, 7.0, None)
+    assert medians(window_probes(ep, "a")) == (12.0, {1: 12.0, 4: 21.0}, 7.0, None)
     ep.producer_probes.update({("a", 0): 8.5, ("a", 1): 8.0, ("a", 2): 9.5, ("b", 0): 2.0})  # its producer's
-    assert window_probes(ep, "a") == (12.0, {1: 12.0, 4: 21.0}, 7.0, 8.5)
-    assert window_probes(ep, "c") == (None, None, None, None)
+    assert medians(window_probes(ep, "a")) == (12.0, {1: 12.0, 4: 21.0}, 7.0, 8.5)
+    assert window_probes(ep, "a").reps == ((10.0, 8.5), (30.0, 8.0), (12.0, 9.5))
+    assert window_probes(ep, "c") == WindowProbes()
 
 
 def test_a_repeat_rule_measures_a_scattered_window_more_within_its_cap():

@@ -113,29 +113,90 @@ def probe_widths(profile: DeviceProfile | None) -> tuple[int, ...]:
     return tuple(k for k in PROBE_WIDTHS if k in profile.anchor_widths_ms)
 
 
+@dataclasses.dataclass(frozen=True)
+class WindowProbes:
+    """A window's drift anchor (``native_episodes``' probes on the calibration window, ``replay/drift.py``).
+
+    ``target_ms``: the median target-only probe (ms per round); ``widths_ms``: the median idle verify call per
+    probed width; ``as2d_ms``: the median As²d probe (ms per token); ``producer_ms``: the median producer
+    interval per token in those As²d probes; ``concurrent_ratio``: the As²d probes' verify calls beside the
+    producer, measured over priced (``concurrent_probe_ratio``); ``reps``: each measured repetition's own
+    (target, producer) probes, in repetition order. ``None`` / empty: not probed."""
+
+    target_ms: float | None = None
+    widths_ms: Mapping[int, float] | None = None
+    as2d_ms: float | None = None
+    producer_ms: float | None = None
+    concurrent_ratio: float | None = None
+    reps: Sequence[tuple[float, float | None]] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class _Anchored:
+    """The errors of one window under each anchoring (``window_agreement``)."""
+
+    judged: DeviceProfile
+    ratio: float = 1.0
+    shape_at: float = 1.0
+    width_err: float | None = None
+    a2_ratio: float | None = None
+    a2_err: float | None = None
+    p_ratio: float | None = None
+    one_err: float | None = None
+    c_err: float | None = None
+    to_ratio: float | None = None  # target-only's anchor when it differs from As²d's (the median probe)
+
+
+def _anchored(profile: DeviceProfile, probes: WindowProbes,
+              err_of: Callable[[DeviceProfile], tuple[ReplayResult, float, float]]) -> _Anchored:
+    """Each anchoring's ratio and signed As²d error (``err_of``: replay result, As²d error, target-only
+    error under a profile). The judged profile scales the target by its probe (at the median repetition's
+    probes with ``reps``) and the producer by its own core's probe when the profile anchors it; the rest are
+    reported beside the verdict, not in it."""
+    assert probes.target_ms is not None
+    ratio = drift_ratio(profile, probes.target_ms)
+    median_ratio, rep_p_ratio = ratio, None
+    if probes.reps:
+        ratio, rep_p_ratio = median_repetition(profile, probes.reps, lambda p: err_of(p)[0].time)
+    shape_at, width_err = 1.0, None
+    if probes.widths_ms and profile.anchor_widths_ms:
+        shape = width_shape(profile, probes.widths_ms)
+        shape_at = shape(max(profile.anchor_widths_ms))
+        width_err = err_of(scaled(profile, ratio, shape))[1]
+    a2_ratio = a2_err = None
+    if probes.as2d_ms is not None:
+        a2_ratio = as2d_drift_ratio(profile, probes.as2d_ms)
+        a2_err = err_of(scaled(profile, a2_ratio))[1]
+    p_ratio = one_err = None
+    if probes.producer_ms is not None and profile.anchor_producer_ms is not None:
+        # each process by its own core's drift: the judged replay; one ratio for both is kept beside it
+        p_ratio = producer_drift_ratio(profile, probes.producer_ms) if rep_p_ratio is None else rep_p_ratio
+        one_err = err_of(scaled(profile, ratio))[1]
+    c_err = None
+    if probes.concurrent_ratio is not None:
+        c_err = err_of(scaled(profile, ratio, source_ratio=p_ratio, concurrent_ratio=probes.concurrent_ratio))[1]
+    # target-only's replay is linear in the ratio: with per-repetition probes its median is at the median probe
+    return _Anchored(scaled(profile, ratio, source_ratio=p_ratio), ratio, shape_at, width_err, a2_ratio, a2_err,
+                     p_ratio, one_err, c_err, median_ratio if probes.reps else None)
+
+
 def window_agreement(inputs: ReplayInputs, profile: DeviceProfile, window_id: str, target_only: Sequence[NativeResult],
-                     as2d: Sequence[NativeResult], probe_ms: float | None = None,
-                     probe_widths_ms: Mapping[int, float] | None = None,
-                     reference: Sequence[int] | None = None, as2d_probe_ms: float | None = None,
-                     producer_probe_ms: float | None = None,
-                     concurrent_ratio: float | None = None,
-                     rep_probes: Sequence[tuple[float, float | None]] = ()) -> dict[str, Any]:
+                     as2d: Sequence[NativeResult], probes: WindowProbes = WindowProbes(),
+                     reference: Sequence[int] | None = None) -> dict[str, Any]:
     """The D.3 rule for one window: replay the median-latency native As²d run's own trajectory with the
-    frozen profile, re-anchored by ``probe_ms`` when given, the producer's times by its own probe
-    ``producer_probe_ms`` when given (each process by the drift of the core it runs on, ``replay/drift.py``;
-    one ratio for both is reported beside). Beside the verdict too: each width by its own drift when
-    ``probe_widths_ms`` is given, As²d by its own probe ``as2d_probe_ms``, the verify calls beside the
-    producer by ``concurrent_ratio`` (``concurrent_probe_ratio``). With ``rep_probes`` (each measured
-    repetition's own target and producer probes) As²d is judged at the probes of the repetition whose replay
-    is the median one (``median_repetition``); target-only at the median probe. The target-only reference is
-    the first run's output (all runs are audited against it, and against ``reference``, the unplanned
-    target's output, when given: ``Episodes.references``)."""
+    frozen profile, re-anchored by ``probes.target_ms`` when given, the producer's times by its own probe
+    ``probes.producer_ms`` when given (each process by the drift of the core it runs on, ``replay/drift.py``;
+    one ratio for both is reported beside). Beside the verdict too: each width by its own drift, As²d by its
+    own probe, the verify calls beside the producer by ``probes.concurrent_ratio``. With ``probes.reps`` As²d
+    is judged at the probes of the repetition whose replay is the median one (``median_repetition``);
+    target-only at the median probe. The target-only reference is the first run's output (all runs are
+    audited against it, and against ``reference``, the unplanned target's output, when given:
+    ``Episodes.references``)."""
     ref = target_only[0].output
     med = as2d[median_run(as2d)]
     source = profile_source(profile, "producer", {"producer": [inputs.source]}) or inputs.source
     t_to = statistics.median(r.time for r in target_only)
     nat = len(ref) / med.time
-
     window: Window | None = None
 
     def errors(p: DeviceProfile) -> tuple[ReplayResult, float, float]:
@@ -147,48 +208,21 @@ def window_agreement(inputs: ReplayInputs, profile: DeviceProfile, window_id: st
         return res, 100 * (res.tps / nat - 1), 100 * (t_to / to_replay.time - 1)
 
     res, frozen_err, frozen_to = errors(profile)
-    judged = profile
-    ratio, shape_at, err, to_err, width_err = 1.0, 1.0, frozen_err, frozen_to, None
-    a2_ratio: float | None = None
-    a2_err: float | None = None
-    p_ratio: float | None = None
-    p_err: float | None = None
-    one_err: float | None = None
-    c_err: float | None = None
-    if probe_ms is not None:
-        ratio = drift_ratio(profile, probe_ms)
-        median_ratio, rep_p_ratio = ratio, None
-        if rep_probes:
-            ratio, rep_p_ratio = median_repetition(profile, rep_probes, lambda p: errors(p)[0].time)
-        if probe_widths_ms and profile.anchor_widths_ms:  # reported beside the verdict's error, not in it
-            shape = width_shape(profile, probe_widths_ms)
-            shape_at = shape(max(profile.anchor_widths_ms))
-            width_err = errors(scaled(profile, ratio, shape))[1]
-        if as2d_probe_ms is not None:  # reported beside the verdict's error, not in it (drift.py)
-            a2_ratio = as2d_drift_ratio(profile, as2d_probe_ms)
-            a2_err = errors(scaled(profile, a2_ratio))[1]
-        if producer_probe_ms is not None and profile.anchor_producer_ms is not None:
-            # each process by its own core's drift: the judged replay; one ratio for both is kept beside it
-            p_ratio = producer_drift_ratio(profile, producer_probe_ms) if rep_p_ratio is None else rep_p_ratio
-            one_err = errors(scaled(profile, ratio))[1]
-        if concurrent_ratio is not None:  # reported beside the verdict's error, not in it (drift.py)
-            c_err = errors(scaled(profile, ratio, source_ratio=p_ratio, concurrent_ratio=concurrent_ratio))[1]
-        judged = scaled(profile, ratio, source_ratio=p_ratio)
-        res, err, to_err = errors(judged)
-        p_err = None if p_ratio is None else err
-        if rep_probes:  # target-only's replay is linear in the ratio: its median is at the median probe
-            to_err = errors(scaled(profile, median_ratio))[2]
-    terms = decompose(cast(Window, window), med, judged, source, inputs.settings)  # errors() set it
+    a = _Anchored(profile) if probes.target_ms is None else _anchored(profile, probes, errors)
+    res, err, to_err = errors(a.judged) if probes.target_ms is not None else (res, frozen_err, frozen_to)
+    if a.to_ratio is not None:
+        to_err = errors(scaled(profile, a.to_ratio))[2]
+    terms = decompose(cast(Window, window), med, a.judged, source, inputs.settings)  # errors() set it
     return {
         "window_id": window_id, "tokens": len(ref), "tps_native": nat, "tps_replay": res.tps,
         "signed_error_pct": err, "abs_error_pct": abs(err),
         "time_native": med.time, "time_replay": res.time,
-        "target_only_error_pct": to_err, "drift_ratio": ratio, "width_shape": shape_at,
-        "width_signed_error_pct": width_err, "drift_ratio_as2d": a2_ratio,
-        "as2d_anchor_signed_error_pct": a2_err,
-        "drift_ratio_producer": p_ratio, "producer_anchor_signed_error_pct": p_err,
-        "one_ratio_signed_error_pct": one_err,
-        "drift_ratio_concurrent": concurrent_ratio, "concurrent_anchor_signed_error_pct": c_err,
+        "target_only_error_pct": to_err, "drift_ratio": a.ratio, "width_shape": a.shape_at,
+        "width_signed_error_pct": a.width_err, "drift_ratio_as2d": a.a2_ratio,
+        "as2d_anchor_signed_error_pct": a.a2_err,
+        "drift_ratio_producer": a.p_ratio, "producer_anchor_signed_error_pct": None if a.p_ratio is None else err,
+        "one_ratio_signed_error_pct": a.one_err,
+        "drift_ratio_concurrent": probes.concurrent_ratio, "concurrent_anchor_signed_error_pct": a.c_err,
         "frozen_signed_error_pct": frozen_err,
         "frozen_target_only_error_pct": frozen_to,
         "matched": all(r.output == ref for r in [*target_only, *as2d]) and (reference is None
@@ -218,18 +252,21 @@ def median_repetition(profile: DeviceProfile, rep_probes: Sequence[tuple[float, 
     return pairs[order[len(order) // 2]]
 
 
-def window_probes(ep: Episodes, window_id: str) -> tuple[float | None, dict[int, float] | None, float | None,
-                                                        float | None]:
+def window_probes(ep: Episodes, window_id: str) -> WindowProbes:
     """The window's drift anchor: the median of the probes taken before its repetitions (per width, As²d's,
-    and its producer's). One probe is one run, as noisy as any other run on this machine; their median is
-    the machine's speed while the window was measured, from the calibration window only."""
+    and its producer's), and each repetition's own (target, producer) probes. One probe is one run, as noisy
+    as any other run on this machine; their median is the machine's speed while the window was measured,
+    from the calibration window only. ``concurrent_ratio`` is left to ``concurrent_probe_ratio``."""
     def median_of(probes: Mapping[tuple[str, int], float]) -> float | None:
         xs = [v for (w, _), v in probes.items() if w == window_id]
         return statistics.median(xs) if xs else None
 
     widths = [v for (w, _), v in ep.width_probes.items() if w == window_id]
     per_width = {k: statistics.median(p[k] for p in widths if k in p) for k in {k for p in widths for k in p}}
-    return median_of(ep.probes), (per_width or None), median_of(ep.as2d_probes), median_of(ep.producer_probes)
+    p_probe = median_of(ep.producer_probes)
+    reps = sorted(k for w, k in ep.probes if w == window_id)
+    each = tuple((ep.probes[(window_id, k)], ep.producer_probes.get((window_id, k), p_probe)) for k in reps)
+    return WindowProbes(median_of(ep.probes), per_width or None, median_of(ep.as2d_probes), p_probe, reps=each)
 
 
 def concurrent_probe_ratio(ep: Episodes, window_id: str, profile: DeviceProfile) -> float | None:
@@ -253,16 +290,14 @@ def agreement_frame(ep: Episodes, inputs: ReplayInputs | HostSetup, profile: Dev
     for wid in dict.fromkeys(w for w, _, _, _ in ep.results):
         to, a2 = ep.runs(wid, "target_only"), ep.runs(wid, "as2d")
         if to and a2:
-            probe, widths, a2_probe, p_probe = window_probes(ep, wid)
+            probes = dataclasses.replace(window_probes(ep, wid),  # measured over priced calls: no anchor
+                                         concurrent_ratio=concurrent_probe_ratio(ep, wid, profile))
             runs = [rs for (w, _), rs in ep.probe_runs.items() if w == wid]
-            priced = priced_anchors(profile, runs, inputs) if probe is not None else None
+            priced = priced_anchors(profile, runs, inputs) if probes.target_ms is not None else None
             judged_profile = priced or profile
             if target_scale != 1.0 and judged_profile.anchor_ms is not None:  # the ratio is probe / anchor
                 judged_profile = dataclasses.replace(judged_profile, anchor_ms=judged_profile.anchor_ms / target_scale)
-            reps = sorted(k for w, k in ep.probes if w == wid)
-            each = [(ep.probes[(wid, k)], ep.producer_probes.get((wid, k), p_probe)) for k in reps]
-            args = (wid, to, a2, probe, widths, ep.references.get(wid), a2_probe, p_probe,
-                    concurrent_probe_ratio(ep, wid, profile), each)  # measured over priced calls: no anchor
+            args = (wid, to, a2, probes, ep.references.get(wid))
             judged = window_agreement(inputs, judged_profile, *args)
             measured = None if priced is None else window_agreement(inputs, profile, *args)["signed_error_pct"]
             rows.append({**judged, "calibrated_anchor_signed_error_pct": measured})
@@ -378,4 +413,4 @@ if __name__ == "__main__":
 __all__ = ["AGREEMENT_COLUMNS", "GOAL_MAE_PCT", "agreement_frame", "agreement_markdown", "anchor_window",
            "concurrent_probe_ratio", "median_repetition",
            "decomposition_lines", "median_run", "provenance", "replay_agreement", "replay_native_run", "summarize",
-           "verdict", "window_agreement", "window_probes"]
+           "verdict", "window_agreement", "window_probes", "WindowProbes"]

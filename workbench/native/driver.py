@@ -285,17 +285,7 @@ class NativeHost:
         if decoupled and self._proc is None:
             raise ValueError(f"scheme {scheme_name!r} needs a producer process; this NativeHost has none")
         if decoupled:
-            self.start_evt.clear()
-            self.stop_evt.clear()
-            cap = max_output if producer_cap is None else producer_cap
-            try:
-                self._conn.send(PrepareWindow(window_id, audio, cap, instruction))
-            except (BrokenPipeError, OSError) as err:  # the producer died between windows
-                code = self._proc.exitcode if self._proc is not None else None
-                raise ProducerError(f"window {window_id}: the producer process is gone (exit code {code})",
-                                    fix="rerun; if it recurs, the producer's model does not run on this machine"
-                                    ) from err
-            self._recv(Ready, self.ready_timeout, f"preparing window {window_id}")
+            self._prepare_window(window_id, audio, max_output if producer_cap is None else producer_cap, instruction)
         # An engine that loads a module per thread count (MNN) loads the widened one now, off the
         # decode clock, not at the verify where the producer's core joins.
         prepare = getattr(target, "prepare_threads", None) if decoupled else None
@@ -315,7 +305,6 @@ class NativeHost:
         scheme = make_scheme(scheme_name, max_output=max_output, eos_id=target.eos_id, drafter=beside or drafter,
                              source=source, costs=costs, **params)
         scheme.start(root)
-        fault = None
         joined = (JoiningCores(target, self.shared, widen, fallback, self.stop_evt.set)
                   if decoupled and widen is not None else None)
         try:
@@ -337,13 +326,35 @@ class NativeHost:
                               fell_back_at_round=None if joined is None else joined.fell_back_at_round)
         if not decoupled:
             return result
+        assert source is not None  # a decoupled run made its source above
+        return self._drain(result, source, drain_timeout, clock)
+
+    def _prepare_window(self, window_id: str, audio: Any, cap: int, instruction: str | None) -> None:
+        """Hand the producer its window and wait until it is ready to start on ``start_evt``."""
+        self.start_evt.clear()
+        self.stop_evt.clear()
         try:
-            result.producer_forwards = self._recv(Done, drain_timeout, f"draining window {window_id}").forwards
+            self._conn.send(PrepareWindow(window_id, audio, cap, instruction))
+        except (BrokenPipeError, OSError) as err:  # the producer died between windows
+            code = self._proc.exitcode if self._proc is not None else None
+            raise ProducerError(f"window {window_id}: the producer process is gone (exit code {code})",
+                                fix="rerun; if it recurs, the producer's model does not run on this machine"
+                                ) from err
+        self._recv(Ready, self.ready_timeout, f"preparing window {window_id}")
+
+    def _drain(self, result: NativeResult, source: NativeSource, drain_timeout: float,
+               clock: Callable[[], float]) -> NativeResult:
+        """Wait for the producer's drain (A.3) and add its publications and spans to ``result``; the
+        window's time is the later of the target's EOS and the producer's finish (drain charged once).
+        A producer fault raises with the partial timings kept."""
+        t0, t_eos, fault = result.origin, result.time, None
+        try:
+            result.producer_forwards = self._recv(Done, drain_timeout,
+                                                  f"draining window {result.window_id}").forwards
         except ProducerError as err:
             fault = str(err)
         finish = self.shared.finish_time.value - t0
         result.producer_finish = finish
-        assert source is not None  # a decoupled run made its source above
         source.snapshot()  # mirror everything published, for the trajectory
         buf = source.buffer
         result.producer_tokens = tuple(buf.snapshot().tokens())
@@ -352,9 +363,9 @@ class NativeHost:
         spans = [("producer", "draft", max(0.0, a - t0), b - t0, -1) for a, b in self.shared.producer_spans()]
         result.stages = result.stages + tuple(spans)
         if not math.isnan(finish):
-            result.time = max(t_eos, finish)  # drain after target EOS is charged once
+            result.time = max(t_eos, finish)
         result.cleanup = max(0.0, clock() - t0 - result.time)
         if fault is not None:
             result.fault = fault
-            raise ProducerError(f"window {window_id}: {fault}; partial timings kept", partial=result)
+            raise ProducerError(f"window {result.window_id}: {fault}; partial timings kept", partial=result)
         return result
