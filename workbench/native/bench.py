@@ -24,7 +24,6 @@ Run ``python -m workbench.native.bench``. Frames (parquet under ``out_dir``):
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Sequence
 from contextlib import ExitStack
@@ -33,123 +32,19 @@ from typing import Any
 
 import polars as pl
 
-from workbench.decoding.costs import RoundCosts, round_costs
 from workbench.io import atomic_write_parquet
-from workbench.replay.profile import DeviceProfile, MissingWidthError, load_profile
+from workbench.replay.profile import DeviceProfile, load_profile
 from workbench.replay.result import STAGE_SCHEMA
 
 from .bench_inputs import bench_eval_windows, dataset_config, with_window_facts
+from .bench_methods import default_methods, profile_costs
 from .bench_report import SUMMARY_COLUMNS, goal_lines, per_window, round_breakdown, summarize, verify_ceiling
-from .chunks import CHUNK_SOURCES, chunk_setup
-from .driver import Fallback, NativeHost
-from .episodes import host_setup, run_scheme, scheme_settings
+from .driver import Fallback, NativeHost, NativeResult
+from .episodes import run_scheme
 from .hf_assisted import hf_run
-from .methods import Method, online_cap, online_methods, producer_on_mnn, second_producer
+from .methods import Method, online_cap, online_methods
 from .producer import ALLOWED_CPUS, Placement
 from .windows import AudioWindow
-
-
-def profile_costs(profile: DeviceProfile, drafter_forward: float = 0.0) -> RoundCosts:
-    """This machine's cost of one As²d round at each width (ms): the concurrent verify (the producer
-    runs beside it) plus the round's alignment and queue work -- what as2d_online weighs (as replay) --
-    and the same round once the producer has finished (``RoundCosts.idle``)."""
-    running, idle = {}, {}
-    for k in profile.verifier.widths():
-        try:
-            running[k] = profile.verify_ms(k, True)
-        except MissingWidthError:
-            continue
-        idle[k] = profile.verify_ms(k, False)
-    return round_costs(running, idle, profile.target_step_ms, (profile.alignment_ms + profile.queue_ms,),
-                       drafter_forward)
-
-
-def default_methods(model_cfg: dict[str, Any], same_vocab_cfg: dict[str, Any] | None,
-                    profile: DeviceProfile | None = None, batches: Sequence[int] = (),
-                    kernels: Sequence[str] = (), hf: bool = True, budgets: Sequence[int] = (),
-                    as2d_kernels: Sequence[str] | None = None, fallbacks: Sequence[Fallback] = (),
-                    mnn_producer: bool = False, guess: bool = False) -> list[Method]:
-    """target-only (1 and 2 threads), HF assisted (same-vocab int8 base; cross-tokenizer tiny.en),
-    SD, prefix lookahead and ASP with the serial drafter, As²d with each producer; with this machine's ``profile``
-    also as2d_online (chain length per round from the machine's per-width costs, up to ``online_cap``)
-    and, on two or more CPUs, the same with the producer's core joining the verifier once the producer
-    has finished (``+cores``, ``driver.JoiningCores``), and that with each of ``fallbacks``
-    (``+cores+fallback:AFTER:BELOW``, ``driver.Fallback``), and with ``guess`` each of those with the
-    substitution guess (``+guess``); with ``mnn_producer``, fixed As²d and those
-    again with the producer on MNN (``@mnn``, ``methods.producer_on_mnn``); for each of
-    ``batches`` other than the configured one, also As²d publishing batches of that size (``@batchN``);
-    for each of ``budgets`` other than the pair's b, also fixed As²d at that budget (``@bN``);
-    for each of ``kernels`` other than the target's, also target-only (1 and 2 threads) and, for those also
-    in ``as2d_kernels`` (None: all of them), As²d with the target on those linear kernels (``/plain``,
-    ``@plain``; ``models.packed_linear``), a second target in memory."""
-    as2d_kernels = kernels if as2d_kernels is None else as2d_kernels
-    main = host_setup(model_cfg)
-    pair = main.pair
-    if profile is not None:
-        main.costs = profile_costs(profile)
-        main.use_profile(profile)  # every method's target runs by this machine's kernel plan (kernels: auto)
-    ms = [Method("target_only@1t", "native", main, 1, "target_only"),
-          Method("target_only@2t", "native", main, 2, "target_only")]
-    # HF assisted generate is driven as an encoder-decoder call (hf_assisted.hf_run); audio-LM pairs compare the
-    # paper's native set (D.6.1: target-only, SD, SpecASR, As²d)
-    hf = hf and not pair.audio_lm
-    if hf:
-        ms.append(Method(f"hf_assisted/{main.serial_source}", "hf", main, 1, assistant=main.serial))
-    if hf and main.source != main.serial_source:
-        tok = None
-        if pair.cross_vocabulary:  # universal assisted generation
-            from transformers import AutoTokenizer
-
-            from workbench.models.registry import ModelSpec, resolve_weights
-
-            tok = (AutoTokenizer.from_pretrained(pair.target_dir),
-                   AutoTokenizer.from_pretrained(resolve_weights(ModelSpec.from_dict(pair.producer_cfg))))
-        ms.append(Method(f"hf_assisted/{main.source}", "hf", main, 1, assistant=pair.producer, tokenizers=tok))
-    ms += [Method("sd", "native", main, 1, "sd"), Method("lookahead", "native", main, 1, "lookahead"),
-           Method("asp", "native", main, 1, "asp"),
-           Method(f"as2d/{main.source}", "native", main, 1, "as2d")]
-    if main.costs is not None:
-        ms += online_methods(main, main.costs, fallbacks=fallbacks, guess=guess)
-    if mnn_producer:
-        on_mnn = producer_on_mnn(main, model_cfg.get("mnn") or {})
-        ms.append(Method(f"as2d/{main.source}@mnn", "native", on_mnn, 1, "as2d"))
-        if main.costs is not None:
-            ms += online_methods(on_mnn, main.costs, fallbacks=fallbacks, tag="@mnn", guess=guess)
-    for b in dict.fromkeys(budgets):
-        if b != main.budget:  # fixed As²d at another proposal budget (a dev-chosen setting)
-            other = dataclasses.replace(main, settings={**main.settings, "as2d": scheme_settings("as2d", b)})
-            ms.append(Method(f"as2d/{main.source}@b{b}", "native", other, 1, "as2d"))
-    for n in dict.fromkeys(batches):
-        if n != main.batch_tokens:
-            other = dataclasses.replace(main, producer=dataclasses.replace(main.producer, batch_tokens=n))
-            ms.append(Method(f"as2d/{main.source}@batch{n}", "native", other, 1, "as2d"))
-    own = (model_cfg.get("target") or {}).get("kernels") or "plain"
-    for k in dict.fromkeys(kernels):
-        if k != own:
-            other_cfg = {**model_cfg, "target": {**model_cfg["target"], "kernels": k}}
-            other = host_setup(other_cfg, verifier=main.verifier, producer=main.producer.placement)
-            # best target-only is the best over threads x kernels (x engines: mnn_target_only)
-            alone = dataclasses.replace(other, producer=None)  # target-only starts no producer process
-            ms[2:2] = [Method(f"target_only@1t/{k}", "native", alone, 1, "target_only"),
-                       Method(f"target_only@2t/{k}", "native", alone, 2, "target_only")]
-            if k in as2d_kernels:
-                ms.append(Method(f"as2d/{other.source}@{k}", "native", other, 1, "as2d"))
-    if same_vocab_cfg is not None:
-        setup2 = second_producer(main, same_vocab_cfg["drafter"])
-        if setup2.source != main.source:
-            ms.append(Method(f"as2d/{setup2.source}", "native", setup2, 1, "as2d"))
-            if main.costs is not None:
-                ms += online_methods(setup2, main.costs)
-            if mnn_producer:  # the same producer on MNN (faster than torch on some CPUs, slower on others)
-                on_mnn2 = producer_on_mnn(setup2, model_cfg.get("mnn") or {})
-                ms.append(Method(f"as2d/{setup2.source}@mnn", "native", on_mnn2, 1, "as2d"))
-                if main.costs is not None:
-                    ms += online_methods(on_mnn2, main.costs, tag="@mnn")
-    # the pair's external chunk sources (model.external_sources), each in its own producer process
-    ms += [Method(f"as2d/{name}", "native", chunk_setup(main, name), 1, "as2d")
-           for name in pair.external if name in CHUNK_SOURCES]
-    return ms
-
 
 REFERENCE = "target_only@1t"  # every run's output is audited against this method's on the same window
 
@@ -201,20 +96,39 @@ def run_bench(windows: Sequence[AudioWindow], methods: Sequence[Method], repeats
                         refs[w.window_id] = tuple(out)
                     if rep < 0:
                         continue
-                    runs.append({"window_id": w.window_id, "split": w.split, "method": m.name, "rep": rep,
-                                 "tokens": len(out), "time": t, "tps": len(out) / t, "output": out,
-                                 "capped": bool(r.capped) if r else len(out) >= m.setup.max_output,
-                                 "rounds": len(r.records) if r else None, "threads": m.threads, "fault": fault,
-                                 "fell_back_at": r.fell_back_at_round if r else None})
+                    runs.append(_run_row(w, m, rep, out, t, fault, r))
                     record("native_runs", runs[-1])  # kept on the FAILED run if a later window raises
                     if r is not None:
                         keys = {"window_id": w.window_id, "config": m.name, "rep": rep, "T": r.time}
                         rounds += [{**x.as_row(), **keys} for x in r.records]
                         stages += [dict(zip(STAGE_SCHEMA, s, strict=True)) | keys for s in r.stages]
             methods[0].setup.verifier.apply()
+    frames = _frames(runs, rounds, stages, refs)
+    frames["windows"] = per_window(frames)
+    if out_dir is not None:
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        for name, df in frames.items():
+            atomic_write_parquet(out / f"bench_{name}.parquet", df)
+    return frames
+
+
+def _run_row(w: AudioWindow, m: Method, rep: int, out: list[int], t: float, fault: str | None,
+             r: NativeResult | None) -> dict[str, Any]:
+    """One timed run's ``runs`` row (``output`` is dropped after the exactness audit)."""
+    return {"window_id": w.window_id, "split": w.split, "method": m.name, "rep": rep,
+            "tokens": len(out), "time": t, "tps": len(out) / t, "output": out,
+            "capped": bool(r.capped) if r else len(out) >= m.setup.max_output,
+            "rounds": len(r.records) if r else None, "threads": m.threads, "fault": fault,
+            "fell_back_at": r.fell_back_at_round if r else None}
+
+
+def _frames(runs: list[dict[str, Any]], rounds: list[dict[str, Any]], stages: list[dict[str, Any]],
+            refs: dict[str, tuple[int, ...]]) -> dict[str, pl.DataFrame]:
+    """The ``runs``, ``rounds`` and ``stages`` frames, every run audited against the reference's output
+    on its window (C.4; ``matched``, never hidden), and the ``summary``."""
     run_df = pl.DataFrame(runs, schema_overrides={"fault": pl.Utf8, "rounds": pl.Int64, "split": pl.Utf8,
                                                   "fell_back_at": pl.Int64})
-    # Exactness audit: every run against target-only's output on the same window (never hidden).
     matched = [tuple(o) == refs.get(w) for w, o in zip(run_df["window_id"], run_df["output"].to_list(), strict=True)]
     run_df = run_df.with_columns(pl.Series("matched", matched, dtype=pl.Boolean)).drop("output")
     frames = {"runs": run_df,
@@ -223,12 +137,6 @@ def run_bench(windows: Sequence[AudioWindow], methods: Sequence[Method], repeats
                                                        "committed": pl.List(pl.Int64), "k1_reason": pl.Utf8}),
               "stages": pl.DataFrame(stages, infer_schema_length=None)}
     frames["summary"] = summarize(frames)
-    frames["windows"] = per_window(frames)
-    if out_dir is not None:
-        out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        for name, df in frames.items():
-            atomic_write_parquet(out / f"bench_{name}.parquet", df)
     return frames
 
 
@@ -367,9 +275,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     from workbench.models.registry import load_model_config
 
     from .bench_report import markdown
-    from .choice import choose_on_dev, read_choice, write_choice
-    from .fingerprint import HostProfileMismatch, fingerprint_id, host_profile, machine_fingerprint
-
     args = parser().parse_args(argv)
     suffix = "_mnn" if args.engine == "mnn" else ""
     out_dir = Path(args.out_dir or f"outputs/native/bench_{args.split}{suffix}")
@@ -380,15 +285,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     cfg = load_model_config(args.model)
     if args.engine == "mnn":
         cfg = {**cfg, "engine": "mnn"}
-    profile = None
-    if not args.no_online:
-        try:
-            profile = load_profile(args.profile) if args.profile else host_profile(cfg, args.on_mismatch)
-        except HostProfileMismatch as err:
-            raise SystemExit(f"bench: {err}") from None
-        running = profile_costs(profile).running
-        print(f"costs from {profile.file}: " + ", ".join(f"K{k} {v:.1f}" for k, v in running.items() if k <= 8)
-              + " ms ...")
+    profile = None if args.no_online else _bench_profile(args, cfg)
     windows = bench_eval_windows(args.split, args.dataset, args.windows, args.max_seconds)
     print(f"split {args.split}: {len(windows)} windows ({args.dataset if args.split != 'demo' else 'demo corpus'})")
     methods, prefix, engines = _methods(args, cfg, profile)
@@ -407,15 +304,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.split != "demo":  # where a window's loss lives: its speaker, perturbation and content
         frames["windows"] = with_window_facts(frames["windows"], args.dataset)
         atomic_write_parquet(out_dir / "bench_windows.parquet", frames["windows"])
-    machine = fingerprint_id(machine_fingerprint())
-    if args.split == "dev":
-        choice = choose_on_dev(frames, prefix, machine)
-        print(f"chosen on dev: {choice.method} ({choice.dev_ratio_target_only:.2f}x) -> "
-              f"{write_choice(choice, out_dir)}")
-    else:
-        choice = read_choice(choice_path)
-        print(f"configuration chosen on dev: {choice.method if choice else None} (from {choice_path})")
-    chosen = choice.method if choice else None
+    chosen = _chosen(args.split, frames, prefix, out_dir, choice_path)
     losers = _print_reports(frames, chosen, prefix)
     if engines is not None:
         with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=250, float_precision=3):
@@ -431,6 +320,38 @@ def main(argv: Sequence[str] | None = None) -> None:
                         round_breakdown(frames, chosen) if chosen else None)
         section = args.section or f"native-bench-{args.split}{suffix}"
         print(f"results table -> {write_section(args.markdown, section, text)}")
+
+
+
+def _bench_profile(args: Any, cfg: dict[str, Any]) -> DeviceProfile:
+    """This machine's host profile for as2d_online's costs (``--profile``, or calibrated once per
+    fingerprint); one line when it has none and ``--on-mismatch refuse``."""
+    from .fingerprint import HostProfileMismatch, host_profile
+
+    try:
+        profile = load_profile(args.profile) if args.profile else host_profile(cfg, args.on_mismatch)
+    except HostProfileMismatch as err:
+        raise SystemExit(f"bench: {err}") from None
+    running = profile_costs(profile).running
+    print(f"costs from {profile.file}: " + ", ".join(f"K{k} {v:.1f}" for k, v in running.items() if k <= 8)
+          + " ms ...")
+    return profile
+
+
+def _chosen(split: str, frames: dict[str, pl.DataFrame], prefix: str, out_dir: Path, choice_path: Path) -> str | None:
+    """The As²d configuration the goals judge: a dev run chooses it and writes ``choice.json``; any other
+    split reads the dev run's choice (None when there is none: the goals are not judged)."""
+    from .choice import choose_on_dev, read_choice, write_choice
+    from .fingerprint import fingerprint_id, machine_fingerprint
+
+    if split == "dev":
+        choice = choose_on_dev(frames, prefix, fingerprint_id(machine_fingerprint()))
+        print(f"chosen on dev: {choice.method} ({choice.dev_ratio_target_only:.2f}x) -> "
+              f"{write_choice(choice, out_dir)}")
+    else:
+        choice = read_choice(choice_path)
+        print(f"configuration chosen on dev: {choice.method if choice else None} (from {choice_path})")
+    return choice.method if choice else None
 
 
 if __name__ == "__main__":

@@ -64,7 +64,7 @@ def _window_samples(setup: HostSetup, w: AudioWindow, widths: list[int], reps: i
     """The sweeps of one calibration window: idle widths, producer passes, widths beside the producer."""
     setup.verifier.apply()
     rows = verify_sweep(setup.pair, w, widths, reps, warmup, concurrent=False)
-    with ProducerLoad(setup.producer, w.audio, setup.max_output) as load:
+    with ProducerLoad(setup.producer_spec, w.audio, setup.max_output) as load:
         passes, has_conf = load.passes(reps + warmup)
         rows += [_pass_row(w, n, s, i - warmup, False) for i, (n, s) in enumerate(passes) if i >= warmup]
         load.passes(None)  # the producer now runs back to back while the sweep is measured

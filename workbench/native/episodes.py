@@ -64,7 +64,7 @@ class HostSetup:
     """The real pair on this host: models, the producer process's spec, placements, scheme settings."""
 
     pair: ModelPair
-    producer: ProducerSpec
+    producer: ProducerSpec | None  # None: target-only alone, no producer process
     verifier: Placement
     settings: dict[str, dict[str, Any]]  # scheme -> complete make_scheme settings
     # Per-width verify cost of a round on this machine (ms; its host profile), for cost-aware schemes
@@ -101,8 +101,15 @@ class HostSetup:
         return self.pair.max_output
 
     @property
+    def producer_spec(self) -> ProducerSpec:
+        """The producer process's spec; a setup that runs target-only alone has none (a ``ValueError``)."""
+        if self.producer is None:
+            raise ValueError("this host setup runs target-only alone: it has no producer process")
+        return self.producer
+
+    @property
     def batch_tokens(self) -> int:
-        return self.producer.batch_tokens
+        return self.producer_spec.batch_tokens
 
     def params(self, scheme: str) -> dict[str, Any]:
         return dict(self.settings[scheme])

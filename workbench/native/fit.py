@@ -386,7 +386,7 @@ def fit_profile(raw: pl.DataFrame, rounds: pl.DataFrame, setup: HostSetup, date:
         "schema": SCHEMA, "name": "host", "device": f"this host ({cpu_model()})",
         "machine": machine_fingerprint(engine_label(setup.pair.config)),
         "description": (f"{setup.target.name} target on {setup.verifier}; producer {setup.source} "
-                        f"(batch {setup.batch_tokens}) on {setup.producer.placement}; serial drafter "
+                        f"(batch {setup.batch_tokens}) on {setup.producer_spec.placement}; serial drafter "
                         f"{setup.serial_source}. Measured by workbench.native.calibrate; ms per operation."),
         "rules": dict(RULES),
         **anchor_part(f),
