@@ -24,6 +24,7 @@ from __future__ import annotations
 import datetime
 import statistics
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
@@ -60,11 +61,44 @@ def _stat(xs: list[float], where: str) -> dict[str, Any]:
             "source": f"{where}, n={len(xs)}, median, IQR {q[0]:.4g}-{q[2]:.4g} ms"}
 
 
+BASE_RULE = "R_BASE"  # a field calibrate_phone does not measure: copied from the base profile
+_DERIVED = {"derived": BASE_RULE}
+
+
+@dataclass(frozen=True)
+class _Fit:
+    """What every number of one fit shares: the runner's ``measure`` rows, the provenance text each
+    fitted number's ``source`` starts with, and the engine that ran them."""
+
+    measures: pl.DataFrame
+    where: str
+    engine: str
+
+    @property
+    def real(self) -> bool:
+        """Only a real engine's numbers are measured; the reference engine echoes the base profile."""
+        return self.engine in REAL_ENGINES
+
+    def ms(self, op: str, **eq: Any) -> list[float]:
+        """The ``ms`` of the rows of ``op`` whose columns equal ``eq`` (``None``: the column is null)."""
+        f = self.measures.filter(pl.col("op") == op)
+        for k, v in eq.items():
+            f = f.filter(pl.col(k).is_null() if v is None else pl.col(k) == v)
+        return [float(x) for x in f["ms"]]
+
+
+def _base_num(base_raw: Mapping[str, Any], path: list[str]) -> dict[str, Any]:
+    node: Any = base_raw
+    for p in path:
+        node = node[p]
+    return {"v": node["v"], **_DERIVED}
+
+
 def fit_profile(measures: pl.DataFrame, base: DeviceProfile, base_raw: Mapping[str, Any], *, name: str,
                 model: str, serial_hash: str, engine: str, date: str | None = None,
                 publications: pl.DataFrame | None = None, anchor_window: str | None = None,
                 rounds: pl.DataFrame | None = None) -> dict[str, Any]:
-    """A ``device-profile/1`` mapping from ``measure`` rows; validated before it is returned.
+    """A ``device-profile/1`` mapping from ``measure`` rows (D.2); validated before it is returned.
     ``engine``: the engine the runner's header names (only a real one makes the numbers measured).
     ``publications``: a native As²d run's publication records (``live_producer``); ``rounds``: its round
     records, which price the verifier beside the producer (``live_concurrent``).
@@ -73,89 +107,111 @@ def fit_profile(measures: pl.DataFrame, base: DeviceProfile, base_raw: Mapping[s
     ``native_phone`` probes again before each configuration, and the producer's interval per token in
     the As²d runs there (``publications``) the producer's own anchor (``anchor_producer_ms``)."""
     date = date or datetime.date.today().isoformat()
-    where = provenance(engine, model, serial_hash, date)
-    label = "measured" if engine in REAL_ENGINES else PROTOCOL_CHECK
-    rule = "R_BASE"
-    derived = {"derived": rule}
-
-    def ms(op: str, **eq: Any) -> list[float]:
-        f = measures.filter(pl.col("op") == op)
-        for k, v in eq.items():
-            f = f.filter(pl.col(k).is_null() if v is None else pl.col(k) == v)
-        return [float(x) for x in f["ms"]]
-
-    def base_num(path: list[str]) -> dict[str, Any]:
-        node: Any = base_raw
-        for p in path:
-            node = node[p]
-        return {"v": node["v"], **derived}
-
-    widths = sorted({int(k) for k in measures.filter(pl.col("op") == "verify")["width"].to_list()})
-    idle = {k: _stat(ms("verify", width=k, concurrent=False), where + " (offsets pooled)") for k in widths
-            if ms("verify", width=k, concurrent=False)}
-    conc = {k: _stat(ms("verify", width=k, concurrent=True), where + " (producer running)") for k in widths
-            if ms("verify", width=k, concurrent=True)}
-    if rounds is not None and publications is not None and engine in REAL_ENGINES:
-        conc.update(live_concurrent(rounds, publications, where))
-    if not idle:
-        raise ValueError("calibration: the runner reported no idle verify widths; nothing to fit")
-    step = ms("target_step")
-    sources: dict[str, Any] = {}
-    for sname, spec in base_raw["sources"].items():
-        node = {k: {"v": v["v"], **derived} if isinstance(v, dict) and "v" in v else v for k, v in spec.items()}
-        kind = spec["kind"]
-        op, key = ("chunk_service", "chunk_service_ms") if kind == "chunk" else ("producer_forward", "forward_ms")
-        got, beside = ms(op, source=sname, concurrent=False), ms(op, source=sname, concurrent=True)
-        if sname == base.serial_drafter and ms("draft_forward", source=sname):
-            got = ms("draft_forward", source=sname)
-        if got:
-            node[key] = _stat(got, where)
-        if got and beside:  # D.2.1: the producer's service beside the verifier over its idle service
-            node["concurrent_factor"] = {
-                "v": round(statistics.median(beside) / statistics.median(got), 4),
-                "source": f"{where}: median per-token {key[:-3]} beside the verify sweep (n={len(beside)}) over "
-                          f"idle (n={len(got)})"}
-        live = (live_producer(publications.filter(pl.col("source_id") == sname), node[key]["v"], where)
-                if publications is not None and kind != "chunk" and engine in REAL_ENGINES else None)
-        if live:
-            node.update(live)
-        if kind != "chunk":  # whatever the base says, a runner charges operation 0 on the clock (PROTOCOL.md)
-            node["prefilled"] = {"v": False, "derived": RUNNER_PREFILL_RULE}
-        sources[sname] = node
+    fit = _Fit(measures, provenance(engine, model, serial_hash, date), engine)
+    widths, idle, conc = _verifier(fit, publications, rounds)
+    step = fit.ms("target_step")
+    sources = {sname: _fit_source(fit, sname, spec, base, publications) for sname, spec in base_raw["sources"].items()}
+    label = "measured" if fit.real else PROTOCOL_CHECK
     raw: dict[str, Any] = {
         "schema": "device-profile/1", "name": name, "device": model,
-        "description": f"source: {label}. {where}. Verify widths {widths[0]}-{widths[-1]}; fields marked "
-                       f"derived: {rule} come from base profile {base.name!r}.",
+        "description": f"source: {label}. {fit.where}. Verify widths {widths[0]}-{widths[-1]}; fields marked "
+                       f"derived: {BASE_RULE} come from base profile {base.name!r}.",
         # the base's own rules travel with the base fields copied below (a source's growth rule, ...)
         "rules": {**dict(base_raw.get("rules") or {}),
-                  rule: f"Not measured by calibrate_phone: taken from the base profile {base.name} ({base.file}).",
+                  BASE_RULE: f"Not measured by calibrate_phone: taken from the base profile {base.name} "
+                             f"({base.file}).",
                   RUNNER_PREFILL_RULE: "The phone runners charge the producer's operation 0 (its prompt prefill) "
                                        "on the clock (phone_runner/PROTOCOL.md, pricing)."},
-        "target_step_ms": (_stat(step, where + ", native target-only runs: decode time per round") if step
+        "target_step_ms": (_stat(step, fit.where + ", native target-only runs: decode time per round") if step
                            else {"v": idle[1]["v"], "source": idle[1]["source"]}),
-        "loop_residual_ms": base_num(["loop_residual_ms"]), "queue_ms": base_num(["queue_ms"]),
-        "alignment_ms": base_num(["alignment_ms"]),
+        "loop_residual_ms": _base_num(base_raw, ["loop_residual_ms"]), "queue_ms": _base_num(base_raw, ["queue_ms"]),
+        "alignment_ms": _base_num(base_raw, ["alignment_ms"]),
         "verifier": {"idle_ms": idle,
                      "concurrent": {"ms": conc, "missing": "median_ratio"} if conc
-                     else {"factor": {"v": 1.0, **derived}, "missing": "median_ratio"}},
+                     else {"factor": {"v": 1.0, **_DERIVED}, "missing": "median_ratio"}},
         "sources": sources, "serial_drafter": base.serial_drafter,
     }
-    if step and anchor_window and engine in REAL_ENGINES:
-        raw["anchor_ms"] = _stat(step, where + ", native target-only runs on anchor_window: decode time per round "
-                                        "(drift anchor)")
-        raw["anchor_window"] = anchor_window
-        beside = producer_interval_ms(publications, anchor_window) if publications is not None else []
-        if beside:  # the producer's own core drifts apart from the target's (workbench.replay.drift)
-            raw["anchor_producer_ms"] = _stat(beside, where + ", native As2d runs on anchor_window: the producer's "
-                                                      "interval per token beside the target (producer drift anchor)")
-    paired, rows = ms("asp_paired"), ms("asp_prob_row")
-    if paired and rows:
-        refresh = {int(k): _stat(ms("asp_refresh", width=int(k)), where)
-                   for k in sorted({int(x) for x in measures.filter(pl.col("op") == "asp_refresh")["width"]})}
-        raw["asp"] = {"paired_branch_ms": _stat(paired, where), "prob_row_ms": _stat(rows, where),
-                      "kv_refresh_ms": refresh or {1: {"v": 0.0, **derived}}}
+    if step and anchor_window and fit.real:
+        raw.update(_anchors(fit, step, anchor_window, publications))
+    asp = _asp(fit)
+    if asp is not None:
+        raw["asp"] = asp
     parse_profile(raw, file=f"conf/device/{name}.yaml (fitted)")  # refuse to write an invalid profile
     return raw
+
+
+def _verifier(fit: _Fit, publications: pl.DataFrame | None, rounds: pl.DataFrame | None
+              ) -> tuple[list[int], dict[int, dict[str, Any]], dict[int, dict[str, Any]]]:
+    """The verify sweep's widths, its idle cost per width (offsets pooled) and its cost beside the
+    producer: the sweep's synthetic load, overridden by a real engine's native As²d calls where they
+    are many enough (R_LIVE, ``live_concurrent``). No idle width is an error: nothing to fit."""
+    widths = sorted({int(k) for k in fit.measures.filter(pl.col("op") == "verify")["width"].to_list()})
+    idle = {k: _stat(fit.ms("verify", width=k, concurrent=False), fit.where + " (offsets pooled)") for k in widths
+            if fit.ms("verify", width=k, concurrent=False)}
+    conc = {k: _stat(fit.ms("verify", width=k, concurrent=True), fit.where + " (producer running)") for k in widths
+            if fit.ms("verify", width=k, concurrent=True)}
+    if rounds is not None and publications is not None and fit.real:
+        conc.update(live_concurrent(rounds, publications, fit.where))
+    if not idle:
+        raise ValueError("calibration: the runner reported no idle verify widths; nothing to fit")
+    return widths, idle, conc
+
+
+def _fit_source(fit: _Fit, sname: str, spec: Mapping[str, Any], base: DeviceProfile,
+                publications: pl.DataFrame | None) -> dict[str, Any]:
+    """One source of the base profile, its numbers marked derived, then overridden by what was
+    measured: its idle service (the serial drafter's own forward where timed), its coexistence factor
+    beside the verify sweep (D.2.1) and, with a real engine, as it ran beside the target (R_LIVE,
+    R_GROWTH, ``live_producer``)."""
+    node = {k: {"v": v["v"], **_DERIVED} if isinstance(v, dict) and "v" in v else v for k, v in spec.items()}
+    kind = spec["kind"]
+    op, key = ("chunk_service", "chunk_service_ms") if kind == "chunk" else ("producer_forward", "forward_ms")
+    got, beside = fit.ms(op, source=sname, concurrent=False), fit.ms(op, source=sname, concurrent=True)
+    if sname == base.serial_drafter and fit.ms("draft_forward", source=sname):
+        got = fit.ms("draft_forward", source=sname)
+    if got:
+        node[key] = _stat(got, fit.where)
+    if got and beside:  # D.2.1: the producer's service beside the verifier over its idle service
+        node["concurrent_factor"] = {
+            "v": round(statistics.median(beside) / statistics.median(got), 4),
+            "source": f"{fit.where}: median per-token {key[:-3]} beside the verify sweep (n={len(beside)}) over "
+                      f"idle (n={len(got)})"}
+    live = (live_producer(publications.filter(pl.col("source_id") == sname), node[key]["v"], fit.where)
+            if publications is not None and kind != "chunk" and fit.real else None)
+    if live:
+        node.update(live)
+    if kind != "chunk":  # whatever the base says, a runner charges operation 0 on the clock (PROTOCOL.md)
+        node["prefilled"] = {"v": False, "derived": RUNNER_PREFILL_RULE}
+    return node
+
+
+def _anchors(fit: _Fit, step: list[float], anchor_window: str,
+             publications: pl.DataFrame | None) -> dict[str, Any]:
+    """The drift anchors ``native_phone`` probes again (D.3, ``workbench.replay.drift``): the native
+    target-only time per round on the calibration window, and the producer's interval per token
+    there in the As²d runs, where they published."""
+    out: dict[str, Any] = {
+        "anchor_ms": _stat(step, fit.where + ", native target-only runs on anchor_window: decode time per round "
+                                             "(drift anchor)"),
+        "anchor_window": anchor_window}
+    beside = producer_interval_ms(publications, anchor_window) if publications is not None else []
+    if beside:  # the producer's own core drifts apart from the target's (workbench.replay.drift)
+        out["anchor_producer_ms"] = _stat(beside, fit.where + ", native As2d runs on anchor_window: the producer's "
+                                                              "interval per token beside the target (producer drift "
+                                                              "anchor)")
+    return out
+
+
+def _asp(fit: _Fit) -> dict[str, Any] | None:
+    """ASP's paired-branch, probability-row and per-width KV refresh costs, where the runner timed the
+    first two (a refresh it did not time costs nothing)."""
+    paired, rows = fit.ms("asp_paired"), fit.ms("asp_prob_row")
+    if not (paired and rows):
+        return None
+    refresh = {int(k): _stat(fit.ms("asp_refresh", width=int(k)), fit.where)
+               for k in sorted({int(x) for x in fit.measures.filter(pl.col("op") == "asp_refresh")["width"]})}
+    return {"paired_branch_ms": _stat(paired, fit.where), "prob_row_ms": _stat(rows, fit.where),
+            "kv_refresh_ms": refresh or {1: {"v": 0.0, **_DERIVED}}}
 
 
 def live_producer(publications: pl.DataFrame, op_idle: float, where: str) -> dict[str, Any]:

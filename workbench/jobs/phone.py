@@ -14,8 +14,9 @@ Device problems (no phone, several phones, unauthorized, full disk) are one ``Ph
 
 from __future__ import annotations
 
-import math
 import statistics
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +24,20 @@ import polars as pl
 from omegaconf import DictConfig, OmegaConf
 
 from .base import JobResult
+from .phone_agreement import AGREEMENT_SCHEMA as AGREEMENT_SCHEMA  # the agreement table's columns (D.3)
+from .phone_agreement import (
+    JudgedProfiles,
+    WindowAgreement,
+    agreement_table,
+    config_agreement,
+    job_metrics,
+    summary_row,
+)
 from .phone_checks import phone_cfg as _phone_cfg
 from .phone_checks import validate as validate  # the job's pre-run checks (workbench.run)
 from .phone_decomposition import DECOMPOSITION_SCHEMA, decomposition_rows
 from .phone_probe import (
+    DriftProbe,
     Prober,
     anchor_entries,
     bracketed,
@@ -34,7 +45,6 @@ from .phone_probe import (
     interleaved,
     own_anchor_ratios,
     round_ms,
-    window_times,
     without_anchors,
 )
 
@@ -183,31 +193,133 @@ def _native_measures(cfg: DictConfig, dev: Any, pc: Any, windows: list[Any], bas
     return steps, got["as2d"]["publications"], got["as2d"]["rounds"]
 
 
-AGREEMENT_SCHEMA = {"config": pl.Utf8, "window_id": pl.Utf8, "tokens": pl.Int64, "time_native": pl.Float64,
-                    "time_replay": pl.Float64, "signed_error_pct": pl.Float64, "noise_floor_pct": pl.Float64,
-                    "drift_ratio": pl.Float64, "drift_ratio_probe": pl.Float64, "drift_ratio_before": pl.Float64,
-                    "drift_ratio_after": pl.Float64,
-                    "drift_ratio_producer": pl.Float64,
-                    "time_replay_anchored": pl.Float64, "anchored_error_pct": pl.Float64,
-                    "probe_anchored_error_pct": pl.Float64,
-                    "producer_anchored_error_pct": pl.Float64}
+@dataclass(frozen=True)
+class PhoneInputs:
+    """What ``native_phone`` sends and what it judges against, for a real or the reference engine."""
+
+    entries: list[Any]  # the request's windows: audio entries (real engine) or the dataset's replay windows
+    ids: list[str]  # the windows' ids, in request order
+    names: list[str]  # the methods, in the order they run on the phone
+    source: str | None  # the profile's name of the producer source
+    models: dict[str, dict[str, Any]] | None  # the request's models (real engine), else the runner's own
+    max_output: int
+    refs: dict[str, Any]  # the greedy references: the dataset's windows; a real engine's come from its target-only
+
+
+def _real_inputs(cfg: DictConfig, pc: Any, dev: Any, profile: Any, roles: dict[str, list[str]], limit: Any,
+                 names: list[str], out: Path) -> PhoneInputs:
+    """Real models decode audio windows, and the phone's own target-only output is the reference each
+    other method must equal (C.4), so target-only runs first. The audio is pushed before the models."""
+    from phone_runner.session import audio_entries
+    from workbench.native.windows import demo_windows
+    from workbench.replay.sources import profile_source
+
+    audio = demo_windows(float(cfg.phone.get("max_seconds") or 25.0))[1][: int(limit) if limit else None]
+    entries, ids = audio_entries(dev, audio, out, _decode(cfg, pc)), [w.window_id for w in audio]
+    ordered = ["target_only", *[n for n in names if n != "target_only"]]
+    source = profile_source(profile, "producer", roles)
+    models = _real_models(cfg, str(pc.engine.get("kind")), pc.deploy_models(dev))
+    return PhoneInputs(entries, ids, ordered, source, models, int(cfg.model.get("max_new_tokens", 224)), {})
+
+
+def _reference_inputs(cfg: DictConfig, profile: Any, roles: dict[str, list[str]], limit: Any,
+                      names: list[str]) -> PhoneInputs:
+    """The reference engine replays the dataset's windows, priced under the profile's source names;
+    their greedy outputs are the references."""
+    from workbench.replay.sources import priced_as, profile_source
+
+    from .windows import load_windows
+
+    windows = priced_as(load_windows(cfg), profile, roles)[: int(limit) if limit else None]
+    source = profile_source(profile, cfg.get("source") or next(iter(windows[0].sources), None), roles)
+    return PhoneInputs(windows, [w.window_id for w in windows], names, source, None,
+                       max(w.max_output for w in windows), {w.window_id: w for w in windows})
+
+
+@dataclass
+class PhoneRuns:
+    """What the configurations' runs add up to, in the order they ran."""
+
+    raw: list[Path]  # the runner's output files as pulled (the probes' too): MLflow artifacts beside the tables
+    rows: list[dict[str, Any]] = field(default_factory=list)  # one summary row per configuration
+    tables: dict[str, list[pl.DataFrame]] = field(default_factory=dict)  # per record kind, one frame per config
+    agreement: list[WindowAgreement] = field(default_factory=list)  # D.3 per window
+    terms: list[dict[str, Any]] = field(default_factory=list)  # D.3 decomposition of decoupled configurations
+    flagged: int = 0
+    resumed: int = 0
+
+    def add_frames(self, label: str, fr: dict[str, pl.DataFrame], monitor: pl.DataFrame) -> None:
+        for k in ("windows", "rounds", "stages", "publications"):
+            if fr[k].height:
+                self.tables.setdefault(k, []).append(fr[k].with_columns(pl.lit(label).alias("config")))
+        if monitor.height:
+            self.tables.setdefault("monitor", []).append(monitor.with_columns(pl.lit(label).alias("config")))
+
+
+def _config_runner(dev: Any, pc: Any, profile: Any, inputs: PhoneInputs, anchor: list[Any], out: Path,
+                   serial_hash: str, *, real: bool, rest: bool) -> Callable[[Any], Any]:
+    """``run(rc)``: one configuration on the phone. The anchor window rides before, between and after
+    the windows in the configuration's own request (``phone_probe``); with probes the configuration
+    takes no rest of its own (the probe before it did), so each follows its probe at once."""
+    from phone_runner.session import build_request, new_run_id, run_config
+
+    def run(rc: Any) -> Any:
+        ride = interleaved(anchor[0], list(inputs.entries)) if anchor else inputs.entries
+        req = build_request(new_run_id(), rc, ride, profile, pc, max_output=inputs.max_output, models=inputs.models)
+        return run_config(dev, pc, req, None if real else inputs.refs, profile, out, serial_hash=serial_hash,
+                          rest=rest)
+
+    return run
+
+
+def _judge_config(runs: PhoneRuns, rc: Any, res: Any, probe: DriftProbe | None, refs: dict[str, Any], *,
+                  inputs: PhoneInputs, profile: Any, real: bool, anchored: bool, device_model: str,
+                  clock: Any) -> dict[str, Any]:
+    """One configuration's run: audited (C.4; a real engine's here, the reference's in ``run_config``),
+    its anchor copies turned into drift ratios and dropped, its records, D.3 agreement, decomposition
+    and summary row added to ``runs``. Returns the references for the next configuration: a real
+    engine's target-only output once it ran."""
+    from phone_runner.records import audit
+    from phone_runner.session import phone_windows
+
+    runs.raw.extend([res.raw] if res.raw else [])
+    fr = res.frames
+    if real:
+        if rc.scheme == "target_only":
+            refs = phone_windows(fr, None, inputs.max_output)
+        audit(res.run, refs, profile)  # exactness vs target-only, readiness, widths, order
+    agree = phone_windows(fr, rc.source, inputs.max_output, refs) if real else refs
+    ratio: float | None = None
+    ratios: dict[str, float] = {}
+    if anchored:  # the configuration's own anchors around each window, then they leave the tables
+        ratios, copies = own_anchor_ratios(fr, agree, inputs.ids, rc, profile)
+        ratio = statistics.geometric_mean(copies)
+        fr = without_anchors(fr, profile.anchor_window)
+    n_flag = sum(1 for v in fr["windows"]["condition_flag"] if v)
+    runs.flagged += n_flag
+    runs.resumed += res.resumed
+    runs.add_frames(rc.label, fr, res.monitor)
+    profiles = JudgedProfiles.around(profile, ratios, probe)
+    if real and rc.spec.decoupled:  # where its error comes from, under the judged profile
+        runs.terms += decomposition_rows(fr, agree, inputs.ids, rc,
+                                         {wid: profiles.own.get(wid, profile) for wid in inputs.ids})
+    judged = config_agreement(fr, agree, inputs.ids, rc, profiles, ratios, probe)
+    runs.agreement += judged
+    runs.rows.append(summary_row(device_model, clock, rc, fr, judged, ratio, probe, n_flag))
+    return refs
 
 
 def native_phone(cfg: DictConfig, out: Path) -> JobResult:
+    """Each method's configurations on the phone, one request each, audited for exactness (C.4) and
+    judged against their replay under ``device`` (D.3). With a drift anchor in the profile (a real
+    engine's calibration), each configuration also runs between target probes on the anchor window
+    (``phone_probe.bracketed``)."""
     from tqdm.auto import tqdm
 
     from phone_runner.adb import select_device
-    from phone_runner.info import device_info, table6_row
-    from phone_runner.records import audit
-    from phone_runner.session import audio_entries, build_request, new_run_id, phone_windows, run_config
-    from workbench import metrics as M
-    from workbench.native.noise_floor import median_noise_pct
-    from workbench.replay.drift import scaled
-    from workbench.replay.engine import replay
-    from workbench.replay.sources import priced_as, profile_source
+    from phone_runner.info import device_info
 
     from .config import device_profile, methods, replay_configs, source_roles
-    from .windows import load_windows
 
     pc = _phone_cfg(cfg)
     profile = device_profile(cfg.device)
@@ -218,127 +330,35 @@ def native_phone(cfg: DictConfig, out: Path) -> JobResult:
     dev = select_device(pc.serial)
     info = device_info(dev)
     pc.deploy_runner(dev)
-    if real:  # real models: audio windows; the phone's own target-only output is the reference
-        from workbench.native.windows import demo_windows
-
-        audio = demo_windows(float(cfg.phone.get("max_seconds") or 25.0))[1][: int(limit) if limit else None]
-        entries, ids = audio_entries(dev, audio, out, _decode(cfg, pc)), [w.window_id for w in audio]
-        names = ["target_only", *[n for n in names if n != "target_only"]]
-        source = profile_source(profile, "producer", roles)
-        kind = str(pc.engine.get("kind"))
-        models = _real_models(cfg, kind, pc.deploy_models(dev))
-        max_output = int(cfg.model.get("max_new_tokens", 224))
-        refs: dict[str, Any] = {}
-    else:
-        windows = priced_as(load_windows(cfg), profile, roles)[: int(limit) if limit else None]
-        entries, ids, models = windows, [w.window_id for w in windows], None
-        refs = {w.window_id: w for w in windows}
-        source = profile_source(profile, cfg.get("source") or next(iter(windows[0].sources), None), roles)
-        max_output = max(w.max_output for w in windows)
-    rows, tables, flagged, resumed = [], {}, 0, 0
-    raw: list[Path] = []  # the runner's output files as pulled: MLflow artifacts beside the tables
-    agreement: list[dict[str, Any]] = []  # D.3 per window: the native median beside its replay
-    terms: list[dict[str, Any]] = []  # D.3 decomposition of each decoupled configuration's windows
-    configs = [rc for name in names for rc in replay_configs(cfg, name, source, profile)]
+    inputs = (_real_inputs(cfg, pc, dev, profile, roles, limit, names, out) if real
+              else _reference_inputs(cfg, profile, roles, limit, names))
+    runs = PhoneRuns(raw=[])
+    configs = [rc for name in inputs.names for rc in replay_configs(cfg, name, inputs.source, profile)]
     anchor = anchor_entries(cfg, dev, profile, out, _decode(cfg, pc)) if real else []
-    prober = Prober(dev, pc, anchor, profile, models, info["serial_hash"], max_output, raw) if anchor else None
-    as2d_probe = replay_configs(cfg, "as2d", source, profile)[0] if anchor and cfg.phone.get("producer_probe") \
+    prober = Prober(dev, pc, anchor, profile, inputs.models, info["serial_hash"], inputs.max_output,
+                    runs.raw) if anchor else None
+    as2d_probe = replay_configs(cfg, "as2d", inputs.source, profile)[0] if anchor and cfg.phone.get("producer_probe") \
         else None
-
-    def run(rc: Any) -> Any:  # the probes take the configurations' rests; each follows its probe at once
-        # the anchor window rides before, between and after the windows in the configuration's own request
-        ride = interleaved(anchor[0], list(entries)) if anchor else entries
-        req = build_request(new_run_id(), rc, ride, profile, pc, max_output=max_output, models=models)
-        return run_config(dev, pc, req, None if real else refs, profile, out, serial_hash=info["serial_hash"],
-                          rest=prober is None)
-
+    run = _config_runner(dev, pc, profile, inputs, anchor, out, info["serial_hash"], real=real, rest=prober is None)
+    refs = inputs.refs
     for rc, res, probe in bracketed(prober, tqdm(configs, desc="phone configs"), as2d_probe, out / "probes", run):
-        raw.extend([res.raw] if res.raw else [])
-        fr = res.frames
-        if real:
-            if rc.scheme == "target_only":
-                refs = phone_windows(fr, None, max_output)
-            audit(res.run, refs, profile)  # exactness vs target-only, readiness, widths, order
-        agree = phone_windows(fr, rc.source, max_output, refs) if real else refs
-        ratio, ratios = None, {}
-        if anchor:  # the configuration's own anchors around each window, then they leave the tables
-            ratios, copies = own_anchor_ratios(fr, agree, ids, rc, profile)
-            ratio = statistics.geometric_mean(copies)
-            fr = without_anchors(fr, profile.anchor_window)
-        n_flag = sum(1 for v in fr["windows"]["condition_flag"] if v)
-        flagged += n_flag
-        resumed += res.resumed
-        for k in ("windows", "rounds", "stages", "publications"):
-            if fr[k].height:
-                tables.setdefault(k, []).append(fr[k].with_columns(pl.lit(rc.label).alias("config")))
-        if res.monitor.height:
-            tables.setdefault("monitor", []).append(res.monitor.with_columns(pl.lit(rc.label).alias("config")))
-        errs, floors, anchored_errs, probe_errs, core_errs = [], [], [], [], []
-        # the profile at this configuration's own speed around each window
-        own = {wid: scaled(profile, r) for wid, r in ratios.items()}
-        now = probe.target(profile) if probe else None  # at the probes' speed over the bracket
-        cores = probe.each_core(profile) if probe else None
-        if real and rc.spec.decoupled:  # where its error comes from, under the judged profile
-            terms += decomposition_rows(fr, agree, ids, rc, {wid: own.get(wid, profile) for wid in ids})
-        for wid in ids:  # replay under the device profile vs the phone (D.3), median repetition
-            times = window_times(fr, wid)
-            w = agree[wid]
-            native_tps = w.n_tokens / times[len(times) // 2]
-            replayed = replay(w, rc, profile)
-            errs.append(100 * (replayed.tps / native_tps - 1))
-            floors.append(median_noise_pct(times, key=wid))  # what the median's own spread allows
-            again = replay(w, rc, own[wid]) if own else None
-            if again:
-                anchored_errs.append(100 * (again.tps / native_tps - 1))
-            probed = replay(w, rc, now) if now else None
-            if probed:
-                probe_errs.append(100 * (probed.tps / native_tps - 1))
-            both = replay(w, rc, cores) if cores else None
-            if both:
-                core_errs.append(100 * (both.tps / native_tps - 1))
-            agreement.append({"config": rc.label, "window_id": wid, "tokens": w.n_tokens,
-                              "time_native": times[len(times) // 2], "time_replay": replayed.time,
-                              "signed_error_pct": errs[-1], "noise_floor_pct": floors[-1],
-                              "drift_ratio": ratios.get(wid),
-                              "drift_ratio_probe": probe.ratio if probe else None,
-                              "drift_ratio_before": probe.before if probe else None,
-                              "drift_ratio_after": probe.after if probe else None,
-                              "drift_ratio_producer": probe.producer_ratio if probe else None,
-                              "time_replay_anchored": again.time if again else None,
-                              "anchored_error_pct": anchored_errs[-1] if again else None,
-                              "probe_anchored_error_pct": probe_errs[-1] if probed else None,
-                              "producer_anchored_error_pct": core_errs[-1] if both else None})
-        known = [f for f in floors if math.isfinite(f)]
-        rows.append({"device": info["model"], "method": rc.label, "clock": pc.engine.get("clock", "real"),
-                     "tps": M.tps_pooled(fr["windows"]), "acceptance": M.acceptance(fr["rounds"]),
-                     "coverage": M.coverage(fr["rounds"]), "readiness": M.readiness(fr["rounds"]),
-                     "agreement_mae_pct": statistics.fmean(abs(e) for e in errs),
-                     "agreement_signed_pct": statistics.fmean(errs),
-                     "agreement_noise_floor_pct": statistics.fmean(known) if known else math.nan,
-                     "agreement_anchored_mae_pct": statistics.fmean(abs(e) for e in anchored_errs)
-                     if anchored_errs else math.nan,
-                     "agreement_probe_anchored_mae_pct": statistics.fmean(abs(e) for e in probe_errs)
-                     if probe_errs else math.nan,
-                     "agreement_producer_anchored_mae_pct": statistics.fmean(abs(e) for e in core_errs)
-                     if core_errs else math.nan,
-                     "drift_ratio": ratio if ratio else math.nan,
-                     "drift_ratio_probe": probe.ratio if probe else math.nan,
-                     "drift_ratio_producer": probe.producer_ratio if probe and probe.producer_ratio else math.nan,
-                     "flagged": n_flag})
-    summary = pl.DataFrame(rows)
-    metrics: dict[str, float] = {"exactness_mismatches": 0.0, "flagged_windows": float(flagged),
-                                 "resumed_windows": float(resumed), "windows": float(len(ids))}
-    for r in rows:
-        for k in ("tps", "acceptance", "coverage", "readiness", "agreement_mae_pct", "agreement_noise_floor_pct",
-                  "agreement_anchored_mae_pct", "agreement_probe_anchored_mae_pct",
-                  "agreement_producer_anchored_mae_pct", "drift_ratio", "drift_ratio_probe", "drift_ratio_producer"):
-            if isinstance(r[k], float) and math.isfinite(r[k]):
-                metrics[f"phone.{r['method']}.{k}"] = r[k]
-    out_tables = {k: pl.concat(v, how="diagonal_relaxed") for k, v in tables.items()}
+        refs = _judge_config(runs, rc, res, probe, refs, inputs=inputs, profile=profile, real=real,
+                             anchored=bool(anchor), device_model=info["model"], clock=pc.engine.get("clock", "real"))
+    return _native_result(runs, info, pc, len(inputs.ids))
+
+
+def _native_result(runs: PhoneRuns, info: dict[str, Any], pc: Any, n_windows: int) -> JobResult:
+    """The job's metrics, tables (records per kind, then ``table6``, ``agreement``, ``decomposition``,
+    ``summary``), tags and the runner's files."""
+    from phone_runner.info import table6_row
+
+    summary = pl.DataFrame(runs.rows)
+    metrics = job_metrics(runs.rows, flagged=runs.flagged, resumed=runs.resumed, windows=n_windows)
+    out_tables = {k: pl.concat(v, how="diagonal_relaxed") for k, v in runs.tables.items()}
     out_tables["table6"] = pl.DataFrame([table6_row(info)])
-    out_tables["agreement"] = pl.DataFrame(agreement, schema=AGREEMENT_SCHEMA)
-    out_tables["decomposition"] = pl.DataFrame(terms, schema=DECOMPOSITION_SCHEMA)
+    out_tables["agreement"] = agreement_table(runs.agreement)
+    out_tables["decomposition"] = pl.DataFrame(runs.terms, schema=DECOMPOSITION_SCHEMA)
     return JobResult(metrics, {**out_tables, "summary": summary}, {}, summary,
                      {"serial_hash": info["serial_hash"], "device_model": info["model"],
-                      "flagged_windows": str(flagged), "runner": pc.runner,
-                      "engine": str(pc.engine.get("kind"))}, files=raw)
+                      "flagged_windows": str(runs.flagged), "runner": pc.runner,
+                      "engine": str(pc.engine.get("kind"))}, files=runs.raw)
