@@ -214,7 +214,9 @@ def _real_inputs(cfg: DictConfig, pc: Any, dev: Any, profile: Any, roles: dict[s
     from workbench.native.windows import demo_windows
     from workbench.replay.sources import profile_source
 
-    audio = demo_windows(float(cfg.phone.get("max_seconds") or 25.0))[1][: int(limit) if limit else None]
+    # the target's own audio limit, as for the calibration (anchor) window: both come from one packing
+    audio = demo_windows(float(cfg.phone.get("max_seconds") or 25.0),
+                         model=OmegaConf.to_container(cfg.model, resolve=True))[1][: int(limit) if limit else None]
     entries, ids = audio_entries(dev, audio, out, _decode(cfg, pc)), [w.window_id for w in audio]
     ordered = ["target_only", *[n for n in names if n != "target_only"]]
     source = profile_source(profile, "producer", roles)
