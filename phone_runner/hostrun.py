@@ -15,9 +15,9 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import struct
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from .deploy import device_path
 from .leftover import pid_file, stop_leftover
 from .protocol import ProtocolError, parse_request, validate_line
 from .records import Key, PhoneRun, read_lines
+from .shell_stream import ShellStream
 
 log = logging.getLogger(__name__)
 
@@ -77,58 +78,70 @@ class WindowStore:
         return out
 
 
-class _Stream:
-    """stdout lines (and stderr, exit code) of a shell command, v2 packets or a v1 byte stream."""
+@dataclass(frozen=True)
+class _Retry:
+    """How a failed run is worded: what it kept and what to do next. A ``native_phone`` run resumes
+    from the kept windows; a calibration (``resumable`` False) always starts again."""
 
-    def __init__(self, dev: adbutils.AdbDevice, argv: list[str], v2: bool) -> None:
-        from adbutils._utils import list2cmdline  # shlex.quote per argument
+    store: WindowStore
+    resumable: bool
+    request: dict[str, Any]
 
-        self.cmd = list2cmdline(argv)
-        self.v2 = v2
-        if v2:
-            self.conn = dev.open_transport()
-            self.conn.send_command(f"shell,v2,raw:{self.cmd}")
-            self.conn.check_okay()
-        else:
-            self.conn = dev.open_shell(self.cmd)
-        self.exit_code: int | None = None
-        self.stderr = bytearray()
-        self.buf = bytearray()
+    def kept(self, run: PhoneRun) -> str:
+        if self.resumable:
+            return f"{len(run.finished)} finished window(s) in {self.store.dir}"
+        lost = (f"{len(run.of('measure'))} measure line(s)" if self.request["mode"] == "calibrate" else
+                f"{len(run.finished)} finished window(s) of its native {self.request['scheme']['name']} run")
+        return f"nothing: a calibration cannot resume (its {lost} are discarded)"
 
-    def _read(self, n: int) -> bytes:
-        data = bytearray()
-        while len(data) < n:
-            chunk = self.conn.conn.recv(n - len(data))
-            if not chunk:
-                raise EOFError
-            data += chunk
-        return bytes(data)
+    def again(self) -> str:
+        return ("rerun the same command to calibrate again from the start" if not self.resumable else
+                "rerun the same command to resume: the finished window(s) are skipped")
 
-    def chunks(self, idle_timeout: float) -> Any:
-        self.conn.conn.settimeout(idle_timeout)
-        while True:
-            if self.v2:
-                head = self._read(5)
-                kind, n = head[0], struct.unpack("<I", head[1:])[0]
-                data = self._read(n) if n else b""
-                if kind == 1:
-                    yield data
-                elif kind == 2:
-                    self.stderr += data
-                elif kind == 3:
-                    self.exit_code = data[0] if data else 255
-                    return
-            else:
-                data = self.conn.conn.recv(65536)
-                if not data:
-                    return
-                yield data
+    def failed(self, what: str, run: PhoneRun, cls: type[RunFailed] = RunFailed, fix: str = "") -> RunFailed:
+        return cls(what, run, kept=self.kept(run), fix=f"{fix}, then {self.again()}" if fix else self.again())
 
-    def close(self) -> None:
-        try:
-            self.conn.close()  # the phone's adbd kills the command when its stream closes
-        except OSError:
-            pass
+
+@dataclass
+class _Lines:
+    """The streamed lines of one run: each validated as it arrives (its line number named), added to
+    ``run``, and every finished window repetition persisted at once with its span on the host clock."""
+
+    run: PhoneRun
+    store: WindowStore
+    on_line: Callable[[dict[str, Any]], None] | None
+    count: int = 0
+    spans: dict[Key, tuple] = field(default_factory=dict)
+    group: list[str] = field(default_factory=list)  # the open window's round, stage and publication lines
+    t_prev: float = field(default_factory=time.time)
+
+    def take(self, raw: bytes) -> None:
+        self.count += 1
+        source = self.run.source
+        obj = validate_line(raw, self.count, source)
+        self.run.add(obj, f"{source} line {self.count}")
+        text = raw.decode()
+        if obj["type"] == "header":
+            self.store.save_header(text)
+        elif obj["type"] in ("round", "stage", "publication"):
+            self.group.append(text)
+        elif obj["type"] == "window":
+            key = (obj["window_id"], obj["repetition"])
+            self.store.save(key, [*self.group, text])
+            self.group = []
+            now = time.time()
+            self.spans[key] = (self.t_prev, now)
+            self.t_prev = now
+        if self.on_line is not None:
+            self.on_line(obj)
+
+
+@dataclass(frozen=True)
+class _Paths:
+    """The run's files on the phone (``device_path``: under the device root only)."""
+
+    request: str
+    output: str
 
 
 def run_request(dev: adbutils.AdbDevice, request: dict[str, Any], *, runner: Sequence[str], run_rel: str,
@@ -140,105 +153,100 @@ def run_request(dev: adbutils.AdbDevice, request: dict[str, Any], *, runner: Seq
     from the kept windows (``native_phone``) or must start again (every run of ``calibrate_phone``: its
     measure lines and its native runs' windows are never reused)."""
     request = {**request, "output": "out.jsonl"}
-    parse_request(request)  # fail here, before the phone is touched
-    said = stop_leftover(dev)  # never two runners on one phone
+    paths = _push_request(dev, request, run_rel)
+    v2 = "shell_v2" in (dev.get_features() or "")
+    source = f"{dev.serial}:{paths.output}"
+    retry = _Retry(store, resumable, request)
+    lines = _Lines(PhoneRun(source), store, on_line)
+    argv = [*runner, "--request", paths.request, "--pid-file", pid_file()]
+    stream = _stream(dev, argv, v2, lines, retry, timeout_s, idle_timeout_s)
+    _check_outcome(dev.serial, stream, lines, retry)
+    _keep_output(dev, paths.output, lines.run, local_out)
+    return lines.run, lines.spans
+
+
+def _push_request(dev: adbutils.AdbDevice, request: dict[str, Any], run_rel: str) -> _Paths:
+    """Validate ``request`` before the phone is touched, stop a leftover runner (never two runners on
+    one phone, PROTOCOL.md Invocation), then push it."""
+    parse_request(request)
+    said = stop_leftover(dev)
     if said:
         log.warning(said)
-    req_dpath, out_dpath = device_path(f"{run_rel}/request.json"), device_path(f"{run_rel}/out.jsonl")
+    paths = _Paths(device_path(f"{run_rel}/request.json"), device_path(f"{run_rel}/out.jsonl"))
     try:
-        dev.sync.push(json.dumps(request).encode(), req_dpath, mode=0o644)
+        dev.sync.push(json.dumps(request).encode(), paths.request, mode=0o644)
     except (adbutils.AdbError, OSError) as err:
         raise DeviceLost(f"device {dev.serial}: could not push the request ({err})") from None
-    v2 = "shell_v2" in (dev.get_features() or "")
-    source = f"{dev.serial}:{out_dpath}"
-    run = PhoneRun(source)
-
-    def kept(r: PhoneRun) -> str:
-        if resumable:
-            return f"{len(r.finished)} finished window(s) in {store.dir}"
-        lost = (f"{len(r.of('measure'))} measure line(s)" if request["mode"] == "calibrate" else
-                f"{len(r.finished)} finished window(s) of its native {request['scheme']['name']} run")
-        return f"nothing: a calibration cannot resume (its {lost} are discarded)"
-
-    def again() -> str:
-        return ("rerun the same command to calibrate again from the start" if not resumable else
-                "rerun the same command to resume: the finished window(s) are skipped")
-
-    def failed(what: str, r: PhoneRun, cls: type[RunFailed] = RunFailed, fix: str = "") -> RunFailed:
-        return cls(what, r, kept=kept(r), fix=f"{fix}, then {again()}" if fix else again())
+    return paths
 
 
-    spans: dict[Key, tuple] = {}
-    group: list[str] = []
-    n = 0
-    t_prev = time.time()
+def _stream(dev: adbutils.AdbDevice, argv: list[str], v2: bool, lines: _Lines, retry: _Retry, timeout_s: float,
+            idle_timeout_s: float) -> ShellStream:
+    """Run the runner and take its lines until its stream ends; a fault is worded as ``RunFailed``
+    with what was kept. The stream is closed either way, which stops the runner on the phone."""
+    run = lines.run
     deadline = time.monotonic() + timeout_s
-    stream = _Stream(dev, [*runner, "--request", req_dpath, "--pid-file", pid_file()], v2)
+    stream = ShellStream(dev, argv, v2)
     try:
-        for data in stream.chunks(idle_timeout_s):
-            stream.buf += data
-            while b"\n" in stream.buf:
-                raw, _, rest = bytes(stream.buf).partition(b"\n")
-                stream.buf = bytearray(rest)
-                n += 1
-                obj = validate_line(raw, n, source)
-                run.add(obj, f"{source} line {n}")
-                text = raw.decode()
-                if obj["type"] == "header":
-                    store.save_header(text)
-                elif obj["type"] in ("round", "stage", "publication"):
-                    group.append(text)
-                elif obj["type"] == "window":
-                    key = (obj["window_id"], obj["repetition"])
-                    store.save(key, [*group, text])
-                    group = []
-                    now = time.time()
-                    spans[key] = (t_prev, now)
-                    t_prev = now
-                if on_line is not None:
-                    on_line(obj)
+        for batch in stream.lines(idle_timeout_s):
+            for raw in batch:
+                lines.take(raw)
             if time.monotonic() > deadline:
-                raise failed(f"device {dev.serial}: the runner took longer than phone.timeout_s = {timeout_s:.0f} s; "
-                             "stopped it", run, fix="raise phone.timeout_s if the run needs longer")
+                raise retry.failed(f"device {dev.serial}: the runner took longer than phone.timeout_s = "
+                                   f"{timeout_s:.0f} s; stopped it", run,
+                                   fix="raise phone.timeout_s if the run needs longer")
     except ProtocolError as err:  # the same runner would break the protocol again: say what to fix first
-        raise failed(f"device {dev.serial}: {err}", run,
-                     fix="the runner wrote a line outside phone_runner/PROTOCOL.md (a library printing on "
-                         "stdout, or a runner built from another protocol version): rebuild or fix the "
-                         "runner") from None
+        raise retry.failed(f"device {dev.serial}: {err}", run,
+                           fix="the runner wrote a line outside phone_runner/PROTOCOL.md (a library printing on "
+                               "stdout, or a runner built from another protocol version): rebuild or fix the "
+                               "runner") from None
     except (TimeoutError, adbutils.AdbTimeout):
-        raise failed(f"device {dev.serial}: no runner output for phone.idle_timeout_s = {idle_timeout_s:.0f} s; "
-                     "stopped it", run, fix="raise phone.idle_timeout_s for slow models") from None
+        raise retry.failed(f"device {dev.serial}: no runner output for phone.idle_timeout_s = "
+                           f"{idle_timeout_s:.0f} s; stopped it", run,
+                           fix="raise phone.idle_timeout_s for slow models") from None
     except (EOFError, ConnectionError, OSError) as err:
-        raise failed(f"device {dev.serial} went away mid-run ({type(err).__name__}: {err})", run, DeviceLost,
-                     fix="plug the phone in again (`adb devices` lists it as device)") from None
+        raise retry.failed(f"device {dev.serial} went away mid-run ({type(err).__name__}: {err})", run, DeviceLost,
+                           fix=PLUG_IN_FIX) from None
     finally:
         stream.close()
+    return stream
+
+
+def _check_outcome(serial: str, stream: ShellStream, lines: _Lines, retry: _Retry) -> None:
+    """A finished stream must end on a whole line, and the run on a ``summary`` line (PROTOCOL.md,
+    Invocation); a runner ``error`` line is reported with what to change before a rerun."""
+    run, source = lines.run, lines.run.source
     if stream.buf.strip():
         status = f"the runner exited with status {stream.exit_code}" if stream.exit_code is not None else \
             "the runner's stream ended"
-        raise failed(f"{source} line {n + 1}: {status} in the middle of a line {bytes(stream.buf)[:80]!r} "
-                     f"(stderr: {_tail(stream)})", run, fix="see the runner's stderr above")
+        raise retry.failed(f"{source} line {lines.count + 1}: {status} in the middle of a line "
+                           f"{bytes(stream.buf)[:80]!r} (stderr: {stream.stderr_tail()})", run,
+                           fix="see the runner's stderr above")
     if run.error is not None:
         msg, code = run.error["message"], run.error["code"]
         where = f" in window {run.error['window_id']!r}" if run.error.get("window_id") else ""
-        what = f"device {dev.serial}: runner error {code}{where}: {msg}"
+        what = f"device {serial}: runner error {code}{where}: {msg}"
         if code == "exactness":  # a rerun repeats it: no "then rerun" after its fix
-            raise RunFailed(what, run, kept=kept(run), fix=EXACTNESS_FIX)
-        raise failed(what, run, fix=error_fix(code, msg))
+            raise RunFailed(what, run, kept=retry.kept(run), fix=EXACTNESS_FIX)
+        raise retry.failed(what, run, fix=error_fix(code, msg))
     if run.summary is None:
-        if v2 and stream.exit_code is not None:
-            raise failed(f"device {dev.serial}: the runner exited with status {stream.exit_code} and no summary "
-                         f"(stderr: {_tail(stream)})", run)
-        raise failed(f"device {dev.serial}: the runner's stream ended without a summary (phone unplugged?)", run,
-                     DeviceLost, fix="plug the phone in again (`adb devices` lists it as device)")
+        if stream.v2 and stream.exit_code is not None:
+            raise retry.failed(f"device {serial}: the runner exited with status {stream.exit_code} and no summary "
+                               f"(stderr: {stream.stderr_tail()})", run)
+        raise retry.failed(f"device {serial}: the runner's stream ended without a summary (phone unplugged?)", run,
+                           DeviceLost, fix=PLUG_IN_FIX)
+
+
+def _keep_output(dev: adbutils.AdbDevice, out_dpath: str, run: PhoneRun, local_out: Path) -> None:
+    """Pull the runner's output file, which must hold the streamed windows and summary, to ``local_out``."""
     pulled = pull_text(dev, out_dpath)
-    check = read_lines(pulled.splitlines(), f"{source} (pulled)")
+    check = read_lines(pulled.splitlines(), f"{run.source} (pulled)")
     if len(check.of("window")) != len(run.of("window")) or check.summary != run.summary:
-        raise RunFailed(f"{source}: the pulled file disagrees with the streamed output", run)
+        raise RunFailed(f"{run.source}: the pulled file disagrees with the streamed output", run)
     atomic_write_bytes(local_out, pulled.encode())
-    return run, spans
 
 
+PLUG_IN_FIX = "plug the phone in again (`adb devices` lists it as device)"
 EXACTNESS_FIX = ("the runner's output left the target's greedy output (C.4): a runner or engine fault, not a "
                  "setting, and a rerun repeats it; keep the raw lines for the report and run "
                  "`pytest tests/phone_runner` against this runner build")
@@ -259,11 +267,6 @@ def error_fix(code: str, message: str) -> str:
         "unsupported_backend": ("choose a phone.engine.kind and model backend this runner supports (its message "
                                 "names the one it lacks)"),
     }.get(code, "")
-
-
-def _tail(stream: _Stream) -> str:
-    tail = bytes(stream.stderr).decode(errors="replace").strip().splitlines()[-3:]
-    return " | ".join(tail) or "none"
 
 
 def pull_text(dev: adbutils.AdbDevice, dpath: str) -> str:

@@ -2,11 +2,11 @@
 
 An adb ``shell:`` request is one command string that the phone's ``sh`` parses. This interpreter
 parses it the same way (quotes, backslashes, ``;``, ``&&``, ``||``, ``>``/``>>``, ``$?``, ``$VAR``
-and ``$(...)`` command substitution), so a host that builds shell strings badly is caught here
-exactly as on a phone: an injected ``; touch x`` or ``$(touch x)`` really runs. What it can run is
-confined: builtins act on device paths mapped under the sandbox root, and the only programs it
-starts are files inside the sandbox (pushed runners) and ``python3`` (a device that has Python,
-like Termux), with the working directory inside the sandbox.
+and ``$(...)`` command substitution; ``shell_syntax``), so a host that builds shell strings badly is
+caught here exactly as on a phone: an injected ``; touch x`` or ``$(touch x)`` really runs. What it
+can run is confined: builtins act on device paths mapped under the sandbox root (``sandbox``), and
+the only programs it starts are files inside the sandbox (pushed runners) and ``python3`` (a device
+that has Python, like Termux), with the working directory inside the sandbox.
 """
 
 from __future__ import annotations
@@ -15,149 +15,72 @@ import hashlib
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
+
+from .sandbox import Sandbox
+from .shell_syntax import ShellSyntaxError, Word, cut_command, tokenize
 
 DEVICE_PREFIXES = ("/data/", "/sdcard/", "/sys/", "/proc/")
-OPS = (";", "&&", "||", "|", ">>", ">", "<", "&")
-
-
-class ShellSyntaxError(ValueError):
-    pass
+REDIRECTIONS = (">", ">>", "1>", "1>>", "2>", "2>>")
+Emit = Callable[[int, bytes], None]
 
 
 @dataclass
-class Word:
-    text: str
-    quoted: bool = False  # any part was quoted: no further splitting
+class Command:
+    """A simple command's arguments and where its output goes."""
+
+    args: list[str] = field(default_factory=list)
+    out_file: tuple[str, str] | None = None  # (device path, open mode) of a ``>`` / ``>>`` redirection
+    err_to_out: bool = False  # ``2>&1``
 
 
-def tokenize(cmd: str, expand: Callable[[str], str], status: Callable[[], int],
-             env: dict[str, str]) -> list[Word | str]:
-    """Split into words (``Word``) and operators (``str``), expanding ``$``-forms like sh does."""
-    out: list[Word | str] = []
-    i, n = 0, len(cmd)
-    cur: list[str] = []
-    quoted = False
-    started = False
-
-    def flush() -> None:
-        nonlocal cur, quoted, started
-        if started:
-            out.append(Word("".join(cur), quoted))
-        cur, quoted, started = [], False, False
-
-    def dollar(j: int) -> tuple[str, int]:
-        if cmd.startswith("$(", j):
-            depth, k = 1, j + 2
-            while k < n and depth:
-                depth += {"(": 1, ")": -1}.get(cmd[k], 0)
-                k += 1
-            if depth:
-                raise ShellSyntaxError("unterminated $(")
-            return expand(cmd[j + 2 : k - 1]).rstrip("\n"), k
-        if cmd.startswith("$?", j):
-            return str(status()), j + 2
-        k = j + 1
-        if k < n and cmd[k] == "{":
-            end = cmd.index("}", k)
-            return env.get(cmd[k + 1 : end], ""), end + 1
-        while k < n and (cmd[k].isalnum() or cmd[k] == "_"):
-            k += 1
-        if k == j + 1:
-            return "$", k
-        return env.get(cmd[j + 1 : k], ""), k
-
-    while i < n:
-        c = cmd[i]
-        if c in " \t\n":
-            flush()
+def parse_command(toks: list[Word | str]) -> Command:
+    """Words become arguments; a redirection takes the word after it. The loopback shell has no
+    pipes, background jobs or input redirection: those operators are a ``ShellSyntaxError``."""
+    cmd = Command()
+    i = 0
+    while i < len(toks):
+        t = toks[i]
+        if isinstance(t, Word):
+            cmd.args.append(t.text)
             i += 1
-        elif c == "'":
-            end = cmd.find("'", i + 1)
-            if end < 0:
-                raise ShellSyntaxError("unterminated single quote")
-            cur.append(cmd[i + 1 : end])
-            quoted = started = True
-            i = end + 1
-        elif c == '"':
-            i += 1
-            quoted = started = True
-            while True:
-                if i >= n:
-                    raise ShellSyntaxError("unterminated double quote")
-                if cmd[i] == '"':
-                    i += 1
-                    break
-                if cmd[i] == "\\" and i + 1 < n and cmd[i + 1] in '"\\$`':
-                    cur.append(cmd[i + 1])
-                    i += 2
-                elif cmd[i] == "$":
-                    val, i = dollar(i)
-                    cur.append(val)
-                else:
-                    cur.append(cmd[i])
-                    i += 1
-        elif c == "\\":
-            if i + 1 < n:
-                cur.append(cmd[i + 1])
-                started = quoted = True
-            i += 2
-        elif c == "$":
-            val, i = dollar(i)
-            cur.append(val)
-            started = True
-        elif c == "`":
-            raise ShellSyntaxError("backquotes are not supported by the loopback shell")
-        else:
-            op = next((o for o in OPS if cmd.startswith(o, i)), None)
-            if op is not None:
-                if op in (">", ">>") and started and not quoted and "".join(cur) in ("1", "2"):
-                    op = "".join(cur) + op  # 2> / 1>
-                    cur, started = [], False
-                flush()
-                out.append(op)
-                i += len(op)
-            else:
-                cur.append(c)
-                started = True
-                i += 1
-    flush()
-    return out
+            continue
+        if t in ("|", "&", "<"):
+            raise ShellSyntaxError(f"operator {t!r} is not supported by the loopback shell")
+        if t in REDIRECTIONS:
+            _redirect(cmd, t, toks[i + 1])
+        i += 2
+    return cmd
 
 
-@dataclass
-class Sandbox:
-    """Device paths map to ``root / path``; nothing outside the root is reachable."""
+def _redirect(cmd: Command, op: str, target: Word | str) -> None:
+    if op in ("2>", "2>>"):
+        if isinstance(target, str):
+            raise ShellSyntaxError("bad redirection")
+        if target.text == "&1":
+            cmd.err_to_out = True
+        return  # stderr to a file: dropped (no caller reads it back)
+    if not isinstance(target, Word):
+        raise ShellSyntaxError("redirection without a file")
+    cmd.out_file = (target.text, "ab" if op.endswith(">>") else "wb")
 
-    root: Path
-    props: dict[str, str] = field(default_factory=dict)
-    free_kb: Callable[[], int] = lambda: 1 << 30
-    python: str = sys.executable
-    extra_env: dict[str, str] = field(default_factory=dict)
-    read_only: set[str] = field(default_factory=set)  # device folders mounted read-only (sync push refuses)
 
-    def is_read_only(self, device_path: str) -> bool:
-        return any(device_path == d or device_path.startswith(d.rstrip("/") + "/") for d in self.read_only)
+def routed(emit: Emit, out_file: IO[bytes] | None, err_to_out: bool) -> Emit:
+    """``emit`` with stdout sent to ``out_file`` and then, for ``2>&1``, stderr sent where stdout goes."""
+    if out_file is not None:
+        def to_file(s: int, b: bytes, _e: Emit = emit) -> None:
+            out_file.write(b) if s == 1 else _e(s, b)
 
-    def host(self, device_path: str, cwd: str = "/data/local/tmp") -> Path:
-        p = device_path if device_path.startswith("/") else f"{cwd}/{device_path}"
-        parts: list[str] = []
-        for part in p.split("/"):
-            if part in ("", "."):
-                continue
-            if part == "..":
-                if parts:
-                    parts.pop()
-                continue
-            parts.append(part)
-        target = self.root.joinpath(*parts) if parts else self.root
-        real = Path(os.path.realpath(target))
-        if real != self.root and self.root not in real.parents:
-            raise PermissionError(f"{device_path}: outside the device sandbox")
-        return target
+        emit = to_file
+    if err_to_out:
+        def joined(s: int, b: bytes, _e: Emit = emit) -> None:
+            _e(1, b)
+
+        emit = joined
+    return emit
 
 
 class Shell:
@@ -204,72 +127,22 @@ class Shell:
         # tokenize lazily one command at a time.
         rest, joiner = cmd, ";"
         while rest.strip():
-            cut, depth, q = len(rest), 0, ""
-            i = 0
-            while i < len(rest):
-                c = rest[i]
-                if q:
-                    if c == q:
-                        q = ""
-                    elif c == "\\" and q == '"':
-                        i += 1
-                elif c in "'\"":
-                    q = c
-                elif c == "\\":
-                    i += 1
-                elif rest.startswith("$(", i):
-                    depth += 1
-                    i += 1
-                elif c == ")" and depth:
-                    depth -= 1
-                elif not depth and (rest.startswith("&&", i) or rest.startswith("||", i) or c in ";\n"):
-                    cut = i
-                    break
-                i += 1
-            piece, sep = rest[:cut], rest[cut : cut + (2 if rest.startswith(("&&", "||"), cut) else 1)]
+            piece, sep, rest = cut_command(rest)
             yield tokenize(piece, self._expand, lambda: self.status, self.env), joiner
             joiner = sep if sep in ("&&", "||") else ";"
-            rest = rest[cut + len(sep):]
 
     def _simple(self, toks: list[Word | str]) -> int:
-        args: list[str] = []
-        out_file: tuple[str, str] | None = None
-        err_to_out = False
-        i = 0
-        while i < len(toks):
-            t = toks[i]
-            if isinstance(t, str):
-                if t in ("|", "&", "<"):
-                    raise ShellSyntaxError(f"operator {t!r} is not supported by the loopback shell")
-                if t in ("2>", "2>>") and i + 1 < len(toks) and isinstance(toks[i + 1], str):
-                    raise ShellSyntaxError("bad redirection")
-                if t in ("2>", "2>>") and isinstance(toks[i + 1], Word) and toks[i + 1].text == "&1":
-                    err_to_out = True
-                elif t in (">", ">>", "1>", "1>>", "2>", "2>>"):
-                    target = toks[i + 1]
-                    if not isinstance(target, Word):
-                        raise ShellSyntaxError("redirection without a file")
-                    if not t.startswith("2"):
-                        out_file = (target.text, "ab" if t.endswith(">>") else "wb")
-                i += 2
-                continue
-            args.append(t.text)
-            i += 1
-        if not args:
+        cmd = parse_command(toks)
+        if not cmd.args:
             return self.status
-        emit = self.emit
         fh = None
-        if out_file is not None:
-            fh = open(self.box.host(out_file[0], self.cwd), out_file[1])  # noqa: SIM115
-            def emit(s: int, b: bytes, _e: Callable = self.emit) -> None:
-                fh.write(b) if s == 1 else _e(s, b)
-        if err_to_out:
-            def emit(s: int, b: bytes, _e: Callable = emit) -> None:  # noqa: F811
-                _e(1, b)
+        if cmd.out_file is not None:
+            fh = open(self.box.host(cmd.out_file[0], self.cwd), cmd.out_file[1])  # noqa: SIM115
+        emit = routed(self.emit, fh, cmd.err_to_out)
         try:
-            return self._exec(args, emit)
+            return self._exec(cmd.args, emit)
         except (OSError, PermissionError) as err:
-            emit(2, f"{args[0]}: {err}\n".encode())
+            emit(2, f"{cmd.args[0]}: {err}\n".encode())
             return 1
         finally:
             if fh is not None:
