@@ -208,10 +208,12 @@ def window_agreement(inputs: ReplayInputs, profile: DeviceProfile, window_id: st
         return res, 100 * (res.tps / nat - 1), 100 * (t_to / to_replay.time - 1)
 
     res, frozen_err, frozen_to = errors(profile)
-    a = _Anchored(profile) if probes.target_ms is None else _anchored(profile, probes, errors)
-    res, err, to_err = errors(a.judged) if probes.target_ms is not None else (res, frozen_err, frozen_to)
-    if a.to_ratio is not None:
-        to_err = errors(scaled(profile, a.to_ratio))[2]
+    a, err, to_err = _Anchored(profile), frozen_err, frozen_to
+    if probes.target_ms is not None:
+        a = _anchored(profile, probes, errors)
+        res, err, to_err = errors(a.judged)
+        if a.to_ratio is not None:
+            to_err = errors(scaled(profile, a.to_ratio))[2]
     terms = decompose(cast(Window, window), med, a.judged, source, inputs.settings)  # errors() set it
     return {
         "window_id": window_id, "tokens": len(ref), "tps_native": nat, "tps_replay": res.tps,

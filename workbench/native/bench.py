@@ -322,7 +322,6 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"results table -> {write_section(args.markdown, section, text)}")
 
 
-
 def _bench_profile(args: Any, cfg: dict[str, Any]) -> DeviceProfile:
     """This machine's host profile for as2d_online's costs (``--profile``, or calibrated once per
     fingerprint); one line when it has none and ``--on-mismatch refuse``."""
