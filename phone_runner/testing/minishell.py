@@ -35,6 +35,7 @@ class Command:
     args: list[str] = field(default_factory=list)
     out_file: tuple[str, str] | None = None  # (device path, open mode) of a ``>`` / ``>>`` redirection
     err_to_out: bool = False  # ``2>&1``
+    err_to_file: bool = False  # ``2>&1`` after ``>``: stderr joins stdout in the file (sh reads left to right)
 
 
 def parse_command(toks: list[Word | str]) -> Command:
@@ -51,6 +52,8 @@ def parse_command(toks: list[Word | str]) -> Command:
         if t in ("|", "&", "<"):
             raise ShellSyntaxError(f"operator {t!r} is not supported by the loopback shell")
         if t in REDIRECTIONS:
+            if i + 1 == len(toks):
+                raise ShellSyntaxError(f"syntax error: {t!r} at the end of the command names no file")
             _redirect(cmd, t, toks[i + 1])
         i += 2
     return cmd
@@ -62,22 +65,30 @@ def _redirect(cmd: Command, op: str, target: Word | str) -> None:
             raise ShellSyntaxError("bad redirection")
         if target.text == "&1":
             cmd.err_to_out = True
+            cmd.err_to_file = cmd.out_file is not None
         return  # stderr to a file: dropped (no caller reads it back)
     if not isinstance(target, Word):
         raise ShellSyntaxError("redirection without a file")
+    if target.text.startswith("&") and not target.quoted:
+        raise ShellSyntaxError(f"{op}{target.text} is not supported by the loopback shell")
     cmd.out_file = (target.text, "ab" if op.endswith(">>") else "wb")
 
 
-def routed(emit: Emit, out_file: IO[bytes] | None, err_to_out: bool) -> Emit:
-    """``emit`` with stdout sent to ``out_file`` and then, for ``2>&1``, stderr sent where stdout goes."""
+def routed(emit: Emit, out_file: IO[bytes] | None, err_to_out: bool, err_to_file: bool = False) -> Emit:
+    """``emit`` with stdout sent to ``out_file``; for ``2>&1``, stderr sent where stdout went at that point
+    of the command: into the file when ``2>&1`` follows ``>`` (``err_to_file``), to the stdout stream
+    when it precedes it (``2>&1 >f``)."""
+    terminal = emit
     if out_file is not None:
         def to_file(s: int, b: bytes, _e: Emit = emit) -> None:
             out_file.write(b) if s == 1 else _e(s, b)
 
         emit = to_file
     if err_to_out:
-        def joined(s: int, b: bytes, _e: Emit = emit) -> None:
-            _e(1, b)
+        err = emit if err_to_file else terminal
+
+        def joined(s: int, b: bytes, _e: Emit = emit, _err: Emit = err) -> None:
+            (_err if s == 2 else _e)(1, b)
 
         emit = joined
     return emit
@@ -138,7 +149,7 @@ class Shell:
         fh = None
         if cmd.out_file is not None:
             fh = open(self.box.host(cmd.out_file[0], self.cwd), cmd.out_file[1])  # noqa: SIM115
-        emit = routed(self.emit, fh, cmd.err_to_out)
+        emit = routed(self.emit, fh, cmd.err_to_out, cmd.err_to_file)
         try:
             return self._exec(cmd.args, emit)
         except (OSError, PermissionError) as err:

@@ -168,9 +168,15 @@ class _Lexer:
             self.started = True
             self.i += 1
             return
+        self.i += len(op)
         if op in (">", ">>") and self.started and not self.quoted and "".join(self.cur) in ("1", "2"):
             op = "".join(self.cur) + op  # 2> / 1>: the digit belongs to the operator
             self.cur, self.started = [], False
         self.flush()
         self.out.append(op)
-        self.i += len(op)
+        if op.endswith(">") and self.cmd.startswith("&", self.i):  # >&N duplicates a descriptor: one word
+            j = self.i + 1
+            while j < len(self.cmd) and self.cmd[j].isdigit():
+                j += 1
+            self.out.append(Word(self.cmd[self.i : j], False))
+            self.i = j

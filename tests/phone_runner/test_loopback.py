@@ -67,6 +67,13 @@ def test_the_shell_is_confined_to_the_sandbox_and_parses_like_sh(adb_server: int
     assert d.shell(["echo", "x; touch /data/local/tmp/q", "$(touch /data/local/tmp/q2)"]).startswith("x; touch")
     assert not (loopback.root / "data/local/tmp/q").exists()
     assert not (loopback.root / "data/local/tmp/q2").exists()
+    # Redirections read left to right, as in sh: stderr follows stdout into the file only after ``>``.
+    d.shell("cat /nope >/data/local/tmp/both 2>&1")
+    assert "No such file" in (loopback.root / "data/local/tmp/both").read_text()
+    early = d.shell2("cat /nope 2>&1 >/data/local/tmp/out_only", v2=True)
+    assert "No such file" in early.stdout and (loopback.root / "data/local/tmp/out_only").read_text() == ""
+    dangling = d.shell2("echo x >", v2=True)  # a redirection with no file is a syntax error, not a crash
+    assert dangling.returncode == 2 and "at the end of the command" in dangling.stderr
 
 
 def test_unauthorized_and_unplugged_states(adb_server: int, tmp_path: Path) -> None:
