@@ -189,7 +189,24 @@ def _work_dir(keep: str | None) -> Iterator[Path]:
         yield Path(tmp_dir)
 
 
-def main(argv: list[str] | None = None) -> int:
+def _facts(args: argparse.Namespace, command: str, start: dict[str, Any], end: dict[str, Any],
+           torch_version: str) -> list[str]:
+    """What the table names: machine, command, split and date (``provenance`` at start and end)."""
+    return [f"- machine: {end['machine']}; torch {torch_version}; load average (1/5/15 min) "
+            f"{start['load']} at start, {end['load']} at end",
+            f"- command: `{command}`",
+            f"- split: demo evaluation windows 1-{args.windows} (clips packed up to {args.max_seconds:g} s), each "
+            f"pair calibrated on the demo's first dev window; {args.reps} repetitions; the judged anchors are "
+            "the calibration window run before, between "
+            "and after the windows in each configuration's own request (a window by the two copies around it); "
+            "beside them, the bracketed probes (three target-only runs on that window "
+            "before and after each configuration, the geometric mean of the two ratios) and three As²d runs there "
+            "(the producer's own anchor) before As²d",
+            f"- run date: {end['date'][:10]}"]
+
+
+def _args(argv: list[str] | None) -> argparse.Namespace:
+    """The command line, checked: one line naming a bad option and its range."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pairs", type=int, default=3, help="consecutive calibrate + run pairs")
     ap.add_argument("--windows", type=int, default=3, help="demo evaluation windows per native run")
@@ -205,6 +222,11 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--pairs, --windows and --reps must each be at least 1")
     if not 0 < args.max_seconds <= 30:
         ap.error(f"--max-seconds {args.max_seconds:g}: give a window length in (0, 30] s (Whisper's audio limit)")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _args(argv)
     command = " ".join(["python benchmarks/loopback_d3.py", *(sys.argv[1:] if argv is None else argv)])
 
     import torch
@@ -234,18 +256,8 @@ def main(argv: list[str] | None = None) -> int:
             dev.disconnect(port)
     end = provenance(command)
     head = verdict(rows)
-    facts = [f"- machine: {end['machine']}; torch {torch.__version__}; load average (1/5/15 min) "
-             f"{start['load']} at start, {end['load']} at end",
-             f"- command: `{command}`",
-             f"- split: demo evaluation windows 1-{args.windows} (clips packed up to {args.max_seconds:g} s), each "
-             f"pair calibrated on the demo's first dev window; {args.reps} repetitions; the judged anchors are "
-             "the calibration window run before, between "
-             "and after the windows in each configuration's own request (a window by the two copies around it); "
-             "beside them, the bracketed probes (three target-only runs on that window "
-             "before and after each configuration, the geometric mean of the two ratios) and three As²d runs there "
-             "(the producer's own anchor) before As²d",
-             f"- run date: {end['date'][:10]}"]
-    lines = facts + ["", *table(rows), "", f"Per window, pair {args.pairs}:", "", *window_table(last)]
+    lines = [*_facts(args, command, start, end, torch.__version__), "", *table(rows), "",
+             f"Per window, pair {args.pairs}:", "", *window_table(last)]
     if terms.height:  # where As²d's error comes from in the last pair, under the judged profile
         lines += ["", f"As²d's D.3 decomposition, pair {args.pairs} (the judged, own-anchored profile):", "", "```",
                   *decomposition_lines(terms), "```"]

@@ -222,7 +222,7 @@ def live_producer(publications: pl.DataFrame, op_idle: float, where: str) -> dic
     before it.
     Empty when the runs published too little to fit a line."""
     from workbench.native.episodes import SAMPLE_SCHEMA, publication_rows
-    from workbench.native.fit import publication_curve
+    from workbench.native.publication_curve import publication_curve
 
     rows: list[dict[str, Any]] = []
     for (wid, rep), times in token_times(publications):

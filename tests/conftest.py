@@ -75,10 +75,11 @@ def _run_root(factory: pytest.TempPathFactory) -> Path:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):  # noqa: ANN201 - pytest hook
-    """A test marked ``serial`` asserts what a producer racing the target achieves on this machine's
-    cores, so it runs alone: it takes the run's lock exclusively, every other test shares it (a
-    turnstile keeps the sharers from starving it). Setup and teardown, module fixtures included,
-    run under the lock. One worker (plain ``pytest``): the lock is never contended."""
+    """A test marked ``serial`` asserts timing on this machine's cores (what a producer racing the target
+    achieves, a measured price against a host sweep), so it runs alone: it takes the run's lock
+    exclusively, every other test shares it (a turnstile keeps the sharers from starving it). Setup and
+    teardown, module fixtures included, run under the lock. One worker (plain ``pytest``): the lock is
+    never contended."""
     import fcntl
 
     root = _run_root(item.config._tmp_path_factory)  # type: ignore[attr-defined] - tmp_path's own factory

@@ -13,6 +13,7 @@ import os
 import sys
 import traceback
 from pathlib import Path
+from types import ModuleType
 
 import hydra
 import mlflow
@@ -238,6 +239,17 @@ def _run_job(module, cfg: DictConfig, out: Path) -> JobResult:
     return result
 
 
+def _job_tags(cfg: DictConfig, module: ModuleType) -> tuple[bool, dict[str, str]]:
+    """Whether the job replays synthetic trajectories, and the job run's tags."""
+    # A job that does not replay the dataset (adaptive's native comparison runs real audio) says so.
+    uses = getattr(module, "replays_dataset", None)
+    synthetic = bool(cfg.get("dataset", {}).get("synthetic", False)) and (uses is None or uses(cfg))
+    tags = {"job": str(cfg.job), "as2d.role": "job", "synthetic": str(synthetic)}
+    if not cfg.get("methods"):
+        tags["method"] = str(cfg.get("method", {}).get("name", ""))
+    return synthetic, tags
+
+
 def execute(cfg: DictConfig) -> JobResult:
     """Validate, run and track one job. Bad configs fail before an MLflow run exists."""
     from .tracking import log_children
@@ -257,12 +269,7 @@ def execute(cfg: DictConfig) -> JobResult:
     module.validate(cfg)
     out = out_dir(cfg)
     out.mkdir(parents=True, exist_ok=True)
-    # A job that does not replay the dataset (adaptive's native comparison runs real audio) says so.
-    uses = getattr(module, "replays_dataset", None)
-    synthetic = bool(cfg.get("dataset", {}).get("synthetic", False)) and (uses is None or uses(cfg))
-    tags = {"job": str(cfg.job), "as2d.role": "job", "synthetic": str(synthetic)}
-    if not cfg.get("methods"):
-        tags["method"] = str(cfg.get("method", {}).get("name", ""))
+    synthetic, tags = _job_tags(cfg, module)
     say(f"job: {cfg.job}   overrides: {' '.join(overrides()) or '(none)'}")
     if synthetic:
         say("SYNTHETIC: this run replays synthetic trajectories, not traces of real models")

@@ -182,8 +182,8 @@ def test_the_noise_floor_is_the_bootstrap_spread_of_the_native_median():
 
 def test_a_windows_drift_anchor_is_the_median_of_its_probes():
     """One probe is one noisy run: the window is anchored on the median of the probes before its repetitions."""
-    from workbench.native.agreement import WindowProbes, window_probes
     from workbench.native.episodes import Episodes
+    from workbench.native.window_anchoring import WindowProbes, window_probes
 
     ep = Episodes()
     ep.probes.update({("a", 0): 10.0, ("a", 1): 30.0, ("a", 2): 12.0, ("b", 0): 99.0})

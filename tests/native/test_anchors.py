@@ -84,7 +84,7 @@ def test_agreement_judges_with_priced_anchors_and_keeps_the_measured_ones_beside
 def test_as2d_is_judged_at_the_repetition_whose_replay_is_the_median():
     """Near a readiness threshold replay is not monotonic in the speed: the median of the replays at each
     repetition's probes, not the replay at the median probe, is what a median over native runs compares to."""
-    from workbench.native.agreement import median_repetition
+    from workbench.native.window_anchoring import median_repetition
 
     _, _, profile, _ = _setup()
     times = {1.0: 3.0, 1.05: 1.0, 1.1: 2.0}  # replayed seconds by target ratio: 1.1's is the median

@@ -12,7 +12,7 @@ from workbench.native.agreement import replay_native_run
 from workbench.native.decomposition import TERMS, decompose, dominant_term
 from workbench.native.driver import NativeResult
 from workbench.native.episodes import publication_rows, scheme_settings
-from workbench.native.fit import publication_curve
+from workbench.native.publication_curve import publication_curve
 from workbench.native.samples import SAMPLE_SCHEMA
 from workbench.replay.profile import DEVICE_DIR, parse_profile
 

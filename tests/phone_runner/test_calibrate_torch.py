@@ -28,6 +28,7 @@ def _host_sweep(model: dict, reps: int) -> dict[int, float]:
 
 
 @pytest.mark.slow
+@pytest.mark.serial  # its widths are compared with host sweeps timed around it: no other test shares the cores
 def test_torch_calibration_measures_widths_that_match_the_host_sweep(loopback: LoopbackDevice,
                                                                      tmp_path: Path) -> None:
     from omegaconf import OmegaConf

@@ -27,7 +27,7 @@ DECOMPOSITION_SCHEMA: dict[str, Any] = {
 
 def median_time_repetition(fr: Mapping[str, pl.DataFrame], window_id: str) -> int:
     """The repetition whose time is the window's median (the one D.3 sets beside its replay; not
-    ``workbench.native.agreement.median_repetition``, which picks the median replay's probes)."""
+    ``workbench.native.window_anchoring.median_repetition``, which picks the median replay's probes)."""
     runs = fr["windows"].filter(pl.col("window_id") == window_id).sort("time")
     if not runs.height:
         raise ValueError(f"window {window_id!r} is missing from the run's records")

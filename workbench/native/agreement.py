@@ -11,7 +11,7 @@ pools tokens and time. Stage decompositions (D/V/O/H) of both sides show where a
 **Drift anchor** (``replay/drift.py``): just before each measured repetition, one target-only run on the
 profile's calibration window measures how much this machine's speed has moved since calibration, over
 the frozen profile's own price of that statistic (``anchors.py``). Target-only is priced at the median of
-the window's probes (``window_probes``); As²d at the probes of the repetition whose replay is the median
+the window's probes (``window_anchoring.py``); As²d at the probes of the repetition whose replay is the median
 one (``median_repetition``): the native side is a median of runs at their own speeds, and near a
 readiness threshold replay is not monotonic in the speed. With a profile that anchors the producer
 (``anchor_producer_ms``), the As²d probe run's producer measures its own core's drift, and the
@@ -52,7 +52,7 @@ import json
 import shlex
 import statistics
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -60,7 +60,7 @@ import polars as pl
 
 from workbench.io import atomic_write_json, atomic_write_parquet
 from workbench.metrics import overlap_decomposition
-from workbench.replay.drift import as2d_drift_ratio, drift_ratio, producer_drift_ratio, scaled, width_shape
+from workbench.replay.drift import scaled
 from workbench.replay.engine import replay
 from workbench.replay.profile import DeviceProfile, load_profile
 from workbench.replay.result import STAGE_SCHEMA, ReplayConfig, ReplayResult
@@ -69,14 +69,15 @@ from workbench.replay.trajectory import Window
 
 from .agreement_report import GOAL_MAE_PCT, agreement_markdown, decomposition_lines, provenance, summarize, verdict
 from .anchors import priced_anchors
-from .calibrate import calibrate_host
-from .decomposition import TERMS, concurrent_call_ratio, decompose, replay_native_run
+from .calibrate import CLIP_WINDOWS, calibrate_host
+from .decomposition import TERMS, decompose, replay_native_run
 from .driver import NativeHost, NativeResult
 from .episodes import Episodes, HostSetup, host_setup, median_run, native_episodes
 from .noise_floor import NOISE_GOAL_PCT, RepeatRule, median_noise_pct
 from .run_store import ReplayInputs, absorb, save_runs
 from .sweep import PROBE_WIDTHS
-from .windows import AudioWindow, demo_windows
+from .window_anchoring import NO_PROBES, Anchored, WindowProbes, anchored, concurrent_probe_ratio, window_probes
+from .windows import AudioWindow, demo_clip_windows, demo_windows
 
 AGREEMENT_COLUMNS = ("window_id", "tokens", "tps_native", "tps_replay", "signed_error_pct", "abs_error_pct",
                      "time_native", "time_replay", "target_only_error_pct", "drift_ratio", "width_shape",
@@ -113,75 +114,8 @@ def probe_widths(profile: DeviceProfile | None) -> tuple[int, ...]:
     return tuple(k for k in PROBE_WIDTHS if k in profile.anchor_widths_ms)
 
 
-@dataclasses.dataclass(frozen=True)
-class WindowProbes:
-    """A window's drift anchor (``native_episodes``' probes on the calibration window, ``replay/drift.py``).
-
-    ``target_ms``: the median target-only probe (ms per round); ``widths_ms``: the median idle verify call per
-    probed width; ``as2d_ms``: the median As²d probe (ms per token); ``producer_ms``: the median producer
-    interval per token in those As²d probes; ``concurrent_ratio``: the As²d probes' verify calls beside the
-    producer, measured over priced (``concurrent_probe_ratio``); ``reps``: each measured repetition's own
-    (target, producer) probes, in repetition order. ``None`` / empty: not probed."""
-
-    target_ms: float | None = None
-    widths_ms: Mapping[int, float] | None = None
-    as2d_ms: float | None = None
-    producer_ms: float | None = None
-    concurrent_ratio: float | None = None
-    reps: Sequence[tuple[float, float | None]] = ()
-
-
-@dataclasses.dataclass(frozen=True)
-class _Anchored:
-    """The errors of one window under each anchoring (``window_agreement``)."""
-
-    judged: DeviceProfile
-    ratio: float = 1.0
-    shape_at: float = 1.0
-    width_err: float | None = None
-    a2_ratio: float | None = None
-    a2_err: float | None = None
-    p_ratio: float | None = None
-    one_err: float | None = None
-    c_err: float | None = None
-    to_ratio: float | None = None  # target-only's anchor when it differs from As²d's (the median probe)
-
-
-def _anchored(profile: DeviceProfile, probes: WindowProbes,
-              err_of: Callable[[DeviceProfile], tuple[ReplayResult, float, float]]) -> _Anchored:
-    """Each anchoring's ratio and signed As²d error (``err_of``: replay result, As²d error, target-only
-    error under a profile). The judged profile scales the target by its probe (at the median repetition's
-    probes with ``reps``) and the producer by its own core's probe when the profile anchors it; the rest are
-    reported beside the verdict, not in it."""
-    assert probes.target_ms is not None
-    ratio = drift_ratio(profile, probes.target_ms)
-    median_ratio, rep_p_ratio = ratio, None
-    if probes.reps:
-        ratio, rep_p_ratio = median_repetition(profile, probes.reps, lambda p: err_of(p)[0].time)
-    shape_at, width_err = 1.0, None
-    if probes.widths_ms and profile.anchor_widths_ms:
-        shape = width_shape(profile, probes.widths_ms)
-        shape_at = shape(max(profile.anchor_widths_ms))
-        width_err = err_of(scaled(profile, ratio, shape))[1]
-    a2_ratio = a2_err = None
-    if probes.as2d_ms is not None:
-        a2_ratio = as2d_drift_ratio(profile, probes.as2d_ms)
-        a2_err = err_of(scaled(profile, a2_ratio))[1]
-    p_ratio = one_err = None
-    if probes.producer_ms is not None and profile.anchor_producer_ms is not None:
-        # each process by its own core's drift: the judged replay; one ratio for both is kept beside it
-        p_ratio = producer_drift_ratio(profile, probes.producer_ms) if rep_p_ratio is None else rep_p_ratio
-        one_err = err_of(scaled(profile, ratio))[1]
-    c_err = None
-    if probes.concurrent_ratio is not None:
-        c_err = err_of(scaled(profile, ratio, source_ratio=p_ratio, concurrent_ratio=probes.concurrent_ratio))[1]
-    # target-only's replay is linear in the ratio: with per-repetition probes its median is at the median probe
-    return _Anchored(scaled(profile, ratio, source_ratio=p_ratio), ratio, shape_at, width_err, a2_ratio, a2_err,
-                     p_ratio, one_err, c_err, median_ratio if probes.reps else None)
-
-
 def window_agreement(inputs: ReplayInputs, profile: DeviceProfile, window_id: str, target_only: Sequence[NativeResult],
-                     as2d: Sequence[NativeResult], probes: WindowProbes = WindowProbes(),
+                     as2d: Sequence[NativeResult], probes: WindowProbes = NO_PROBES,
                      reference: Sequence[int] | None = None) -> dict[str, Any]:
     """The D.3 rule for one window: replay the median-latency native As²d run's own trajectory with the
     frozen profile, re-anchored by ``probes.target_ms`` when given, the producer's times by its own probe
@@ -208,9 +142,9 @@ def window_agreement(inputs: ReplayInputs, profile: DeviceProfile, window_id: st
         return res, 100 * (res.tps / nat - 1), 100 * (t_to / to_replay.time - 1)
 
     res, frozen_err, frozen_to = errors(profile)
-    a, err, to_err = _Anchored(profile), frozen_err, frozen_to
+    a, err, to_err = Anchored(profile), frozen_err, frozen_to
     if probes.target_ms is not None:
-        a = _anchored(profile, probes, errors)
+        a = anchored(profile, probes, errors)
         res, err, to_err = errors(a.judged)
         if a.to_ratio is not None:
             to_err = errors(scaled(profile, a.to_ratio))[2]
@@ -237,46 +171,6 @@ def window_agreement(inputs: ReplayInputs, profile: DeviceProfile, window_id: st
         **{f"d_{k}": terms[k] for k in (*TERMS, "publication_lag_ms", "first_publication_lag_ms",
                                               "readiness_native", "readiness_replay")},
     }
-
-
-def median_repetition(profile: DeviceProfile, rep_probes: Sequence[tuple[float, float | None]],
-                      replay_time: Callable[[DeviceProfile], float]) -> tuple[float, float | None]:
-    """The (target, producer) drift ratios of the repetition whose replay is the median one, by
-    ``median_run``'s rule. The native side is the median over repetitions, each run at its own speed; a
-    window near a readiness threshold (a round that finds a candidate ready at one speed takes a plain step
-    at a slightly slower one) is not linear in the speed, so one replay at the median speed need not be
-    the median of the replays at each repetition's speed. ``replay_time``: As²d's replayed time under a
-    profile; a producer probe of ``None`` prices the producer by the target's ratio."""
-    pairs = [(drift_ratio(profile, t), None if p is None or profile.anchor_producer_ms is None
-              else producer_drift_ratio(profile, p)) for t, p in rep_probes]
-    times = [replay_time(scaled(profile, r, source_ratio=pr)) for r, pr in pairs]
-    order = sorted(range(len(pairs)), key=times.__getitem__)
-    return pairs[order[len(order) // 2]]
-
-
-def window_probes(ep: Episodes, window_id: str) -> WindowProbes:
-    """The window's drift anchor: the median of the probes taken before its repetitions (per width, As²d's,
-    and its producer's), and each repetition's own (target, producer) probes. One probe is one run, as noisy
-    as any other run on this machine; their median is the machine's speed while the window was measured,
-    from the calibration window only. ``concurrent_ratio`` is left to ``concurrent_probe_ratio``."""
-    def median_of(probes: Mapping[tuple[str, int], float]) -> float | None:
-        xs = [v for (w, _), v in probes.items() if w == window_id]
-        return statistics.median(xs) if xs else None
-
-    widths = [v for (w, _), v in ep.width_probes.items() if w == window_id]
-    per_width = {k: statistics.median(p[k] for p in widths if k in p) for k in {k for p in widths for k in p}}
-    p_probe = median_of(ep.producer_probes)
-    reps = sorted(k for w, k in ep.probes if w == window_id)
-    each = tuple((ep.probes[(window_id, k)], ep.producer_probes.get((window_id, k), p_probe)) for k in reps)
-    return WindowProbes(median_of(ep.probes), per_width or None, median_of(ep.as2d_probes), p_probe, reps=each)
-
-
-def concurrent_probe_ratio(ep: Episodes, window_id: str, profile: DeviceProfile) -> float | None:
-    """The median over the window's drift probes of their As²d run's measured-over-priced concurrent
-    calls (``decomposition.concurrent_call_ratio``); ``None`` without As²d probe runs."""
-    xs = [x for (w, _), runs in ep.probe_runs.items() if w == window_id for r in runs if r.scheme == "as2d"
-          for x in [concurrent_call_ratio(profile, r)] if x is not None]
-    return statistics.median(xs) if xs else None
 
 
 def agreement_frame(ep: Episodes, inputs: ReplayInputs | HostSetup, profile: DeviceProfile, *,
@@ -320,15 +214,18 @@ def replay_agreement(
     out_dir: str | Path | None = None,
     progress: bool = True,
     command: str | None = None,
+    clips: Sequence[AudioWindow] = (),
 ) -> tuple[pl.DataFrame, dict[str, Any]]:
     """Per-window agreement frame (``AGREEMENT_COLUMNS``) and a summary dict.
 
-    ``profile=None`` calibrates on ``calib`` first (frozen before any evaluation run)."""
+    ``profile=None`` calibrates on ``calib`` first (frozen before any evaluation run), with As²d's live
+    calls on the single dev windows ``clips`` too, as every host calibration does (``calibrate_host``)."""
     from tqdm.auto import tqdm
 
     setup = setup or host_setup(model_cfg)
     if profile is None:
-        profile, _ = calibrate_host(calib, model_cfg, calib_reps, widths, out_dir, setup=setup, progress=progress)
+        profile, _ = calibrate_host(calib, model_cfg, calib_reps, widths, out_dir, setup=setup, progress=progress,
+                                    clips=clips)
     setup.use_profile(profile)  # native runs by the kernel plan the frozen profile was measured under
     frames = []
     kept = Episodes()  # every window's D.3 runs, stored after each window (run_store.py)
@@ -361,6 +258,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--noise-goal", type=float, default=NOISE_GOAL_PCT)
     ap.add_argument("--profile", default=None, help="a frozen profile (default: calibrate now on the dev windows)")
     ap.add_argument("--calib-windows", type=int, default=1)
+    ap.add_argument("--clips", type=int, default=CLIP_WINDOWS,
+                    help="single dev windows whose As2d episodes also price the verifier beside the producer, as in "
+                         "every host calibration (0: the calibration windows alone)")
     ap.add_argument("--calib-reps", type=int, default=5, help="repetitions of the calibration (D.2: at least 5)")
     ap.add_argument("--windows", type=int, default=None, help="evaluation windows (default: all)")
     ap.add_argument("--split", choices=("demo", "test"), default="demo",
@@ -377,22 +277,27 @@ def main(argv: Sequence[str] | None = None) -> None:
         ap.error(f"{err} (--reps, --max-reps, --noise-goal)")
     from workbench.models.registry import load_model_config
 
+    if args.clips < 0:
+        ap.error(f"--clips {args.clips}: give 0 or more single dev windows")
+    cfg = load_model_config(args.model)
+    if args.engine:
+        cfg = {**cfg, "engine": args.engine}
     if args.split == "test":
         from .bench_inputs import dataset_config
         from .windows import bench_windows
 
         data = dataset_config(args.dataset)
         calib, evals = bench_windows("dev", data, args.calib_windows), bench_windows("test", data, args.windows)
+        taken = {w.window_id for w in calib}  # the clips: other dev windows, never a calibration window again
+        clips = [w for w in bench_windows("dev", data, args.calib_windows + args.clips) if w.window_id not in taken]
     else:
         calib, evals = demo_windows()
-    profile = load_profile(args.profile) if args.profile else None
-    cfg = load_model_config(args.model)
-    if args.engine:
-        cfg = {**cfg, "engine": args.engine}
+        clips = demo_clip_windows(args.clips, model=cfg)
     command = "python -m workbench.native.agreement " + shlex.join(argv or sys.argv[1:])
     frame, summary = replay_agreement(calib[: args.calib_windows], evals[: args.windows], cfg, rule,
-                                      profile=profile, out_dir=args.out_dir, calib_reps=args.calib_reps,
-                                      command=command)
+                                      profile=load_profile(args.profile) if args.profile else None,
+                                      out_dir=args.out_dir, calib_reps=args.calib_reps, command=command,
+                                      clips=() if args.profile else clips)
     with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=200, float_precision=2):
         print(frame)
     print(json.dumps(summary, indent=1))
@@ -413,6 +318,5 @@ if __name__ == "__main__":
     main()
 
 __all__ = ["AGREEMENT_COLUMNS", "GOAL_MAE_PCT", "agreement_frame", "agreement_markdown", "anchor_window",
-           "concurrent_probe_ratio", "median_repetition",
            "decomposition_lines", "median_run", "provenance", "replay_agreement", "replay_native_run", "summarize",
-           "verdict", "window_agreement", "window_probes", "WindowProbes"]
+           "verdict", "window_agreement"]

@@ -7,6 +7,8 @@ Written as ``host_samples.parquet`` beside the profile; ``kind`` says what was t
 
 from __future__ import annotations
 
+import statistics
+from collections.abc import Sequence
 from typing import Any
 
 import polars as pl
@@ -26,4 +28,11 @@ def sample(kind: str, window_id: str | None, **values: Any) -> dict[str, Any]:
     return row
 
 
-__all__ = ["MIN_PER_TOKEN", "SAMPLE_SCHEMA", "sample"]
+def med(xs: Sequence[float]) -> float:
+    """The median of a profile field's samples; none is a calibration fault, never a default."""
+    if not xs:
+        raise ValueError("calibration produced no samples for a profile field")
+    return float(statistics.median(xs))
+
+
+__all__ = ["MIN_PER_TOKEN", "SAMPLE_SCHEMA", "med", "sample"]
