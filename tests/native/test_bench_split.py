@@ -110,3 +110,18 @@ def test_the_per_window_report_names_each_windows_speaker_and_perturbation(tmp_p
     report = with_window_facts(pl.DataFrame({"method": ["as2d/x"] * len(ids), "window_id": ids}), "bench_ci")
     assert report["speaker"].is_not_null().all() and set(report["perturbation"]) <= {"clean", "noise20db"}
     assert set(report["speaker"]) == {p.speaker for p in bc.plan() if p.window_id in ids}
+
+
+@needs_corpus
+def test_agreement_calibrates_on_dev_windows_and_clips_and_judges_the_test_split(tmp_path, monkeypatch):
+    """D.3 on the bench corpus: the calibration window and the clips whose As²d calls it also prices are
+    dev windows, never the same one twice; the judged windows are the test split."""
+    from workbench.native.agreement import agreement_windows
+
+    monkeypatch.setenv("AS2D_CACHE", str(tmp_path))
+    calib, clips, evals = agreement_windows("test", "bench_ci", 1, 3, 2, {})
+    assert len(calib) == 1 and 1 <= len(clips) <= 3 and len(evals) == 2
+    assert {w.split for w in calib + clips} == {"dev"} and {w.split for w in evals} == {"test"}
+    assert calib[0].window_id not in {w.window_id for w in clips}
+    assert len({w.window_id for w in clips}) == len(clips)
+    assert agreement_windows("test", "bench_ci", 1, 0, 1, {})[1] == []  # --clips 0: the calibration window alone

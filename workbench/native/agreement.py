@@ -52,7 +52,7 @@ import json
 import shlex
 import statistics
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -248,6 +248,25 @@ def replay_agreement(
     return frame, summary
 
 
+def agreement_windows(split: str, dataset: str, calib_windows: int, clips: int, windows: int | None,
+                      model: Mapping[str, Any]) -> tuple[list[AudioWindow], list[AudioWindow], list[AudioWindow]]:
+    """(calibration windows, single dev windows whose As²d calls the calibration also prices, evaluation
+    windows). ``split="test"``: the bench corpus ``dataset``'s dev split calibrates, speaker-disjoint from its
+    test split, which is evaluated; ``"demo"``: the demo corpus's calibration windows and dev clips, and its
+    evaluation windows. The clips never repeat a calibration window."""
+    if split == "test":
+        from .bench_inputs import dataset_config
+        from .windows import bench_windows
+
+        data = dataset_config(dataset)
+        calib, evals = bench_windows("dev", data, calib_windows), bench_windows("test", data, windows)
+        taken = {w.window_id for w in calib}
+        more = [w for w in bench_windows("dev", data, calib_windows + clips) if w.window_id not in taken]
+        return calib, more[:clips], evals
+    calib, evals = demo_windows()
+    return calib[:calib_windows], demo_clip_windows(clips, model=model), evals[:windows]
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description="Replay vs native TPS agreement on this host (paper D.3).")
     ap.add_argument("--model", default="whisper_base")
@@ -282,19 +301,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     cfg = load_model_config(args.model)
     if args.engine:
         cfg = {**cfg, "engine": args.engine}
-    if args.split == "test":
-        from .bench_inputs import dataset_config
-        from .windows import bench_windows
-
-        data = dataset_config(args.dataset)
-        calib, evals = bench_windows("dev", data, args.calib_windows), bench_windows("test", data, args.windows)
-        taken = {w.window_id for w in calib}  # the clips: other dev windows, never a calibration window again
-        clips = [w for w in bench_windows("dev", data, args.calib_windows + args.clips) if w.window_id not in taken]
-    else:
-        calib, evals = demo_windows()
-        clips = demo_clip_windows(args.clips, model=cfg)
+    calib, clips, evals = agreement_windows(args.split, args.dataset, args.calib_windows, args.clips, args.windows,
+                                            cfg)
     command = "python -m workbench.native.agreement " + shlex.join(argv or sys.argv[1:])
-    frame, summary = replay_agreement(calib[: args.calib_windows], evals[: args.windows], cfg, rule,
+    frame, summary = replay_agreement(calib, evals, cfg, rule,
                                       profile=load_profile(args.profile) if args.profile else None,
                                       out_dir=args.out_dir, calib_reps=args.calib_reps, command=command,
                                       clips=() if args.profile else clips)
@@ -317,6 +327,6 @@ def main(argv: Sequence[str] | None = None) -> None:
 if __name__ == "__main__":
     main()
 
-__all__ = ["AGREEMENT_COLUMNS", "GOAL_MAE_PCT", "agreement_frame", "agreement_markdown", "anchor_window",
-           "decomposition_lines", "median_run", "provenance", "replay_agreement", "replay_native_run", "summarize",
-           "verdict", "window_agreement"]
+__all__ = ["AGREEMENT_COLUMNS", "GOAL_MAE_PCT", "agreement_frame", "agreement_markdown", "agreement_windows",
+           "anchor_window", "decomposition_lines", "median_run", "provenance", "replay_agreement", "replay_native_run",
+           "summarize", "verdict", "window_agreement"]
