@@ -63,7 +63,7 @@ def _redirect(cmd: Command, op: str, target: Word | str) -> None:
     if op in ("2>", "2>>"):
         if isinstance(target, str):
             raise ShellSyntaxError("bad redirection")
-        if target.text == "&1":
+        if target.text == "&1" and not target.quoted:
             cmd.err_to_out = True
             cmd.err_to_file = cmd.out_file is not None
         return  # stderr to a file: dropped (no caller reads it back)

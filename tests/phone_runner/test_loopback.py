@@ -72,6 +72,7 @@ def test_the_shell_is_confined_to_the_sandbox_and_parses_like_sh(adb_server: int
     assert "No such file" in (loopback.root / "data/local/tmp/both").read_text()
     early = d.shell2("cat /nope 2>&1 >/data/local/tmp/out_only", v2=True)
     assert "No such file" in early.stdout and (loopback.root / "data/local/tmp/out_only").read_text() == ""
+    assert "No such file" not in d.shell2('cat /nope 2>"&1"', v2=True).stdout  # quoted: a file name, not &1
     dangling = d.shell2("echo x >", v2=True)  # a redirection with no file is a syntax error, not a crash
     assert dangling.returncode == 2 and "at the end of the command" in dangling.stderr
 
