@@ -301,13 +301,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     cfg = load_model_config(args.model)
     if args.engine:
         cfg = {**cfg, "engine": args.engine}
-    calib, clips, evals = agreement_windows(args.split, args.dataset, args.calib_windows, args.clips, args.windows,
-                                            cfg)
+    # a frozen --profile calibrates nothing: no clips to load
+    calib, clips, evals = agreement_windows(args.split, args.dataset, args.calib_windows,
+                                            0 if args.profile else args.clips, args.windows, cfg)
     command = "python -m workbench.native.agreement " + shlex.join(argv or sys.argv[1:])
     frame, summary = replay_agreement(calib, evals, cfg, rule,
                                       profile=load_profile(args.profile) if args.profile else None,
-                                      out_dir=args.out_dir, calib_reps=args.calib_reps, command=command,
-                                      clips=() if args.profile else clips)
+                                      out_dir=args.out_dir, calib_reps=args.calib_reps, command=command, clips=clips)
     with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=200, float_precision=2):
         print(frame)
     print(json.dumps(summary, indent=1))
