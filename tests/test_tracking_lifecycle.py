@@ -14,7 +14,7 @@ from mlflow.tracking import MlflowClient
 
 from workbench.tracking import artifact_location, prepare_store, tracked_run
 from workbench.tracking.cli import main as runs_main
-from workbench.tracking.runs import HOST_TAG, PID_TAG, REAPED_TAG, STARTED_TAG, owner_tags, reap
+from workbench.tracking.runs import HOST_TAG, PID_TAG, REAPED_TAG, STARTED_TAG, fail_own_runs, owner_tags, reap
 
 CHILD = Path(__file__).with_name("tracking_child.py")
 
@@ -106,6 +106,22 @@ def test_reaper_spares_live_owners_remote_hosts_and_reused_pids(tmp_path):
     verdicts = {s.run_id: s.verdict for s in reap(f"sqlite:///{db}")}
     assert verdicts == {live: "alive", remote: "remote", reused: "reaped", foreign: "unowned"}
     assert {r.info.run_id for r in _runs(db) if r.info.status == "RUNNING"} == {live, remote, foreign}
+
+
+def test_a_process_about_to_exit_fails_its_own_running_runs_and_only_those(tmp_path):
+    db = tmp_path / "m.db"
+    c = _client(db)
+    exp = c.create_experiment("own")
+    me = owner_tags()
+    mine = c.create_run(exp, tags=me).info.run_id
+    done = c.create_run(exp, tags=me).info.run_id
+    c.set_terminated(done, "FINISHED")
+    other_pid = c.create_run(exp, tags={**me, PID_TAG: str(os.getppid())}).info.run_id
+    remote = c.create_run(exp, tags={**me, HOST_TAG: "another-host"}).info.run_id
+    assert fail_own_runs("parent died", f"sqlite:///{db}") == [mine]
+    status = {r.info.run_id: r.info.status for r in _runs(db)}
+    assert status == {mine: "FAILED", done: "FINISHED", other_pid: "RUNNING", remote: "RUNNING"}
+    assert c.get_run(mine).data.tags[REAPED_TAG] == "parent died"
 
 
 def test_jobs_started_together_on_a_fresh_store_all_succeed(tmp_path):

@@ -362,6 +362,12 @@ def _end_with_the_sweep() -> None:
             time.sleep(0.5)
         os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(ORPHAN_GRACE_S)
+        # The main thread may be stuck where no signal handler runs (a long native call); the job's
+        # run must not stay RUNNING, so the watch marks it before the worker exits.
+        from .tracking.runs import fail_own_runs
+
+        with contextlib.suppress(Exception):
+            fail_own_runs("the sweep's parent died and the job did not end within its grace period")
         # The job's own children (a replay pool, a producer) hold the resource trackers' pipes;
         # left behind, they would keep the trackers, and their semaphores, alive.
         for child in psutil.Process().children(recursive=True):

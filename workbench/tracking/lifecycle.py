@@ -84,7 +84,12 @@ def _end_run(run_id: str, status: str, err: BaseException | None, parent_run_id:
     if err is not None:
         with contextlib.suppress(Exception):
             client.set_tag(run_id, "error", f"{type(err).__name__}: {err}"[:5000])
-    mlflow.end_run(status)
+    try:
+        mlflow.end_run(status)
+    except Exception:  # the fluent run's state was broken mid-call (a signal inside MLflow): mark it directly
+        client.set_terminated(run_id, status)
+        with contextlib.suppress(Exception):
+            mlflow.end_run(status)
     if err is not None:
         with contextlib.suppress(Exception):
             client.log_text(run_id, "".join(traceback.format_exception(err)), "error.txt")

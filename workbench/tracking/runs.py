@@ -100,3 +100,23 @@ def reap(uri: str | None = None, dry_run: bool = False) -> list[RunState]:
             client.set_terminated(run.info.run_id, "FAILED")
         states.append(RunState(run.info.run_id, run.info.run_name or "", run.info.experiment_id, owner, verdict))
     return states
+
+
+def fail_own_runs(reason: str, uri: str | None = None) -> list[str]:
+    """Mark this process's RUNNING runs FAILED, tagged ``as2d.reaped`` with ``reason``; return their ids.
+
+    The last word of a process that is about to exit without unwinding (a sweep worker whose parent
+    died, after its grace period): whatever its main thread is stuck in, its runs do not stay RUNNING.
+    """
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(uri) if uri else MlflowClient()
+    mine = owner_tags()
+    failed = []
+    for run in _running(client):
+        tags = run.data.tags
+        if tags.get(PID_TAG) == mine[PID_TAG] and tags.get(HOST_TAG) == mine[HOST_TAG]:
+            client.set_tag(run.info.run_id, REAPED_TAG, reason)
+            client.set_terminated(run.info.run_id, "FAILED")
+            failed.append(run.info.run_id)
+    return failed
