@@ -20,7 +20,7 @@ from workbench.replay.producer import Producer, SourcePrice
 from workbench.replay.profile import DeviceProfile
 from workbench.replay.trajectory import Window
 
-from .protocol import profile_from_pricing
+from .payloads import profile_from_pricing
 
 
 def priced_profile(p: Mapping[str, Any]) -> DeviceProfile:

@@ -12,7 +12,8 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .protocol import Request, profile_from_pricing, window_from_payload
+from .payloads import profile_from_pricing, window_from_payload
+from .protocol import Request
 from .runner_output import Out
 from .runtime import RunnerFailure
 

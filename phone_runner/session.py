@@ -26,7 +26,8 @@ from .conditions import ConditionPolicy, Conditions, flag_windows, write_series
 from .deploy import deploy, device_path
 from .hostrun import RunFailed, WindowStore, run_request
 from .info import hashed_serial
-from .protocol import VERSION, pricing_from_profile, window_payload
+from .payloads import pricing_from_profile, window_payload
+from .protocol import VERSION
 from .records import PhoneRun, audit, frames, read_lines
 
 RUNNER_BINARY = "bin/as2d_runner"

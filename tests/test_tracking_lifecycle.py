@@ -113,15 +113,15 @@ def test_a_process_about_to_exit_fails_its_own_running_runs_and_only_those(tmp_p
     c = _client(db)
     exp = c.create_experiment("own")
     me = owner_tags()
-    mine = c.create_run(exp, tags=me).info.run_id
+    owned = c.create_run(exp, tags=me).info.run_id
     done = c.create_run(exp, tags=me).info.run_id
     c.set_terminated(done, "FINISHED")
     other_pid = c.create_run(exp, tags={**me, PID_TAG: str(os.getppid())}).info.run_id
     remote = c.create_run(exp, tags={**me, HOST_TAG: "another-host"}).info.run_id
-    assert fail_own_runs("parent died", f"sqlite:///{db}") == [mine]
+    assert fail_own_runs("parent died", f"sqlite:///{db}") == [owned]
     status = {r.info.run_id: r.info.status for r in _runs(db)}
-    assert status == {mine: "FAILED", done: "FINISHED", other_pid: "RUNNING", remote: "RUNNING"}
-    assert c.get_run(mine).data.tags[REAPED_TAG] == "parent died"
+    assert status == {owned: "FAILED", done: "FINISHED", other_pid: "RUNNING", remote: "RUNNING"}
+    assert c.get_run(owned).data.tags[REAPED_TAG] == "parent died"
 
 
 def test_jobs_started_together_on_a_fresh_store_all_succeed(tmp_path):

@@ -24,7 +24,8 @@ import numpy as np
 import pytest
 import yaml
 
-from phone_runner.protocol import HOST_ONLY_SCHEMES, pricing_from_profile, validate_line, window_payload
+from phone_runner.payloads import pricing_from_profile, window_payload
+from phone_runner.protocol import HOST_ONLY_SCHEMES, validate_line
 from phone_runner.reference import run_window
 from phone_runner.runner import runner_binary
 from workbench.decoding import CATALOG, ROUND_COLUMNS, scheme_spec

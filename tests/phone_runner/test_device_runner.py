@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from phone_runner.protocol import pricing_from_profile, window_payload
+from phone_runner.payloads import pricing_from_profile, window_payload
 from phone_runner.records import audit, frames, read_jsonl
 from workbench import metrics
 from workbench.replay.audit import ReplayAuditError

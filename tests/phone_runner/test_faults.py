@@ -14,7 +14,7 @@ import pytest
 
 from phone_runner.deploy import deploy
 from phone_runner.hostrun import RunFailed, WindowStore, run_request
-from phone_runner.protocol import pricing_from_profile, window_payload
+from phone_runner.payloads import pricing_from_profile, window_payload
 from phone_runner.testing.loopback import LoopbackDevice, start_loopback
 from workbench.jobs.base import ConfigError
 from workbench.replay.profile import load_profile

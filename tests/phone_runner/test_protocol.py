@@ -6,16 +6,8 @@ import json
 
 import pytest
 
-from phone_runner.protocol import (
-    ProtocolError,
-    line,
-    parse_request,
-    pricing_from_profile,
-    profile_from_pricing,
-    validate_line,
-    window_from_payload,
-    window_payload,
-)
+from phone_runner.payloads import pricing_from_profile, profile_from_pricing, window_from_payload, window_payload
+from phone_runner.protocol import ProtocolError, line, parse_request, validate_line
 from workbench.replay.engine import ReplayConfig, replay
 from workbench.replay.profile import available_profiles, load_profile
 from workbench.replay.synthetic import SyntheticSpec, paper_like_sources, synthetic_windows

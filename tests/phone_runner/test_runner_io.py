@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from phone_runner.protocol import pricing_from_profile, validate_line, window_payload
+from phone_runner.payloads import pricing_from_profile, window_payload
+from phone_runner.protocol import validate_line
 from phone_runner.records import audit, read_jsonl, read_lines
 from phone_runner.runner import runner_binary
 from workbench.replay.engine import ReplayConfig

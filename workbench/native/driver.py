@@ -297,13 +297,7 @@ class NativeHost:
         if decoupled:
             source = NativeSource(self.shared, t0, "producer", target.vocab_size)
             self.start_evt.set()
-        # Prefix lookahead drafts its next proposal in a thread beside the target call, on the producer's
-        # CPUs (idle in a serial run) when this host has a producer (native/lookahead.py).
-        beside = None
-        if drafter is not None and scheme_spec(scheme_name).overlaps:
-            beside = ThreadedDrafter(drafter, None if self.spec is None else self.spec.placement.cpus)
-        scheme = make_scheme(scheme_name, max_output=max_output, eos_id=target.eos_id, drafter=beside or drafter,
-                             source=source, costs=costs, **params)
+        scheme, beside = self._scheme(scheme_name, max_output, target.eos_id, drafter, source, costs, params)
         scheme.start(root)
         joined = (JoiningCores(target, self.shared, widen, fallback, self.stop_evt.set)
                   if decoupled and widen is not None else None)
@@ -328,6 +322,20 @@ class NativeHost:
             return result
         assert source is not None  # a decoupled run made its source above
         return self._drain(result, source, drain_timeout, clock)
+
+    def _scheme(self, scheme_name: str, max_output: int, eos_id: int | None, drafter: Drafter | None,
+                source: NativeSource | None, costs: RoundCosts | None,
+                params: dict[str, Any]) -> tuple[Scheme, ThreadedDrafter | None]:
+        """The window's scheme, and the lookahead thread it drafts through (None without one).
+
+        Prefix lookahead drafts its next proposal in a thread beside the target call, on the
+        producer's CPUs (idle in a serial run) when this host has a producer (native/lookahead.py)."""
+        beside = None
+        if drafter is not None and scheme_spec(scheme_name).overlaps:
+            beside = ThreadedDrafter(drafter, None if self.spec is None else self.spec.placement.cpus)
+        scheme = make_scheme(scheme_name, max_output=max_output, eos_id=eos_id, drafter=beside or drafter,
+                             source=source, costs=costs, **params)
+        return scheme, beside
 
     def _prepare_window(self, window_id: str, audio: Any, cap: int, instruction: str | None) -> None:
         """Hand the producer its window and wait until it is ready to start on ``start_evt``."""

@@ -111,11 +111,11 @@ def fail_own_runs(reason: str, uri: str | None = None) -> list[str]:
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(uri) if uri else MlflowClient()
-    mine = owner_tags()
+    this_process = owner_tags()
     failed = []
     for run in _running(client):
         tags = run.data.tags
-        if tags.get(PID_TAG) == mine[PID_TAG] and tags.get(HOST_TAG) == mine[HOST_TAG]:
+        if tags.get(PID_TAG) == this_process[PID_TAG] and tags.get(HOST_TAG) == this_process[HOST_TAG]:
             client.set_tag(run.info.run_id, REAPED_TAG, reason)
             client.set_terminated(run.info.run_id, "FAILED")
             failed.append(run.info.run_id)
