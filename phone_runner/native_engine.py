@@ -147,6 +147,10 @@ def calibrate_torch(req: Request, base: Path, out: Any) -> None:
     widths, offsets = [int(k) for k in plan["widths"]], [int(o) for o in plan["offsets"]]
     reps, warm = int(plan["reps"]), int(plan["warmups"])
     source = req.producer.get("source") or setup.source
+    producer = setup.producer
+    if producer is None and (any(plan["with_producer"]) or (source is not None and plan.get("producer_forward", True))):
+        raise RunnerFailure("bad_request", "calibrate mode times the producer beside the verifier, but the request "
+                            "names no producer model (models.producer)", status=2)
 
     def emit(rows: list[dict[str, Any]], concurrent: bool) -> None:
         for r in rows:
@@ -157,7 +161,8 @@ def calibrate_torch(req: Request, base: Path, out: Any) -> None:
         if not concurrent:
             emit(verify_sweep(setup.pair, aw, widths, reps, warm, concurrent=False, offsets=offsets), False)
             continue
-        with ProducerLoad(setup.producer, aw.audio, setup.max_output) as load:
+        assert producer is not None  # checked above, before any forward
+        with ProducerLoad(producer, aw.audio, setup.max_output) as load:
             load.passes(None)  # back to back until the sweep is done (coexistence, D.2.1)
             rows = verify_sweep(setup.pair, aw, widths, reps, warm, concurrent=True, offsets=offsets)
             beside = load.end_load()
@@ -168,7 +173,8 @@ def calibrate_torch(req: Request, base: Path, out: Any) -> None:
                     out("measure", op="producer_forward", width=None, offset=None, concurrent=True, source=source,
                         repetition=rep, ms=1000.0 * seconds / n)
     if source is not None and plan.get("producer_forward", True):
-        with ProducerLoad(setup.producer, aw.audio, setup.max_output) as load:
+        assert producer is not None  # checked above, before any forward
+        with ProducerLoad(producer, aw.audio, setup.max_output) as load:
             passes, _ = load.passes(warm + reps)
         for rep, (n, seconds) in enumerate(passes[warm:]):
             if n:

@@ -29,7 +29,7 @@ def _num(x: Any) -> bool:
 
 def check_ondemand(obj: Mapping[str, Any]) -> None:
     """Validate a mode-``ondemand`` request's ``ondemand`` object against its windows."""
-    od = obj.get("ondemand")
+    od: Any = obj.get("ondemand")  # JSON until each field below is checked
     _need(isinstance(od, dict), "ondemand", "mode ondemand needs an ondemand object (see PROTOCOL.md)")
     _need(isinstance(od.get("trace_id"), str) and bool(od["trace_id"]), "ondemand.trace_id", "expected a string")
     for key in ("trace_s", "window_s"):
@@ -37,7 +37,7 @@ def check_ondemand(obj: Mapping[str, Any]) -> None:
     _need(od.get("prepare") in PREPARE, "ondemand.prepare", f"{od.get('prepare')!r}; expected one of {PREPARE}")
     _need(od.get("instruction") is None or isinstance(od["instruction"], str), "ondemand.instruction",
           "expected the instruction text or null (the model's own prompt)")
-    reqs = od.get("requests")
+    reqs: Any = od.get("requests")
     _need(isinstance(reqs, list) and len(reqs) == len(obj["windows"]), "ondemand.requests",
           f"expected one request per window ({len(obj['windows'])})")
     last = -math.inf

@@ -100,8 +100,8 @@ def validate_obj(obj: Any, where: str) -> dict[str, Any]:
         raise ProtocolError(where, f"expected a JSON object, got {type(obj).__name__}")
     if obj.get("v") != VERSION:
         raise ProtocolError(where, f"protocol version {obj.get('v')!r}, this host speaks v{VERSION}")
-    kind = obj.get("type")
-    spec = LINE_FIELDS.get(kind)  # type: ignore[arg-type]
+    kind: Any = obj.get("type")
+    spec = LINE_FIELDS.get(kind)
     if spec is None:
         raise ProtocolError(where, f"unknown line type {kind!r} (known: {', '.join(LINE_FIELDS)})")
     for name, k in spec.items():
@@ -267,7 +267,7 @@ def _check_reference(ref: Any, where: str) -> None:
               "expected counts >= 0")
     drafts = ref.get("drafts")
     if drafts is not None:
-        rows = _obj(drafts, f"{where}.drafts").get("tokens")
+        rows: Any = _obj(drafts, f"{where}.drafts").get("tokens")
         _need(isinstance(rows, list), f"{where}.drafts.tokens", "expected a list of rows")
         for r, row in enumerate(rows):
             ids(row, f"{where}.drafts.tokens[{r}]")

@@ -16,11 +16,12 @@ from typing import Any
 from workbench.decoding import PublicationBuffer
 from workbench.replay.engine import DECOUPLED, ReplayConfig, producer_plan, replay
 from workbench.replay.pricing import Pricing
-from workbench.replay.producer import Producer, SourcePrice
+from workbench.replay.producer import Producer, ProducerPlan, SourcePrice
 from workbench.replay.profile import DeviceProfile
 from workbench.replay.trajectory import Window
 
 from .payloads import profile_from_pricing
+from .runtime import RunnerFailure
 
 
 def priced_profile(p: Mapping[str, Any]) -> DeviceProfile:
@@ -53,6 +54,9 @@ def run_window(window: Window, cfg: ReplayConfig, profile: DeviceProfile, drain:
     if cfg.scheme not in DECOUPLED:
         return replay(window, cfg, profile, drain=drain), None  # type: ignore[arg-type]
     plan = producer_plan(window, cfg.source, profile)
+    if not isinstance(plan, ProducerPlan):  # several resident sources share the host's workers
+        raise RunnerFailure("bad_request", f"scheme source {cfg.source!r}: the reference engine replays one "
+                            "source per window; several sources ('a+b') run in host replay only", status=2)
     result = replay(window, cfg, profile, plan=plan, drain=drain)  # type: ignore[arg-type]
     if plan.static is not None:
         return result, plan.static

@@ -74,7 +74,7 @@ class PhoneConfig:
         missing = self.missing_binary()
         if missing is not None:
             raise missing
-        return deploy(dev, {RUNNER_BINARY: Path(self.runner_binary)}, progress=progress)
+        return deploy(dev, {RUNNER_BINARY: Path(str(self.runner_binary))}, progress=progress)
 
     def missing_binary(self) -> ConfigError | None:
         """The C++ runner needs a built ``phone.runner_binary`` to push; the error that says how to build it."""

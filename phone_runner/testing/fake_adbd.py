@@ -143,10 +143,10 @@ class Transport:
             service = data.rstrip(b"\x00").decode(errors="replace")
             local = self.next_id
             self.next_id += 1
-            s = Stream(local, a0, self)
-            self.streams[local] = s
+            opened = Stream(local, a0, self)
+            self.streams[local] = opened
             self.send(A_OKAY, local, a0)
-            threading.Thread(target=self.daemon.service, args=(s, service), daemon=True,
+            threading.Thread(target=self.daemon.service, args=(opened, service), daemon=True,
                              name=f"fake-adbd-{service[:20]}").start()
         elif cmd == A_OKAY:
             s = self.streams.get(a1)

@@ -85,6 +85,11 @@ def test_bad_requests_end_in_one_error_line(tmp_path: Path) -> None:
     assert done.returncode == 1
     last = json.loads(done.stdout.decode().splitlines()[-1])
     assert last["code"] == "width_not_priced" and "K=8" in last["message"]
+    # several resident sources are host replay only: refused by name, not a crash
+    done = run_device(request(tmp_path, {"name": "as2d", "source": "qwen+parakeet", "settings": {"budget": 5}}))
+    assert done.returncode == 2
+    last = json.loads(done.stdout.decode().splitlines()[-1])
+    assert last["code"] == "bad_request" and "'qwen+parakeet'" in last["message"]
 
 
 @pytest.mark.parametrize("target, code, needle", [
