@@ -82,6 +82,12 @@ def _running(client) -> list:
     return out
 
 
+def _fail(client, run_id: str, reason: str) -> None:
+    """End a RUNNING run FAILED, the reason first (``as2d.reaped``) so the UI says why."""
+    client.set_tag(run_id, REAPED_TAG, reason)
+    client.set_terminated(run_id, "FAILED")
+
+
 def reap(uri: str | None = None, dry_run: bool = False) -> list[RunState]:
     """Mark RUNNING runs whose owning process is gone FAILED; return what was seen."""
     from mlflow.tracking import MlflowClient
@@ -94,10 +100,8 @@ def reap(uri: str | None = None, dry_run: bool = False) -> list[RunState]:
         owner = f"pid {tags.get(PID_TAG, '?')} on {tags.get(HOST_TAG, '?')}"
         verdict = {True: "alive", False: "reaped", None: "remote" if PID_TAG in tags else "unowned"}[alive]
         if verdict == "reaped" and not dry_run:
-            client.set_tag(run.info.run_id, REAPED_TAG,
-                           f"owning process {owner} is gone (SIGKILL, out of memory or a crash); "
-                           "marked FAILED by the reaper")
-            client.set_terminated(run.info.run_id, "FAILED")
+            _fail(client, run.info.run_id, f"owning process {owner} is gone (SIGKILL, out of memory or a crash); "
+                  "marked FAILED by the reaper")
         states.append(RunState(run.info.run_id, run.info.run_name or "", run.info.experiment_id, owner, verdict))
     return states
 
@@ -116,7 +120,6 @@ def fail_own_runs(reason: str, uri: str | None = None) -> list[str]:
     for run in _running(client):
         tags = run.data.tags
         if tags.get(PID_TAG) == this_process[PID_TAG] and tags.get(HOST_TAG) == this_process[HOST_TAG]:
-            client.set_tag(run.info.run_id, REAPED_TAG, reason)
-            client.set_terminated(run.info.run_id, "FAILED")
+            _fail(client, run.info.run_id, reason)
             failed.append(run.info.run_id)
     return failed
