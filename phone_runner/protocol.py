@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from workbench.decoding.schemes.catalog import HOST_ONLY, ON_PHONE
+from workbench.decoding.schemes.catalog import DECOUPLED, HOST_ONLY, ON_PHONE
 
 from .errors import ProtocolError
 from .ondemand_checks import check_ondemand, check_request_line
@@ -188,6 +188,11 @@ class Request:
         return dict(self.scheme.get("settings") or {})
 
     @property
+    def source(self) -> str | None:
+        """The decoupled schemes' candidate source: ``scheme.source``, else ``producer.source``."""
+        return scheme_source(self.scheme, self.producer)
+
+    @property
     def config(self) -> str:
         return str(self.scheme.get("config") or self.scheme["name"])
 
@@ -324,6 +329,27 @@ def _check_head(obj: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     return scheme, engine
 
 
+def scheme_source(scheme: Mapping[str, Any], producer: Mapping[str, Any]) -> str | None:
+    """The candidate source a decoupled scheme reads: ``scheme.source``, else ``producer.source``."""
+    return scheme.get("source") or producer.get("source") or None
+
+
+def _check_reference_source(obj: Mapping[str, Any], producer: Mapping[str, Any], wins: list[dict[str, Any]]) -> None:
+    """A reference-engine request of a decoupled scheme names one source that its pricing prices and
+    every window carries (PROTOCOL.md, ``scheme.source``); several sources run in host replay only."""
+    name = obj["scheme"]["name"]
+    if name not in DECOUPLED:
+        return
+    src = scheme_source(obj["scheme"], producer)
+    _need(src is not None, "scheme.source", f"scheme {name!r} reads a candidate source; name it (or producer.source)")
+    _need("+" not in str(src), "scheme.source", f"{src!r}: the reference engine replays one source per window; "
+          "several sources ('a+b') run in host replay only")
+    _need(src in obj["pricing"]["sources"], "scheme.source", f"{src!r} is not priced (pricing.sources)")
+    for i, w in enumerate(wins):
+        _need(src in (w["reference"].get("sources") or {}), f"windows[{i}].reference.sources",
+              f"window {w['window_id']!r} has no source {src!r}")
+
+
 def parse_request(obj: Any) -> Request:
     """Validate a decoded request object and return it typed (PROTOCOL.md is the rule)."""
     _, engine = _check_head(obj)
@@ -336,6 +362,7 @@ def parse_request(obj: Any) -> Request:
     _int(producer, "batch_tokens", "producer.batch_tokens", 1, 8)
     if engine["kind"] == "reference":
         check_pricing(_obj(obj.get("pricing"), "pricing"))
+        _check_reference_source(obj, producer, wins)
     if obj["mode"] == "calibrate":
         _obj(obj.get("calibrate"), "calibrate")
     if obj["mode"] == "ondemand":

@@ -21,6 +21,7 @@ from workbench.replay.profile import DeviceProfile
 from workbench.replay.trajectory import Window
 
 from .payloads import profile_from_pricing
+from .protocol import Request
 from .runtime import RunnerFailure
 
 
@@ -44,8 +45,11 @@ def priced_profile(p: Mapping[str, Any]) -> DeviceProfile:
     return profile
 
 
-def replay_config(scheme: dict[str, Any]) -> ReplayConfig:
-    return ReplayConfig(scheme["name"], source=scheme.get("source"), **(scheme.get("settings") or {}))
+def replay_config(req: Request) -> ReplayConfig:
+    """The request's scheme as replay runs it; a decoupled scheme reads the source ``Request.source``
+    names (``scheme.source``, else ``producer.source``, as the C++ runner reads it)."""
+    name = req.scheme["name"]
+    return ReplayConfig(name, source=req.source if name in DECOUPLED else req.scheme.get("source"), **req.settings)
 
 
 def run_window(window: Window, cfg: ReplayConfig, profile: DeviceProfile, drain: str = "boundary"

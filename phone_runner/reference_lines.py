@@ -48,7 +48,7 @@ def run_reference(req: Request, out: Out) -> dict[str, float]:
 
     assert req.pricing is not None
     profile = priced_profile(req.pricing)
-    cfg = replay_config(req.scheme)
+    cfg = replay_config(req)
     real = req.engine.get("clock") == "real"
     drain = req.engine.get("drain", "boundary")
     totals = {"rounds": 0, "tokens": 0, "time": 0.0}

@@ -81,6 +81,9 @@ MALFORMED: dict[str, Callable[[dict[str, Any]], None]] = {
     "unknown_engine": _set("engine.kind", "onnx"),
     "unknown_drain": _set("engine.drain", "sometimes"),
     "version_true": _set("v", True),
+    "several_scheme_sources": _set("scheme.source", "qwen+parakeet"),
+    "unpriced_scheme_source": _set("scheme.source", "whisper"),
+    "scheme_source_no_window_carries": _set("scheme.source", "parakeet"),  # priced, but absent from the window
 }
 
 
@@ -187,3 +190,17 @@ def test_the_cpp_runner_refuses_the_ondemand_mode_as_protocol_md_says(tmp_path: 
     mnn = sorted(m for h in models.glob("mnn_*.hpp") for m in re.findall(r"class (\w+) : public Model", h.read_text()))
     assert mnn and all(f"`{m}`" in why for m in mnn), (mnn, why)
     assert "`Llm`" in why and "`features`" in why and "never sees audio" not in why
+
+
+def test_a_source_named_only_by_producer_source_runs_alike_in_both_runners(tmp_path: Path) -> None:
+    """PROTOCOL.md: ``scheme.source`` may be null when ``producer.source`` names the source; both runners
+    then read that source, and the run equals the one naming it in ``scheme.source``."""
+    (case,) = [c for c in pinned_cases() if c.case_id == "pin-as2d-no-confidence"]  # its chains read the source
+    named = request(case)
+    unnamed = copy.deepcopy(named)
+    unnamed["run_id"], unnamed["scheme"]["source"] = "source-from-producer", None
+    assert named["producer"]["source"] == named["scheme"]["source"] and named["scheme"]["name"] == "as2d"
+    problems, cpp = two_runners.compare(tmp_path, [named, unnamed])
+    assert not problems, "\n".join(problems)
+    rounds = [[x for x in lines if x["type"] == "round"] for lines in cpp]
+    assert rounds[0] == rounds[1] and any(r["chain"] for r in rounds[1]), rounds

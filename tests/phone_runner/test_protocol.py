@@ -68,7 +68,8 @@ def test_a_window_through_the_request_replays_identically() -> None:
 
 def _request(**over: object) -> dict:
     w = synthetic_windows(SyntheticSpec(n_windows=1, mean_tokens=20, sd_tokens=1))[0]
-    req = {"v": 1, "run_id": "r1", "mode": "run", "scheme": {"name": "as2d", "settings": {"budget": 3}},
+    req = {"v": 1, "run_id": "r1", "mode": "run",
+           "scheme": {"name": "as2d", "source": "qwen", "settings": {"budget": 3}},
            "engine": {"kind": "reference", "clock": "virtual"}, "models": {}, "producer": {"batch_tokens": 8},
            "windows": [window_payload(w)], "repetitions": 1, "warmups": 0, "max_output": 64,
            "pricing": pricing_from_profile(load_profile("k70_pro")), "output": "/data/local/tmp/as2d/o.jsonl"}

@@ -76,6 +76,10 @@ void check_request(const Request& r) {
     if (is_decoupled(r.scheme) && r.settings.source.empty())
         throw ProtocolFailure("bad_request", "request field 'scheme.settings.source': scheme '" + r.scheme +
                                                  "' reads a candidate source; name it (or producer.source)");
+    if (is_decoupled(r.scheme) && r.settings.source.find('+') != std::string::npos)
+        throw ProtocolFailure("bad_request", "request field 'scheme.source': '" + r.settings.source +
+                                                 "': the reference engine replays one source per window; several "
+                                                 "sources ('a+b') run in host replay only");
     if (r.pricing) {
         int widest = widest_width(r);
         for (int k = 1; k <= widest; ++k)
@@ -83,7 +87,9 @@ void check_request(const Request& r) {
                 throw ProtocolFailure("width_not_priced", "configuration " + r.config + " may verify physical width K=" +
                                                               std::to_string(k) + ", which profile '" + r.pricing->name +
                                                               "' does not price (D.2.1: missing widths are never zero)");
-        if (is_decoupled(r.scheme)) r.pricing->source(r.settings.source);
+        if (is_decoupled(r.scheme) && !r.pricing->has_source(r.settings.source))
+            throw ProtocolFailure("bad_request", "request field 'scheme.source': '" + r.settings.source +
+                                                     "' is not priced (pricing.sources)");
     }
     for (const auto& w : r.windows)
         if (r.engine_kind == "reference" && is_decoupled(r.scheme) && !w.traj.source(r.settings.source))

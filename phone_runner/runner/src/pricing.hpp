@@ -41,6 +41,7 @@ struct Pricing {
     static Pricing from_json(const Json& j);
     double verify(int k, bool concurrent) const;
     bool has_width(int k) const { return idle_s.count(k) > 0; }
+    bool has_source(const std::string& n) const { return sources.count(n) > 0; }
     double draft(const DraftWork& w) const;  // serial drafting before a target call (D.1.3, D.2.2)
     const SourcePrice& source(const std::string& name) const;
 };
