@@ -125,3 +125,19 @@ def test_agreement_calibrates_on_dev_windows_and_clips_and_judges_the_test_split
     assert calib[0].window_id not in {w.window_id for w in clips}
     assert len({w.window_id for w in clips}) == len(clips)
     assert agreement_windows("test", "bench_ci", 1, 0, 1, {})[1] == []  # --clips 0: the calibration window alone
+
+
+@needs_corpus
+def test_agreement_on_dev_judges_only_dev_windows_the_calibration_left_out(tmp_path, monkeypatch):
+    """``--split dev``: the same dev calibration, judged on the other dev windows; never the calibration
+    window or a clip, never a test window."""
+    from workbench.native.agreement import agreement_windows
+
+    monkeypatch.setenv("AS2D_CACHE", str(tmp_path))
+    calib, clips, evals = agreement_windows("dev", "bench_ci", 1, 0, None, {})
+    same = agreement_windows("test", "bench_ci", 1, 0, 1, {})
+    assert [w.window_id for w in calib + clips] == [w.window_id for w in same[0] + same[1]]
+    assert evals and {w.split for w in evals} == {"dev"}
+    assert not {w.window_id for w in calib} & {w.window_id for w in evals}
+    calib, clips, evals = agreement_windows("dev", "bench_ci", 1, 1, None, {})  # a clip takes a dev window too
+    assert clips and not {w.window_id for w in calib + clips} & {w.window_id for w in evals}

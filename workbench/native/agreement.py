@@ -41,7 +41,8 @@ on it still scatters by more than the goal: the windows whose runs scatter get t
 own recorded events; the ``d_<term>`` columns, printed per window, charted by ``notebooks/d3_agreement``.
 
 Run ``python -m workbench.native.agreement --reps 5`` (``--split test``: the bench corpus's test split,
-calibrated on its dev split; ``--engine mnn``: the MNN engine with its own host profile).
+calibrated on its dev split; ``--split dev``: the dev windows that calibration left out, where a change to
+this model is chosen; ``--engine mnn``: the MNN engine with its own host profile).
 """
 
 from __future__ import annotations
@@ -252,17 +253,24 @@ def agreement_windows(split: str, dataset: str, calib_windows: int, clips: int, 
                       model: Mapping[str, Any]) -> tuple[list[AudioWindow], list[AudioWindow], list[AudioWindow]]:
     """(calibration windows, single dev windows whose As²d calls the calibration also prices, evaluation
     windows). ``split="test"``: the bench corpus ``dataset``'s dev split calibrates, speaker-disjoint from its
-    test split, which is evaluated; ``"demo"``: the demo corpus's calibration windows and dev clips, and its
-    evaluation windows. The clips never repeat a calibration window."""
-    if split == "test":
+    test split, which is evaluated; ``"dev"``: the same calibration, evaluated on the dev windows it did not
+    use (where a change to the D.3 model is chosen before the test split reports it); ``"demo"``: the demo
+    corpus's calibration windows and dev clips, and its evaluation windows. The clips never repeat a
+    calibration window."""
+    if split in ("dev", "test"):
         from .bench_inputs import dataset_config
         from .windows import bench_windows
 
         data = dataset_config(dataset)
-        calib, evals = bench_windows("dev", data, calib_windows), bench_windows("test", data, windows)
+        calib = bench_windows("dev", data, calib_windows)
         taken = {w.window_id for w in calib}
-        more = [w for w in bench_windows("dev", data, calib_windows + clips) if w.window_id not in taken]
-        return calib, more[:clips], evals
+        more = [w for w in bench_windows("dev", data, calib_windows + clips) if w.window_id not in taken][:clips]
+        if split == "test":
+            return calib, more, bench_windows("test", data, windows)
+        taken |= {w.window_id for w in more}
+        # round-robin over speakers like the calibration's picks, so the first picks are the ones it took
+        picks = bench_windows("dev", data, None if windows is None else len(taken) + windows)
+        return calib, more, [w for w in picks if w.window_id not in taken][:windows]
     calib, evals = demo_windows()
     return calib[:calib_windows], demo_clip_windows(clips, model=model), evals[:windows]
 
@@ -282,9 +290,11 @@ def main(argv: Sequence[str] | None = None) -> None:
                          "every host calibration (0: the calibration windows alone)")
     ap.add_argument("--calib-reps", type=int, default=5, help="repetitions of the calibration (D.2: at least 5)")
     ap.add_argument("--windows", type=int, default=None, help="evaluation windows (default: all)")
-    ap.add_argument("--split", choices=("demo", "test"), default="demo",
-                    help="test: the bench corpus's test split, calibrated on its dev split (speaker-disjoint)")
-    ap.add_argument("--dataset", default="bench", help="conf/dataset/<name>.yaml of the bench corpus (--split test)")
+    ap.add_argument("--split", choices=("demo", "dev", "test"), default="demo",
+                    help="test: the bench corpus's test split, calibrated on its dev split (speaker-disjoint); dev: "
+                         "the dev windows that calibration did not use, to choose a D.3 model change on")
+    ap.add_argument("--dataset", default="bench",
+                    help="conf/dataset/<name>.yaml of the bench corpus (--split dev, test)")
     ap.add_argument("--engine", choices=("torch", "mnn"), default=None, help="default: the model's engine")
     ap.add_argument("--out-dir", default="outputs/native/agreement")
     ap.add_argument("--markdown", default=None, help="also write the d3-agreement table into this file "
@@ -319,7 +329,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         from workbench.io import write_section
 
         engine = str(cfg.get("engine") or "torch")
-        text = agreement_markdown(frame, summary, "bench test" if args.split == "test" else "demo", engine)
+        text = agreement_markdown(frame, summary, "demo" if args.split == "demo" else f"bench {args.split}", engine)
         section = "d3-agreement" if engine == "torch" else f"d3-agreement-{engine}"  # one section per engine
         print(f"results table -> {write_section(args.markdown, section, text)}")
 
