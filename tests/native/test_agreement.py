@@ -55,13 +55,15 @@ def test_agreement_reports_per_window_errors(host_cfg, windows, tmp_path):  # no
     assert row["producer_anchor_signed_error_pct"] == row["signed_error_pct"] != row["one_ratio_signed_error_pct"]
     assert summary["producer_anchored"] is True and "one ratio for both processes" in verdict(summary)
     assert summary["width_mae_pct"] == pytest.approx(abs(row["width_signed_error_pct"]))
-    # Its target calls beside the producer, over the profile's price of them, price those calls beside the
-    # verdict (replay/drift.py, the verifier beside the producer).
-    assert row["drift_ratio_concurrent"] > 0 and row["concurrent_anchor_signed_error_pct"] is not None
+    # Its target calls beside the producer, over the profile's price of them, price those calls in the
+    # verdict (replay/drift.py, the verifier beside the producer); the target's idle ratio for them is beside.
+    assert row["drift_ratio_concurrent"] > 0 and row["drift_ratio_concurrent"] != row["drift_ratio"]
+    assert row["idle_ratio_concurrent_signed_error_pct"] not in (None, row["signed_error_pct"])
     # It is judged over anchors the frozen profile prices on the probe's runs (native/anchors.py); the error
     # with the calibration's measured anchors is kept beside.
     assert row["calibrated_anchor_signed_error_pct"] is not None and summary["calibrated_anchor_compared"] is True
-    assert summary["concurrent_anchored"] is True and "verify beside the producer" in verdict(summary)
+    assert summary["concurrent_anchored"] is True
+    assert "beside the producer by the target's idle ratio" in verdict(summary)
     assert (tmp_path / "agreement.parquet").exists() and (tmp_path / "host.yaml").exists()
     # The runs are kept as a run store: re-priced with the profile stored beside them, no model running,
     # they give the agreement measured here (workbench.native.reprice).

@@ -66,9 +66,14 @@ def test_priced_anchors_follow_the_profile_not_the_calibrations_measurement():
     assert priced_anchors(dataclasses.replace(profile, anchor_ms=None), [(target_only, run)], inputs) is None
 
 
-def test_agreement_judges_with_priced_anchors_and_keeps_the_measured_ones_beside():
+def test_agreement_judges_with_priced_anchors_and_keeps_the_measured_ones_beside(monkeypatch):
     """The judged error is the same whatever ``anchor_ms`` the calibration measured; the error with the
-    measured anchor (reported beside) moves with it."""
+    measured anchor (reported beside) moves with it. Every call of this log runs beside the producer, which
+    its As²d probe's concurrent ratio would price whatever the anchor: without that probe, the target's
+    ratio prices them, and the anchor shows."""
+    import workbench.native.agreement as agreement
+
+    monkeypatch.setattr(agreement, "concurrent_probe_ratio", lambda *_: None)
     ep, inputs = episodes()
     _, _, profile, _ = _setup()
     a = agreement_frame(ep, inputs, profile)
@@ -106,3 +111,25 @@ def test_agreement_judges_each_window_at_one_of_its_repetitions_probes():
     assert priced is not None
     ratios = {round(ep.probes[("w1", k)] / priced.anchor_ms, 9) for k in range(3)}
     assert round(frame["drift_ratio"][0], 9) in ratios
+
+
+def test_the_judged_replay_prices_calls_beside_the_producer_by_the_as2d_probes_own_such_calls():
+    """Each kind of call by the probe that ran it alike (``anchored``): with a concurrent ratio the judged
+    profile's verify calls beside the producer take it, idle calls keep the target-only probe's ratio; the
+    error with the target's ratio for both is kept beside. Without one, both kinds follow the target."""
+    from workbench.native.window_anchoring import WindowProbes, anchored
+
+    _, _, profile, _ = _setup()
+    seen: list[tuple[float, float]] = []
+
+    def err_of(p):
+        seen.append((p.verify_ms(2, True) / profile.verify_ms(2, True), p.verify_ms(2) / profile.verify_ms(2)))
+        return None, 100 * (seen[-1][0] - 1), 0.0
+
+    a = anchored(profile, WindowProbes(target_ms=22.0, concurrent_ratio=0.9), err_of)  # target ratio 1.1
+    assert a.ratio == pytest.approx(1.1)
+    assert a.judged.verify_ms(2, True) == pytest.approx(0.9 * profile.verify_ms(2, True))
+    assert a.judged.verify_ms(2) == pytest.approx(1.1 * profile.verify_ms(2))
+    assert a.c_err == pytest.approx(10.0)  # the concurrent calls by the target's idle ratio, beside
+    plain = anchored(profile, WindowProbes(target_ms=22.0), err_of)
+    assert plain.judged.verify_ms(2, True) == pytest.approx(1.1 * profile.verify_ms(2, True)) and plain.c_err is None

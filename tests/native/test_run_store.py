@@ -78,7 +78,7 @@ def test_stored_runs_reprice_to_the_agreement_of_the_runs_in_memory(tmp_path, ho
     assert [r.time for r in kept] == [ep.runs("w1", "as2d")[1].time, ep.runs("w2", "as2d")[1].time]
     after, summary = reprice(path)  # the profile stored with the runs
     assert after.height == 2 and after.equals(before)
-    # the probes' As²d runs price the verify calls beside the producer by their own drift (beside the verdict)
+    # the probes' As²d runs price the verify calls beside the producer by their own drift (in the verdict)
     assert after["drift_ratio_concurrent"].null_count() == 0 and summary["concurrent_anchored"] is True
     assert summary["mae_pct"] == pytest.approx(before["abs_error_pct"].mean())
     # another profile prices the same runs differently: the native side stays, the replay side moves

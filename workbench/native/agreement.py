@@ -17,7 +17,11 @@ readiness threshold replay is not monotonic in the speed. With a profile that an
 (``anchor_producer_ms``), the As²d probe run's producer measures its own core's drift, and the
 producer's times are scaled by that ratio instead: a VM's two vCPUs drift apart, even in opposite
 directions, and one ratio for both misprices the producer against the target
-(``one_ratio_signed_error_pct``, reported beside the verdict). With a profile that anchors
+(``one_ratio_signed_error_pct``, reported beside the verdict). The same As²d probe run's target calls
+that ran beside its producer, over the frozen profile's price of them (``drift_ratio_concurrent``), price
+the held-out window's verify calls beside the producer: two processes contending for two vCPUs move
+apart from one process's idle speed (``idle_ratio_concurrent_signed_error_pct``, the target's idle ratio
+for them, is reported beside). With a profile that anchors
 As²d too (``anchor_as2d_ms``), an As²d run on that window follows each target-only probe, and As²d's
 replay scaled by the median of those is reported beside the verdict (``drift_ratio_as2d``,
 ``as2d_anchor_signed_error_pct``): a VM's two vCPUs need not drift alike and As²d keeps both busy, but
@@ -84,7 +88,7 @@ AGREEMENT_COLUMNS = ("window_id", "tokens", "tps_native", "tps_replay", "signed_
                      "time_native", "time_replay", "target_only_error_pct", "drift_ratio", "width_shape",
                      "width_signed_error_pct", "drift_ratio_as2d", "as2d_anchor_signed_error_pct",
                      "drift_ratio_producer", "producer_anchor_signed_error_pct", "one_ratio_signed_error_pct",
-                     "drift_ratio_concurrent", "concurrent_anchor_signed_error_pct",
+                     "drift_ratio_concurrent", "idle_ratio_concurrent_signed_error_pct",
                      "calibrated_anchor_signed_error_pct", "frozen_signed_error_pct",
                      "frozen_target_only_error_pct", "matched", "rounds_native",
                      "rounds_replay", "reps", "noise_floor_pct", "target_only_noise_floor_pct",
@@ -121,8 +125,9 @@ def window_agreement(inputs: ReplayInputs, profile: DeviceProfile, window_id: st
     """The D.3 rule for one window: replay the median-latency native As²d run's own trajectory with the
     frozen profile, re-anchored by ``probes.target_ms`` when given, the producer's times by its own probe
     ``probes.producer_ms`` when given (each process by the drift of the core it runs on, ``replay/drift.py``;
-    one ratio for both is reported beside). Beside the verdict too: each width by its own drift, As²d by its
-    own probe, the verify calls beside the producer by ``probes.concurrent_ratio``. With ``probes.reps`` As²d
+    one ratio for both is reported beside), the verify calls beside the producer by ``probes.concurrent_ratio``
+    when given (the target's idle ratio for them is reported beside). Beside the verdict too: each width by its
+    own drift, As²d by its own probe. With ``probes.reps`` As²d
     is judged at the probes of the repetition whose replay is the median one (``median_repetition``);
     target-only at the median probe. The target-only reference is the first run's output (all runs are
     audited against it, and against ``reference``, the unplanned target's output, when given:
@@ -159,7 +164,7 @@ def window_agreement(inputs: ReplayInputs, profile: DeviceProfile, window_id: st
         "as2d_anchor_signed_error_pct": a.a2_err,
         "drift_ratio_producer": a.p_ratio, "producer_anchor_signed_error_pct": None if a.p_ratio is None else err,
         "one_ratio_signed_error_pct": a.one_err,
-        "drift_ratio_concurrent": probes.concurrent_ratio, "concurrent_anchor_signed_error_pct": a.c_err,
+        "drift_ratio_concurrent": probes.concurrent_ratio, "idle_ratio_concurrent_signed_error_pct": a.c_err,
         "frozen_signed_error_pct": frozen_err,
         "frozen_target_only_error_pct": frozen_to,
         "matched": all(r.output == ref for r in [*target_only, *as2d]) and (reference is None
@@ -330,7 +335,9 @@ def main(argv: Sequence[str] | None = None) -> None:
 
         engine = str(cfg.get("engine") or "torch")
         text = agreement_markdown(frame, summary, "demo" if args.split == "demo" else f"bench {args.split}", engine)
-        section = "d3-agreement" if engine == "torch" else f"d3-agreement-{engine}"  # one section per engine
+        # one section per engine, and the dev split's apart from the one the test split reports
+        section = ("d3-agreement" if engine == "torch" else f"d3-agreement-{engine}") + (
+            "-dev" if args.split == "dev" else "")
         print(f"results table -> {write_section(args.markdown, section, text)}")
 
 

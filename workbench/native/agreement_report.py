@@ -108,15 +108,16 @@ def _as2d_anchor(frame: pl.DataFrame) -> dict[str, Any]:
 
 def _concurrent_anchor(frame: pl.DataFrame) -> dict[str, Any]:
     """The verify calls' drift beside the producer (the As²d probe's measured over priced concurrent
-    calls, ``drift.py``) and the MAE with them priced by it (beside the verdict)."""
-    col = "concurrent_anchor_signed_error_pct"
+    calls, ``drift.py``; the judged replay prices those calls by it) and, beside the verdict, the MAE and
+    pooled error with them priced by the target-only probe's idle ratio instead."""
+    col = "idle_ratio_concurrent_signed_error_pct"
     if col not in frame.columns or frame[col].null_count() == frame.height:
         return {"concurrent_anchored": False}
     rows = frame.filter(pl.col(col).is_not_null())
     return {"concurrent_anchored": True, "concurrent_drift_min": float(rows["drift_ratio_concurrent"].min()),
             "concurrent_drift_max": float(rows["drift_ratio_concurrent"].max()),
-            "concurrent_anchor_mae_pct": float(rows[col].abs().mean()),
-            "concurrent_anchor_pooled_pct": _pooled_pct(rows, col)}
+            "idle_ratio_concurrent_mae_pct": float(rows[col].abs().mean()),
+            "idle_ratio_concurrent_pooled_pct": _pooled_pct(rows, col)}
 
 
 def _producer_anchor(frame: pl.DataFrame) -> dict[str, Any]:
@@ -175,9 +176,11 @@ def verdict(summary: Mapping[str, Any]) -> str:
             own += (f"; As²d by its own probe (x{summary['as2d_drift_min']:.2f}-x{summary['as2d_drift_max']:.2f}): "
                     f"MAE {summary['as2d_anchor_mae_pct']:.2f}%")
         if summary.get("concurrent_anchored"):
-            own += (f"; verify beside the producer by its own probe (x{summary['concurrent_drift_min']:.2f}-"
-                    f"x{summary['concurrent_drift_max']:.2f}): MAE {summary['concurrent_anchor_mae_pct']:.2f}%, "
-                    f"pooled {summary['concurrent_anchor_pooled_pct']:+.2f}%")
+            cores += (f", the verify calls beside the producer x{summary['concurrent_drift_min']:.2f}-"
+                      f"x{summary['concurrent_drift_max']:.2f}")
+            own += (f"; the calls beside the producer by the target's idle ratio: MAE "
+                    f"{summary['idle_ratio_concurrent_mae_pct']:.2f}%, pooled "
+                    f"{summary['idle_ratio_concurrent_pooled_pct']:+.2f}%")
         how = (f"drift-anchored (the target's core x{summary['drift_min']:.2f}-x{summary['drift_max']:.2f} of the "
                f"profile's price{cores}{own}{widths}; frozen profile: MAE {summary['frozen_mae_pct']:.2f}%, "
                f"target-only {summary['frozen_target_only_mae_pct']:.2f}%)")

@@ -5,7 +5,8 @@ window: target-only (ms per round), idle verify calls at the anchored widths, an
 its producer's interval per forward and its verify calls beside the producer). ``window_probes`` gathers
 them as one ``WindowProbes``; ``anchored`` turns them into drift ratios and the signed As²d error under
 each anchoring (the judged one: the target by its probe at the median repetition, the producer by its
-own core's probe; the rest reported beside the verdict, ``agreement.window_agreement``).
+own core's probe, the verify calls beside the producer by the As²d probe's own such calls; the rest
+reported beside the verdict, ``agreement.window_agreement``).
 """
 
 from __future__ import annotations
@@ -67,9 +68,10 @@ def anchored(profile: DeviceProfile, probes: WindowProbes,
     reported beside the verdict, not in it."""
     assert probes.target_ms is not None
     ratio = drift_ratio(profile, probes.target_ms)
+    conc = probes.concurrent_ratio
     median_ratio, rep_p_ratio = ratio, None
     if probes.reps:
-        ratio, rep_p_ratio = median_repetition(profile, probes.reps, lambda p: err_of(p)[0].time)
+        ratio, rep_p_ratio = median_repetition(profile, probes.reps, lambda p: err_of(p)[0].time, conc)
     shape_at, width_err = 1.0, None
     if probes.widths_ms and profile.anchor_widths_ms:
         shape = width_shape(profile, probes.widths_ms)
@@ -85,24 +87,26 @@ def anchored(profile: DeviceProfile, probes: WindowProbes,
         p_ratio = producer_drift_ratio(profile, probes.producer_ms) if rep_p_ratio is None else rep_p_ratio
         one_err = err_of(scaled(profile, ratio))[1]
     c_err = None
-    if probes.concurrent_ratio is not None:
-        c_err = err_of(scaled(profile, ratio, source_ratio=p_ratio, concurrent_ratio=probes.concurrent_ratio))[1]
+    if conc is not None:  # beside the verdict: the calls beside the producer by the target's idle ratio
+        c_err = err_of(scaled(profile, ratio, source_ratio=p_ratio))[1]
     # target-only's replay is linear in the ratio: with per-repetition probes its median is at the median probe
-    return Anchored(scaled(profile, ratio, source_ratio=p_ratio), ratio, shape_at, width_err, a2_ratio, a2_err,
-                     p_ratio, one_err, c_err, median_ratio if probes.reps else None)
+    return Anchored(scaled(profile, ratio, source_ratio=p_ratio, concurrent_ratio=conc), ratio, shape_at, width_err,
+                    a2_ratio, a2_err, p_ratio, one_err, c_err, median_ratio if probes.reps else None)
 
 
 def median_repetition(profile: DeviceProfile, rep_probes: Sequence[tuple[float, float | None]],
-                      replay_time: Callable[[DeviceProfile], float]) -> tuple[float, float | None]:
+                      replay_time: Callable[[DeviceProfile], float],
+                      concurrent_ratio: float | None = None) -> tuple[float, float | None]:
     """The (target, producer) drift ratios of the repetition whose replay is the median one, by
     ``median_run``'s rule. The native side is the median over repetitions, each run at its own speed; a
     window near a readiness threshold (a round that finds a candidate ready at one speed takes a plain step
     at a slightly slower one) is not linear in the speed, so one replay at the median speed need not be
     the median of the replays at each repetition's speed. ``replay_time``: As²d's replayed time under a
-    profile; a producer probe of ``None`` prices the producer by the target's ratio."""
+    profile; a producer probe of ``None`` prices the producer by the target's ratio; ``concurrent_ratio``
+    prices the verify calls beside the producer in every repetition's replay alike."""
     pairs = [(drift_ratio(profile, t), None if p is None or profile.anchor_producer_ms is None
               else producer_drift_ratio(profile, p)) for t, p in rep_probes]
-    times = [replay_time(scaled(profile, r, source_ratio=pr)) for r, pr in pairs]
+    times = [replay_time(scaled(profile, r, source_ratio=pr, concurrent_ratio=concurrent_ratio)) for r, pr in pairs]
     order = sorted(range(len(pairs)), key=times.__getitem__)
     return pairs[order[len(order) // 2]]
 

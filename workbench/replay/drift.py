@@ -30,8 +30,8 @@ the target's, and on this VM it raised the error in the run where it was first m
 **The producer's own anchor.** That As²d probe run also times the producer: its interval per published
 token beside the target (``anchor_producer_ms`` at calibration, the probe's run now). Their ratio
 (``producer_drift_ratio``) scales the producer's times only (``scaled(..., source_ratio=)``), and the
-target-only ratio everything else: each process is priced by the drift of the CPU it runs on. This is
-the anchor D.3's verdict judges (``native/agreement.py``): a VM's two vCPUs drift apart, even in
+target-only ratio the target: each process is priced by the drift of the CPU it runs on. D.3's verdict
+judges it (``native/agreement.py``): a VM's two vCPUs drift apart, even in
 opposite directions, and one ratio for both then misprices the producer against the target by the
 gap, one way for every window of a run.
 
@@ -40,8 +40,8 @@ while the producer worked. Over the profile's price of those very calls (``concu
 quotient, computed by ``native/decomposition.concurrent_call_ratio``) it says how much the contention
 between the two processes has moved since calibration, which neither core's own probe sees.
 ``scaled(..., concurrent_ratio=)`` prices the concurrent verify calls by it, and the idle ones, the
-loop and the context line by the target-only ratio. Like the width shape it is reported beside the
-verdict until more runs than the one it was first measured on say it helps.
+loop and the context line by the target-only ratio. D.3's verdict judges it: each kind of call by the
+probe that ran it the same way (the target-only probe's idle ratio for those calls is reported beside).
 """
 
 from __future__ import annotations
