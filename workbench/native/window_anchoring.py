@@ -64,8 +64,9 @@ def anchored(profile: DeviceProfile, probes: WindowProbes,
               err_of: Callable[[DeviceProfile], tuple[ReplayResult, float, float]]) -> Anchored:
     """Each anchoring's ratio and signed As²d error (``err_of``: replay result, As²d error, target-only
     error under a profile). The judged profile scales the target by its probe (at the median repetition's
-    probes with ``reps``) and the producer by its own core's probe when the profile anchors it; the rest are
-    reported beside the verdict, not in it."""
+    probes with ``reps``), the producer by its own core's probe when the profile anchors it, and the verify
+    calls beside the producer by ``probes.concurrent_ratio`` when an As²d probe measured it; the rest are
+    reported beside the verdict, not in it (``c_err``: those calls by the target's idle ratio)."""
     assert probes.target_ms is not None
     ratio = drift_ratio(profile, probes.target_ms)
     conc = probes.concurrent_ratio
