@@ -22,7 +22,6 @@ from workbench.replay.trajectory import Window
 
 from .payloads import profile_from_pricing
 from .protocol import Request
-from .runtime import RunnerFailure
 
 
 def priced_profile(p: Mapping[str, Any]) -> DeviceProfile:
@@ -58,9 +57,8 @@ def run_window(window: Window, cfg: ReplayConfig, profile: DeviceProfile, drain:
     if cfg.scheme not in DECOUPLED:
         return replay(window, cfg, profile, drain=drain), None  # type: ignore[arg-type]
     plan = producer_plan(window, cfg.source, profile)
-    if not isinstance(plan, ProducerPlan):  # several resident sources share the host's workers
-        raise RunnerFailure("bad_request", f"scheme source {cfg.source!r}: the reference engine replays one "
-                            "source per window; several sources ('a+b') run in host replay only", status=2)
+    # parse_request refuses several resident sources ('a+b', host replay only) before any window runs
+    assert isinstance(plan, ProducerPlan), cfg.source
     result = replay(window, cfg, profile, plan=plan, drain=drain)  # type: ignore[arg-type]
     if plan.static is not None:
         return result, plan.static
