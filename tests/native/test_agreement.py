@@ -249,3 +249,23 @@ def test_a_bad_repeat_setting_is_one_config_line():
     with pytest.raises(ConfigError, match="calibration.noise_goal_pct"):
         repeat_rule(OmegaConf.create({"agreement_reps": 5, "agreement_max_reps": 15, "noise_goal_pct": -1}),
                     "calibration", "agreement_reps", "agreement_max_reps")
+
+
+def test_native_episodes_probe_each_window_on_its_matched_dev_window(host_cfg, windows):  # noqa: F811
+    """With a ``ProbeChoice`` every probe run of a window (target-only and As²d) ran on the dev window
+    nearest it in duration, and As²d's probe reproduced target-only's output (C.4)."""
+    import numpy as np
+
+    from workbench.native.episodes import host_setup, native_episodes
+    from workbench.native.probe_choice import ProbeChoice
+    from workbench.native.windows import AudioWindow
+
+    calib, held = windows
+    short = AudioWindow("short", ("s",), np.ascontiguousarray(calib.audio[: len(calib.audio) // 3]), split="dev")
+    held_short = AudioWindow("eval-short", ("e",), held.audio[: len(held.audio) // 3].copy(), split="test")
+    choice = ProbeChoice.of(calib, [short], "matched")
+    ep = native_episodes(host_setup(host_cfg), [held, held_short], ["target_only", "as2d"], 1, warmup=0,
+                         probe=choice, probe_as2d=True)
+    probed = {w: {r.window_id for r in rs} for (w, _), rs in ep.probe_runs.items()}
+    assert probed == {"eval": {"calib"}, "eval-short": {"short"}}
+    assert all(len(rs) == 2 and rs[0].output == rs[1].output for rs in ep.probe_runs.values())

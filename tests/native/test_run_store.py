@@ -47,7 +47,9 @@ def episodes() -> tuple[Episodes, ReplayInputs]:
             ep.probes[(wid, rep)] = 20.0 * scale
             ep.producer_probes[(wid, rep)] = 5.5 * scale
             ep.width_probes[(wid, rep)] = {1: 18.0, 4: 27.0}
-            ep.probe_runs[(wid, rep)] = (to, run)
+            # probes run on the profile's anchor window (test_anchors: "calib00")
+            ep.probe_runs[(wid, rep)] = (dataclasses.replace(to, window_id="calib00"),
+                                         dataclasses.replace(run, window_id="calib00"))
         ep.references[wid] = REFERENCE
     _, source = profile_for(run, growth=True)
     return ep, ReplayInputs(source, SETTINGS, EOS, VOCAB, 200)

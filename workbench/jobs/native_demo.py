@@ -16,9 +16,10 @@ from workbench.decoding.cumulative import publication_for_task
 from workbench.models.pair import ModelPair
 from workbench.native.agreement import agreement_frame, anchor_window, probe_widths, summarize, verdict
 from workbench.native.episodes import host_setup, native_episodes
+from workbench.native.probe_choice import ProbeChoice
 from workbench.native.report import NativeRuns, episode_report
 from workbench.native.run_store import ReplayInputs, save_runs
-from workbench.native.windows import AudioWindow, calibration_clip_ids
+from workbench.native.windows import AudioWindow, calibration_clip_ids, demo_clip_windows, demo_windows
 from workbench.replay.profile import DeviceProfile
 from workbench.replay.selection import dev_test_from_labels, split_windows
 from workbench.replay.trajectory import Window
@@ -59,14 +60,19 @@ def native_runs(cfg: DictConfig, pair: ModelPair, windows: list[Window],
                        publication=publication_for_task(cfg.dataset.get("task")))
     setup.use_profile(host_profile)  # the target runs by this machine's kernel plan, as the profile priced it
     anchor = anchor_window(host_profile) if host_profile is not None and "as2d" in names else None
+    # each window's probes on the profile's anchor window, or on the dev window nearest it in duration
+    probe = None if anchor is None else ProbeChoice.of(
+        anchor, [*demo_windows(corpus=corpus)[0], *demo_clip_windows(None, corpus=corpus, model=cfg.model)],
+        str(cfg.native.probe))
     # D.3 protocol: a warm-up pass per window before the measured repetitions (cold caches, first calls);
-    # with a drift anchor, a probe on the profile's calibration window before each repetition (target-only,
+    # with a drift anchor, a probe on a dev window (``native.probe``) before each repetition (target-only,
     # and As²d where the profile anchors it too).
     # extra repetitions serve D.3's medians (target-only and As²d): another method's scatter buys none
     rule = dataclasses.replace(repeat_rule(cfg.native), judged=("target_only", "as2d"))
     ep = native_episodes(setup, audio, names, rule, warmup=int(cfg.native.warmup),
-                         progress=True, probe=anchor, probe_widths=probe_widths(host_profile) if anchor else (),
-                         probe_as2d=anchor is not None and host_profile.anchor_as2d_ms is not None)
+                         progress=True, probe=probe, probe_widths=probe_widths(host_profile) if anchor else (),
+                         probe_as2d=probe is not None and host_profile is not None
+                         and host_profile.anchor_as2d_ms is not None)
     runs = episode_report(ep)
     if host_profile is not None and "as2d" in names:
         agr = agreement_frame(ep, setup, host_profile)  # the D.3 rule of workbench.native.agreement

@@ -79,6 +79,7 @@ from .decomposition import TERMS, decompose, replay_native_run
 from .driver import NativeHost, NativeResult
 from .episodes import Episodes, HostSetup, host_setup, median_run, native_episodes
 from .noise_floor import NOISE_GOAL_PCT, RepeatRule, median_noise_pct
+from .probe_choice import ProbeChoice, ProbeRule
 from .run_store import ReplayInputs, absorb, save_runs
 from .sweep import PROBE_WIDTHS
 from .window_anchoring import NO_PROBES, Anchored, WindowProbes, anchored, concurrent_probe_ratio, window_probes
@@ -89,7 +90,7 @@ AGREEMENT_COLUMNS = ("window_id", "tokens", "tps_native", "tps_replay", "signed_
                      "width_signed_error_pct", "drift_ratio_as2d", "as2d_anchor_signed_error_pct",
                      "drift_ratio_producer", "producer_anchor_signed_error_pct", "one_ratio_signed_error_pct",
                      "drift_ratio_concurrent", "idle_ratio_concurrent_signed_error_pct",
-                     "calibrated_anchor_signed_error_pct", "frozen_signed_error_pct",
+                     "calibrated_anchor_signed_error_pct", "probe_window", "frozen_signed_error_pct",
                      "frozen_target_only_error_pct", "matched", "rounds_native",
                      "rounds_replay", "reps", "noise_floor_pct", "target_only_noise_floor_pct",
                      "D_native", "V_native", "O_native", "H_native", "D_replay", "V_replay",
@@ -195,14 +196,23 @@ def agreement_frame(ep: Episodes, inputs: ReplayInputs | HostSetup, profile: Dev
             probes = dataclasses.replace(window_probes(ep, wid),  # measured over priced calls: no anchor
                                          concurrent_ratio=concurrent_probe_ratio(ep, wid, profile))
             runs = [rs for (w, _), rs in ep.probe_runs.items() if w == wid]
+            if any(rs[0].window_id != profile.anchor_window for rs in runs):
+                # probed on another dev window (probe_choice.py): the calibration measured no anchor there, so
+                # neither its measured anchors nor As²d's own anchor compare; the priced anchors do
+                probes = dataclasses.replace(probes, as2d_ms=None)
+                calibrated = False
+            else:
+                calibrated = True
             priced = priced_anchors(profile, runs, inputs) if probes.target_ms is not None else None
             judged_profile = priced or profile
             if target_scale != 1.0 and judged_profile.anchor_ms is not None:  # the ratio is probe / anchor
                 judged_profile = dataclasses.replace(judged_profile, anchor_ms=judged_profile.anchor_ms / target_scale)
             args = (wid, to, a2, probes, ep.references.get(wid))
             judged = window_agreement(inputs, judged_profile, *args)
-            measured = None if priced is None else window_agreement(inputs, profile, *args)["signed_error_pct"]
-            rows.append({**judged, "calibrated_anchor_signed_error_pct": measured})
+            measured = (None if priced is None or not calibrated
+                        else window_agreement(inputs, profile, *args)["signed_error_pct"])
+            rows.append({**judged, "calibrated_anchor_signed_error_pct": measured,
+                         "probe_window": runs[0][0].window_id if runs else None})
     return pl.DataFrame(rows, schema=list(AGREEMENT_COLUMNS) if not rows else None).select(AGREEMENT_COLUMNS)
 
 
@@ -221,11 +231,14 @@ def replay_agreement(
     progress: bool = True,
     command: str | None = None,
     clips: Sequence[AudioWindow] = (),
+    probe: ProbeRule | str = ProbeRule.ANCHOR,
 ) -> tuple[pl.DataFrame, dict[str, Any]]:
     """Per-window agreement frame (``AGREEMENT_COLUMNS``) and a summary dict.
 
     ``profile=None`` calibrates on ``calib`` first (frozen before any evaluation run), with As²d's live
-    calls on the single dev windows ``clips`` too, as every host calibration does (``calibrate_host``)."""
+    calls on the single dev windows ``clips`` too, as every host calibration does (``calibrate_host``).
+    ``probe``: each evaluation window's drift probes on the profile's anchor window, or on the calibration
+    window or clip nearest to it in duration (``probe_choice.py``)."""
     from tqdm.auto import tqdm
 
     setup = setup or host_setup(model_cfg)
@@ -236,9 +249,10 @@ def replay_agreement(
     frames = []
     kept = Episodes()  # every window's D.3 runs, stored after each window (run_store.py)
     anchor = next((w for w in calib if w.window_id == profile.anchor_window), None) or anchor_window(profile)
+    choice = None if anchor is None else ProbeChoice.of(anchor, [*calib, *clips], probe)
     with NativeHost(setup.producer, setup.verifier) as host:
         for w in tqdm(evals, desc="replay vs native", disable=not progress):
-            ep = native_episodes(setup, [w], ["target_only", "as2d"], reps, warmup, host, probe=anchor,
+            ep = native_episodes(setup, [w], ["target_only", "as2d"], reps, warmup, host, probe=choice,
                                  probe_widths=probe_widths(profile) if anchor is not None else (),
                                  probe_as2d=anchor is not None and profile.anchor_as2d_ms is not None)
             frames.append(agreement_frame(ep, setup, profile))
@@ -301,6 +315,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--dataset", default="bench",
                     help="conf/dataset/<name>.yaml of the bench corpus (--split dev, test)")
     ap.add_argument("--engine", choices=("torch", "mnn"), default=None, help="default: the model's engine")
+    ap.add_argument("--probe", choices=[r.value for r in ProbeRule], default=ProbeRule.ANCHOR.value,
+                    help="each window's drift probes on the profile's anchor window, or on the calibration window "
+                         "or clip nearest to it in duration (paper D.3's duration matching)")
     ap.add_argument("--out-dir", default="outputs/native/agreement")
     ap.add_argument("--markdown", default=None, help="also write the d3-agreement table into this file "
                                                      "(docs/results.md: machine, command, split, date)")
@@ -316,13 +333,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     cfg = load_model_config(args.model)
     if args.engine:
         cfg = {**cfg, "engine": args.engine}
-    # a frozen --profile calibrates nothing: no clips to load
-    calib, clips, evals = agreement_windows(args.split, args.dataset, args.calib_windows,
-                                            0 if args.profile else args.clips, args.windows, cfg)
+    # with a frozen --profile too: the clips stay out of the evaluation windows, and may serve as probes
+    calib, clips, evals = agreement_windows(args.split, args.dataset, args.calib_windows, args.clips, args.windows, cfg)
     command = "python -m workbench.native.agreement " + shlex.join(argv or sys.argv[1:])
     frame, summary = replay_agreement(calib, evals, cfg, rule,
                                       profile=load_profile(args.profile) if args.profile else None,
-                                      out_dir=args.out_dir, calib_reps=args.calib_reps, command=command, clips=clips)
+                                      out_dir=args.out_dir, calib_reps=args.calib_reps, command=command, clips=clips,
+                                      probe=args.probe)
     with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=200, float_precision=2):
         print(frame)
     print(json.dumps(summary, indent=1))

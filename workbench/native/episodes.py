@@ -22,6 +22,7 @@ from workbench.replay.profile import DeviceProfile
 
 from .driver import Fallback, NativeHost, NativeResult
 from .noise_floor import RepeatRule
+from .probe_choice import ProbeChoice
 from .producer import ALLOWED_CPUS, Placement, ProducerSpec
 from .samples import MIN_PER_TOKEN, SAMPLE_SCHEMA, sample
 from .sweep import width_probe
@@ -288,12 +289,13 @@ def unplanned_reference(host: NativeHost, setup: HostSetup, window: AudioWindow)
 
 def native_episodes(setup: HostSetup, windows: Sequence[AudioWindow], schemes: Sequence[str],
                     reps: int | RepeatRule, warmup: int = 1, host: NativeHost | None = None, progress: bool = False,
-                    probe: AudioWindow | None = None, probe_widths: Sequence[int] = (),
+                    probe: AudioWindow | ProbeChoice | None = None, probe_widths: Sequence[int] = (),
                     probe_as2d: bool = False) -> Episodes:
     """Warm-up then ``reps`` measured runs per scheme and window, order alternating per repetition (D.3);
     a ``RepeatRule`` adds repetitions to a window whose medians are not yet resolved.
 
-    ``probe``: the drift anchor's calibration window (``replay/drift.py``); one target-only run on it
+    ``probe``: the drift anchor's calibration window (``replay/drift.py``), or a ``ProbeChoice`` of dev
+    windows that picks one per window (``probe_choice.py``); one target-only run on it
     before each measured repetition says how fast this machine runs at that moment (``Episodes.probes``);
     with ``probe_widths``, idle verify calls of those widths on it too (``Episodes.width_probes``); with
     ``probe_as2d``, one As²d run on it too (``Episodes.as2d_probes``, As²d's own drift anchor, and its
@@ -313,17 +315,18 @@ def native_episodes(setup: HostSetup, windows: Sequence[AudioWindow], schemes: S
         if ref is not None:
             ep.references[w.window_id] = ref
         rep = -warmup
+        at = probe.for_window(w) if isinstance(probe, ProbeChoice) else probe
         while rep < 0 or rule.more(rep, {m: [r.time for r in ep.runs(w.window_id, m)] for m in schemes}):
-            if probe is not None and rep >= 0:
+            if at is not None and rep >= 0:
                 if probe_widths:
-                    ep.width_probes[(w.window_id, rep)] = width_probe(setup.pair, probe, probe_widths)
-                run = run_scheme(host, setup, probe, "target_only")
+                    ep.width_probes[(w.window_id, rep)] = width_probe(setup.pair, at, probe_widths)
+                run = run_scheme(host, setup, at, "target_only")
                 ep.probes[(w.window_id, rep)] = 1000 * run.time / max(1, len(run.records))
                 ep.probe_runs[(w.window_id, rep)] = (run,)
                 if probe_as2d:
-                    a2 = run_scheme(host, as_calibrated(setup), probe, "as2d")
+                    a2 = run_scheme(host, as_calibrated(setup), at, "as2d")
                     if a2.output != run.output:  # C.4: a probe is a speculative run too
-                        raise ExactnessError(f"As²d drift probe on {probe.window_id}: output differs from "
+                        raise ExactnessError(f"As²d drift probe on {at.window_id}: output differs from "
                                              "target-only's")
                     ep.as2d_probes[(w.window_id, rep)] = 1000 * a2.time / max(1, len(a2.output))
                     ep.probe_runs[(w.window_id, rep)] = (run, a2)

@@ -91,10 +91,11 @@ def demo_windows(max_seconds: float = 25.0, dev_fraction: float = 0.25, seed: in
             pack_windows(corpus, test, max_seconds, prefix="eval", audio_limit=limit, split="test"))
 
 
-def demo_clip_windows(n: int, dev_fraction: float = 0.25, seed: int = 0, corpus: Corpus | None = None,
+def demo_clip_windows(n: int | None, dev_fraction: float = 0.25, seed: int = 0, corpus: Corpus | None = None,
                       model: Mapping[str, Any] | None = None) -> list[AudioWindow]:
-    """The first ``n`` clips of the demo corpus's dev split, one window each (``split="dev"``): the
-    short windows whose As²d calls the host calibration also measures (``calibrate_host(clips=...)``)."""
+    """The first ``n`` clips (``None``: all) of the demo corpus's dev split, one window each
+    (``split="dev"``): the short windows whose As²d calls the host calibration also measures
+    (``calibrate_host(clips=...)``), and the drift probes' duration-matched windows (``probe_choice.py``)."""
     corpus = corpus or build_demo_corpus()
     limit = model_max_seconds(model) if model is not None else WHISPER_MAX_SECONDS
     dev, _ = split(corpus, dev_fraction, seed)
