@@ -258,7 +258,7 @@ def replay_agreement(
             frames.append(agreement_frame(ep, setup, profile))
             if out_dir is not None:  # partial measurements survive a stop: re-price them later
                 save_runs(Path(out_dir) / "native_runs.json", absorb(kept, ep), ReplayInputs.of(setup), profile.file)
-    frame = pl.concat(frames)
+    frame = pl.concat(frames, how="vertical_relaxed")  # a column null in one window (no such probe) is typed in another
     summary = {**summarize(frame, profile), **provenance(command)}
     if out_dir is not None:
         out = Path(out_dir)
