@@ -30,6 +30,11 @@ paper's protocol as is) and the anchored one, which the goal judges when the pro
 VM whose speed drifts within minutes only the anchored one says whether the cost *model* is right; the
 frozen one mostly measures the drift.
 
+``--probe matched`` (``native.probe`` in the demo) runs each window's probes on the calibration window or
+dev clip nearest it in duration instead (``probe_choice.py``, the paper's duration matching; the anchors are
+priced on the probe runs, so any dev window serves). The calibration's measured anchors and As²d's own
+anchor compare only where the probes ran on the anchor window; elsewhere they are left empty.
+
 With a profile that anchors several widths, the probe also times idle verify calls at those widths and
 ``width_signed_error_pct`` prices each width by its own drift (``drift.width_shape``). It is reported
 beside the verdict, not in it: on this VM it helped in one run and hurt in the next (README).
