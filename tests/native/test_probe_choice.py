@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from workbench.errors import DataError
+from workbench.errors import ConfigError, DataError
 from workbench.native.agreement import agreement_frame
 from workbench.native.probe_choice import ProbeChoice, ProbeRule
 from workbench.native.windows import SAMPLE_RATE, AudioWindow
@@ -48,7 +48,7 @@ def test_a_window_given_twice_is_one_candidate_and_the_anchor_stays_first():
 def test_a_probe_window_outside_the_dev_split_is_refused(split):
     with pytest.raises(DataError, match="outside the dev split"):
         ProbeChoice.of(ANCHOR, [_window("held", 3.0, split)], "matched")
-    with pytest.raises(ValueError, match="'sometimes'"):
+    with pytest.raises(ConfigError, match="unknown probe rule 'sometimes'"):
         ProbeChoice.of(ANCHOR, CLIPS, "sometimes")
 
 

@@ -16,7 +16,7 @@ from workbench.decoding.cumulative import publication_for_task
 from workbench.models.pair import ModelPair
 from workbench.native.agreement import agreement_frame, anchor_window, probe_widths, summarize, verdict
 from workbench.native.episodes import host_setup, native_episodes
-from workbench.native.probe_choice import ProbeChoice
+from workbench.native.probe_choice import ProbeChoice, ProbeRule
 from workbench.native.report import NativeRuns, episode_report
 from workbench.native.run_store import ReplayInputs, save_runs
 from workbench.native.windows import AudioWindow, calibration_clip_ids, demo_clip_windows, demo_windows
@@ -61,9 +61,10 @@ def native_runs(cfg: DictConfig, pair: ModelPair, windows: list[Window],
     setup.use_profile(host_profile)  # the target runs by this machine's kernel plan, as the profile priced it
     anchor = anchor_window(host_profile) if host_profile is not None and "as2d" in names else None
     # each window's probes on the profile's anchor window, or on the dev window nearest it in duration
-    probe = None if anchor is None else ProbeChoice.of(
-        anchor, [*demo_windows(corpus=corpus)[0], *demo_clip_windows(None, corpus=corpus, model=cfg.model)],
-        str(cfg.native.probe))
+    probe_rule = str(cfg.native.probe)
+    more = ([*demo_windows(corpus=corpus)[0], *demo_clip_windows(None, corpus=corpus, model=cfg.model)]
+            if anchor is not None and probe_rule == ProbeRule.MATCHED.value else [])
+    probe = None if anchor is None else ProbeChoice.of(anchor, more, probe_rule)
     # D.3 protocol: a warm-up pass per window before the measured repetitions (cold caches, first calls);
     # with a drift anchor, a probe on a dev window (``native.probe``) before each repetition (target-only,
     # and As²d where the profile anchors it too).

@@ -21,6 +21,8 @@ import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from workbench.errors import ConfigError
+
 from .windows import AudioWindow, dev_only
 
 
@@ -47,7 +49,11 @@ class ProbeChoice:
     def of(cls, anchor: AudioWindow, more: Sequence[AudioWindow], rule: ProbeRule | str) -> ProbeChoice:
         """``anchor`` (the profile's calibration window) and, for the matched rule, ``more`` dev windows;
         a window id given twice is kept once."""
-        rule = ProbeRule(rule)
+        try:
+            rule = ProbeRule(rule)
+        except ValueError:
+            raise ConfigError("native.probe", f"unknown probe rule {rule!r}",
+                              fix="choose " + " or ".join(r.value for r in ProbeRule)) from None
         chosen = {anchor.window_id: anchor}
         if rule is ProbeRule.MATCHED:
             for w in more:
