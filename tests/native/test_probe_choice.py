@@ -68,3 +68,25 @@ def test_probes_on_another_dev_window_judge_alike_and_drop_only_the_calibrations
     assert on_anchor["calibrated_anchor_signed_error_pct"].null_count() == 0
     assert elsewhere["calibrated_anchor_signed_error_pct"].null_count() == elsewhere.height
     assert elsewhere["as2d_anchor_signed_error_pct"].null_count() == elsewhere.height
+
+
+def test_the_agreement_command_files_a_matched_probe_run_apart_from_the_defaults_section(tmp_path, monkeypatch):
+    """``--markdown`` with ``--probe matched`` writes its own section, named so, and leaves the default
+    rule's section of that split alone."""
+    import workbench.native.agreement as agreement
+    from workbench.native.agreement_report import provenance, summarize
+
+    ep, inputs = episodes()
+    _, _, profile, _ = _setup()
+    frame = agreement_frame(ep, inputs, profile)
+    summary = {**summarize(frame, profile), **provenance("python -m workbench.native.agreement ...")}
+    monkeypatch.setattr(agreement, "agreement_windows", lambda *a: ([], [], []))
+    monkeypatch.setattr(agreement, "replay_agreement", lambda *a, **k: (frame, summary))
+    doc = tmp_path / "results.md"
+    for probe in ("anchor", "matched"):
+        agreement.main(["--split", "dev", "--probe", probe, "--markdown", str(doc)])
+    text = doc.read_text()
+    assert text.count("<!-- d3-agreement-dev -->") == 1 and text.count("<!-- d3-agreement-dev-matched -->") == 1
+    matched = text[text.index("<!-- d3-agreement-dev-matched -->"):]
+    assert "bench dev (probes duration-matched)" in matched
+    assert "duration-matched" not in text[:text.index("<!-- d3-agreement-dev-matched -->")]

@@ -356,10 +356,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         from workbench.io import write_section
 
         engine = str(cfg.get("engine") or "torch")
-        text = agreement_markdown(frame, summary, "demo" if args.split == "demo" else f"bench {args.split}", engine)
-        # one section per engine, and the dev split's apart from the one the test split reports
+        matched = args.probe == ProbeRule.MATCHED.value
+        split = ("demo" if args.split == "demo" else f"bench {args.split}") + (
+            " (probes duration-matched)" if matched else "")
+        text = agreement_markdown(frame, summary, split, engine)
+        # one section per engine, the dev split's apart from the one the test split reports, and a probe
+        # rule other than the default apart from the default's
         section = ("d3-agreement" if engine == "torch" else f"d3-agreement-{engine}") + (
-            "-dev" if args.split == "dev" else "")
+            "-dev" if args.split == "dev" else "") + ("-matched" if matched else "")
         print(f"results table -> {write_section(args.markdown, section, text)}")
 
 
