@@ -61,9 +61,9 @@ def native_runs(cfg: DictConfig, pair: ModelPair, windows: list[Window],
     setup.use_profile(host_profile)  # the target runs by this machine's kernel plan, as the profile priced it
     anchor = anchor_window(host_profile) if host_profile is not None and "as2d" in names else None
     # each window's probes on the profile's anchor window, or on the dev window nearest it in duration
-    probe_rule = str(cfg.native.probe)
+    probe_rule = ProbeRule.parse(str(cfg.native.probe))
     more = ([*demo_windows(corpus=corpus)[0], *demo_clip_windows(None, corpus=corpus, model=cfg.model)]
-            if anchor is not None and probe_rule == ProbeRule.MATCHED.value else [])
+            if anchor is not None and probe_rule is ProbeRule.MATCHED else [])
     probe = None if anchor is None else ProbeChoice.of(anchor, more, probe_rule)
     # D.3 protocol: a warm-up pass per window before the measured repetitions (cold caches, first calls);
     # with a drift anchor, a probe on a dev window (``native.probe``) before each repetition (target-only,

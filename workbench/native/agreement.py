@@ -201,13 +201,11 @@ def agreement_frame(ep: Episodes, inputs: ReplayInputs | HostSetup, profile: Dev
             probes = dataclasses.replace(window_probes(ep, wid),  # measured over priced calls: no anchor
                                          concurrent_ratio=concurrent_probe_ratio(ep, wid, profile))
             runs = [rs for (w, _), rs in ep.probe_runs.items() if w == wid]
-            if any(rs[0].window_id != profile.anchor_window for rs in runs):
-                # probed on another dev window (probe_choice.py): the calibration measured no anchor there, so
-                # neither its measured anchors nor As²d's own anchor compare; the priced anchors do
+            # probed on another dev window (probe_choice.py): the calibration measured no anchor there, so
+            # neither its measured anchors nor As²d's own anchor compare; the priced anchors do
+            calibrated = all(rs[0].window_id == profile.anchor_window for rs in runs)
+            if not calibrated:
                 probes = dataclasses.replace(probes, as2d_ms=None)
-                calibrated = False
-            else:
-                calibrated = True
             priced = priced_anchors(profile, runs, inputs) if probes.target_ms is not None else None
             judged_profile = priced or profile
             if target_scale != 1.0 and judged_profile.anchor_ms is not None:  # the ratio is probe / anchor

@@ -32,6 +32,15 @@ class ProbeRule(enum.Enum):
     MATCHED = "matched"  # the dev window nearest in duration (paper D.3)
     ANCHOR = "anchor"  # the profile's calibration window, for every held-out window
 
+    @classmethod
+    def parse(cls, value: ProbeRule | str) -> ProbeRule:
+        """``value`` as a rule; an unknown one is one config line naming the key and the choices."""
+        try:
+            return cls(value)
+        except ValueError:
+            raise ConfigError("native.probe", f"unknown probe rule {value!r}",
+                              fix="choose " + " or ".join(r.value for r in cls)) from None
+
 
 @dataclass(frozen=True)
 class ProbeChoice:
@@ -49,11 +58,7 @@ class ProbeChoice:
     def of(cls, anchor: AudioWindow, more: Sequence[AudioWindow], rule: ProbeRule | str) -> ProbeChoice:
         """``anchor`` (the profile's calibration window) and, for the matched rule, ``more`` dev windows;
         a window id given twice is kept once."""
-        try:
-            rule = ProbeRule(rule)
-        except ValueError:
-            raise ConfigError("native.probe", f"unknown probe rule {rule!r}",
-                              fix="choose " + " or ".join(r.value for r in ProbeRule)) from None
+        rule = ProbeRule.parse(rule)
         chosen = {anchor.window_id: anchor}
         if rule is ProbeRule.MATCHED:
             for w in more:
