@@ -10,7 +10,7 @@ import pytest
 
 from workbench.native.driver import NativeResult
 from workbench.native.episodes import Episodes
-from workbench.native.reproducibility import SECTION, main, pair_rows, run_medians, window_differences
+from workbench.native.reproducibility import SECTION, RunMedians, main, pair_rows, run_medians, window_differences
 from workbench.native.run_store import ReplayInputs, save_runs
 
 OUT = (5, 6, 7, 0)
@@ -45,9 +45,12 @@ def test_a_run_wide_speed_moves_the_raw_difference_and_not_the_normalized_one():
 
 
 def test_one_windows_move_is_the_per_window_scatter_and_its_floor():
-    pairs = pair_rows([("run 1", run_medians(episodes())),
-                       ("run 2", run_medians(episodes(scale=1.1, as2d={"w2": 1.25})))])
+    plan = ((1, "packed", 1),)
+    pairs = pair_rows([RunMedians("run 1", run_medians(episodes()), plan),
+                       RunMedians("run 2", run_medians(episodes(scale=1.1, as2d={"w2": 1.25})), plan),
+                       RunMedians("run 3", run_medians(episodes()), ((1, "packed", 3),))])
     row = pairs.row(0, named=True)
+    assert pairs["same_plan"].to_list() == [True, False, False]  # run 3 pads one-token steps to 3 rows
     w2 = 100 * (1 / 1.25 - 1)  # run 2's TPS on w2 against run 1's, once the run-wide 1.1 is divided out
     assert row["windows"] == 3 and row["normalized_mean_pct"] == pytest.approx(w2 / 3)
     assert row["window_scatter_pct"] == pytest.approx((abs(w2 - w2 / 3) + 2 * abs(w2 / 3)) / 3)

@@ -17,6 +17,9 @@ latency exactly would still show a per-window MAE of the pairs' mean absolute di
 ``sqrt(2)`` against any one run (for normal scatter ``E|X - mu| = E|X - Y| / sqrt(2)``): the
 **cross-run floor**. A D.3 MAE near it says the runs cannot tell that replay from a perfect one; a
 cross-run floor far above the within-run noise floor says the repetitions of one run move together.
+Only a pair whose profiles planned the same kernels (``same_plan``: each width's kernel and padded rows,
+``models/kernel_plan.py``) ran the same forwards: runs calibrated to different plans differ by design,
+and their pair measures the plans as well as the noise.
 
 ``python -m workbench.native.reproducibility STORE STORE [STORE ...]`` reads ``native_runs.json`` files
 (``workbench.native.agreement --out-dir``, or a demo run's output folder) and prints the pairs;
@@ -31,8 +34,9 @@ import math
 import shlex
 import statistics
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import polars as pl
 
@@ -40,10 +44,10 @@ from workbench.errors import DataError, WorkbenchError
 
 from .episodes import Episodes
 from .noise_floor import median_noise_pct
-from .run_store import load_runs
+from .run_store import RunStore, load_runs
 
 SECTION = "d3-reproducibility"
-PAIR_COLUMNS = ("a", "b", "windows", "as2d_mae_pct", "as2d_mean_pct", "target_only_mae_pct",
+PAIR_COLUMNS = ("a", "b", "same_plan", "windows", "as2d_mae_pct", "as2d_mean_pct", "target_only_mae_pct",
                 "normalized_mae_pct", "normalized_mean_pct", "window_scatter_pct", "cross_run_floor_pct",
                 "window_floor_pct", "within_run_floor_pct")
 
@@ -56,6 +60,26 @@ class WindowMedians:
     target_only: float
     output: tuple[int, ...]
     as2d_noise_pct: float  # the within-run noise floor of the As²d median (``median_noise_pct``)
+
+
+@dataclass(frozen=True, slots=True)
+class RunMedians:
+    """One store: its label, its windows' medians, and the kernel plan its profile ran the target by
+    (``(width, kernel, rows)`` per width; empty: no plan, or no profile kept)."""
+
+    label: str
+    windows: dict[str, WindowMedians]
+    plan: tuple[tuple[int, str, int], ...]
+
+
+def plan_of(store: RunStore, path: str) -> tuple[tuple[int, str, int], ...]:
+    """The kernel plan of the profile a store keeps (``()`` without one)."""
+    from .reprice import stored_profile
+
+    if store.profile_yaml is None:
+        return ()
+    plan = stored_profile(store, path).kernel_plan
+    return () if plan is None else tuple((k, c.kernel, c.rows) for k, c in plan.choices.items())
 
 
 def run_medians(ep: Episodes) -> dict[str, WindowMedians]:
@@ -87,39 +111,60 @@ def _mean(values: pl.Series) -> float:
     return float(values.mean()) if values.len() else math.nan
 
 
-def pair_rows(stores: Sequence[tuple[str, dict[str, WindowMedians]]]) -> pl.DataFrame:
+def pair_rows(stores: Sequence[RunMedians]) -> pl.DataFrame:
     """One row per pair of stores: the native differences' MAE and mean, the per-window scatter left after
     the run-wide shifts, the cross-run floors they imply (MAE over sqrt(2)), and beside them the mean
     within-run noise floor of the two runs' As²d medians."""
     rows = []
-    for (la, a), (lb, b) in itertools.combinations(stores, 2):
+    for ra, rb in itertools.combinations(stores, 2):
+        a, b = ra.windows, rb.windows
         d = window_differences(a, b)
         within = [m.as2d_noise_pct for m in (*a.values(), *b.values()) if math.isfinite(m.as2d_noise_pct)]
         mae, norm_mean = _mean(d["as2d_pct"].abs()), _mean(d["normalized_pct"])
         scatter = _mean((d["normalized_pct"] - norm_mean).abs())
-        rows.append({"a": la, "b": lb, "windows": d.height, "as2d_mae_pct": mae,
+        rows.append({"a": ra.label, "b": rb.label, "same_plan": ra.plan == rb.plan, "windows": d.height,
+                     "as2d_mae_pct": mae,
                      "as2d_mean_pct": _mean(d["as2d_pct"]), "target_only_mae_pct": _mean(d["target_only_pct"].abs()),
                      "normalized_mae_pct": _mean(d["normalized_pct"].abs()), "normalized_mean_pct": norm_mean,
                      "window_scatter_pct": scatter, "cross_run_floor_pct": mae / math.sqrt(2),
                      "window_floor_pct": scatter / math.sqrt(2),
                      "within_run_floor_pct": statistics.fmean(within) if within else math.nan})
     return pl.DataFrame(rows, schema=dict.fromkeys(PAIR_COLUMNS, pl.Float64) | {
-        "a": pl.String, "b": pl.String, "windows": pl.Int64}).select(PAIR_COLUMNS)
+        "a": pl.String, "b": pl.String, "same_plan": pl.Boolean, "windows": pl.Int64}).select(PAIR_COLUMNS)
 
 
-def load_medians(paths: Sequence[str]) -> list[tuple[str, dict[str, WindowMedians]]]:
-    """``(label, medians)`` per store, labelled ``run 1``, ``run 2``, ... in the order given; a store
-    with no window both methods ran is refused with its name."""
+def load_medians(paths: Sequence[str]) -> list[RunMedians]:
+    """Each store's medians and kernel plan, labelled ``run 1``, ``run 2``, ... in the order given; a
+    store with no window both methods ran is refused with its name."""
     if len(paths) < 2:
         raise DataError("one run store compares with nothing", " ".join(paths) or "(none)",
                         "pass two or more native_runs.json files of the same windows")
     out = []
     for i, path in enumerate(paths, 1):
-        medians = run_medians(load_runs(path).episodes)
+        store = load_runs(path)
+        medians = run_medians(store.episodes)
         if not medians:
             raise DataError("no window ran both target-only and As²d", path, "pass a D.3 run store")
-        out.append((f"run {i}", medians))
+        out.append(RunMedians(f"run {i}", medians, plan_of(store, path)))
     return out
+
+
+def _pct(x: float) -> str:
+    return f"{x:.2f}"
+
+
+def _signed(x: float) -> str:
+    return f"{x:+.2f}"
+
+
+# the markdown table: column, header, format
+SHOWN: tuple[tuple[str, str, Callable[[Any], str]], ...] = (
+    ("a", "a", str), ("b", "b", str), ("same_plan", "same kernel plan", lambda v: "yes" if v else "no"),
+    ("windows", "windows", str), ("as2d_mae_pct", "As²d MAE %", _pct), ("as2d_mean_pct", "As²d mean %", _signed),
+    ("target_only_mae_pct", "target-only MAE %", _pct), ("normalized_mae_pct", "As²d/target-only MAE %", _pct),
+    ("normalized_mean_pct", "As²d/target-only mean %", _signed), ("window_scatter_pct", "per-window scatter %", _pct),
+    ("cross_run_floor_pct", "cross-run floor %", _pct), ("window_floor_pct", "per-window floor %", _pct),
+    ("within_run_floor_pct", "within-run floor %", _pct))
 
 
 def markdown(pairs: pl.DataFrame, paths: Sequence[str], command: str) -> str:
@@ -134,14 +179,8 @@ def markdown(pairs: pl.DataFrame, paths: Sequence[str], command: str) -> str:
             f"- command: `{p['command']}`",
             *(f"- run {i}: `{path}`" for i, path in enumerate(paths, 1)),
             f"- date of this comparison: {p['date'][:10]}", "",
-            "| a | b | windows | As²d MAE % | As²d mean % | target-only MAE % | As²d/target-only MAE % | "
-            "As²d/target-only mean % | per-window scatter % | cross-run floor % | per-window floor % | "
-            "within-run floor % |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    rows = [f"| {r['a']} | {r['b']} | {r['windows']} | {r['as2d_mae_pct']:.2f} | {r['as2d_mean_pct']:+.2f} | "
-            f"{r['target_only_mae_pct']:.2f} | {r['normalized_mae_pct']:.2f} | {r['normalized_mean_pct']:+.2f} | "
-            f"{r['window_scatter_pct']:.2f} | {r['cross_run_floor_pct']:.2f} | {r['window_floor_pct']:.2f} | "
-            f"{r['within_run_floor_pct']:.2f} |" for r in pairs.iter_rows(named=True)]
+            "| " + " | ".join(label for _, label, _ in SHOWN) + " |", "|---" * len(SHOWN) + "|"]
+    rows = ["| " + " | ".join(fmt(r[col]) for col, _, fmt in SHOWN) + " |" for r in pairs.iter_rows(named=True)]
     return "\n".join(head + rows) + "\n"
 
 
