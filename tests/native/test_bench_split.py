@@ -141,3 +141,31 @@ def test_agreement_on_dev_judges_only_dev_windows_the_calibration_left_out(tmp_p
     assert not {w.window_id for w in calib} & {w.window_id for w in evals}
     calib, clips, evals = agreement_windows("dev", "bench_ci", 1, 1, None, {})  # a clip takes a dev window too
     assert clips and not {w.window_id for w in calib + clips} & {w.window_id for w in evals}
+
+
+def test_cropped_windows_keep_their_split_and_name_their_cut():
+    import numpy as np
+
+    from workbench.native.agreement import cropped
+    from workbench.native.windows import SAMPLE_RATE, AudioWindow
+
+    long = AudioWindow("w1", ("w1",), np.ones(10 * SAMPLE_RATE, dtype=np.float32), split="dev")
+    short = AudioWindow("w2", ("w2",), np.ones(SAMPLE_RATE, dtype=np.float32), split="dev")
+    cut = cropped([long, short], 2.5)
+    assert [w.window_id for w in cut] == ["w1[:2.5s]", "w2"] and cut[1] is short  # a shorter window stays whole
+    assert len(cut[0].audio) == int(2.5 * SAMPLE_RATE) and cut[0].split == "dev" and cut[0].clip_ids == ("w1",)
+    assert cropped([long], None) == [long]
+
+
+@needs_corpus
+def test_agreement_max_seconds_cuts_only_the_judged_windows(tmp_path, monkeypatch):
+    """``--max-seconds``: the judged dev windows are cut; the calibration window keeps its whole audio."""
+    from workbench.native.agreement import agreement_windows
+
+    monkeypatch.setenv("AS2D_CACHE", str(tmp_path))
+    whole = agreement_windows("dev", "bench_ci", 1, 0, None, {})
+    calib, _, evals = agreement_windows("dev", "bench_ci", 1, 0, None, {}, max_seconds=1.0)
+    assert [w.window_id for w in calib] == [w.window_id for w in whole[0]]
+    assert [w.seconds for w in calib] == [w.seconds for w in whole[0]]
+    assert evals and all(w.seconds <= 1.0 and w.split == "dev" for w in evals)
+    assert all(w.window_id.endswith("[:1s]") for w in evals if len(w.audio) >= 16000)

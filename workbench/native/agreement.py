@@ -88,7 +88,7 @@ from .probe_choice import ProbeChoice, ProbeRule
 from .run_store import ReplayInputs, absorb, save_runs
 from .sweep import PROBE_WIDTHS
 from .window_anchoring import NO_PROBES, Anchored, WindowProbes, anchored, concurrent_probe_ratio, window_probes
-from .windows import AudioWindow, demo_clip_windows, demo_windows
+from .windows import SAMPLE_RATE, AudioWindow, demo_clip_windows, demo_windows
 
 AGREEMENT_COLUMNS = ("window_id", "tokens", "tps_native", "tps_replay", "signed_error_pct", "abs_error_pct",
                      "time_native", "time_replay", "target_only_error_pct", "drift_ratio", "width_shape",
@@ -271,14 +271,27 @@ def replay_agreement(
     return frame, summary
 
 
+def cropped(windows: Sequence[AudioWindow], seconds: float | None) -> list[AudioWindow]:
+    """Each window cut to its first ``seconds`` of audio, its id marked ``<id>[:<seconds>s]`` (``None``: as
+    they are). Paper D.3 crops or pads its validation audio to a duration; a judged window cut short
+    while the calibration and the probes keep their full windows is the demo's regime (short judged clips
+    beside a long anchor window), measured on the bench corpus's own split."""
+    if seconds is None:
+        return list(windows)
+    n = int(seconds * SAMPLE_RATE)
+    return [dataclasses.replace(w, window_id=f"{w.window_id}[:{seconds:g}s]", audio=w.audio[:n])
+            if len(w.audio) > n else w for w in windows]
+
+
 def agreement_windows(split: str, dataset: str, calib_windows: int, clips: int, windows: int | None,
-                      model: Mapping[str, Any]) -> tuple[list[AudioWindow], list[AudioWindow], list[AudioWindow]]:
+                      model: Mapping[str, Any], max_seconds: float | None = None,
+                      ) -> tuple[list[AudioWindow], list[AudioWindow], list[AudioWindow]]:
     """(calibration windows, single dev windows whose As²d calls the calibration also prices, evaluation
     windows). ``split="test"``: the bench corpus ``dataset``'s dev split calibrates, speaker-disjoint from its
     test split, which is evaluated; ``"dev"``: the same calibration, evaluated on the dev windows it did not
     use (where a change to the D.3 model is chosen before the test split reports it); ``"demo"``: the demo
     corpus's calibration windows and dev clips, and its evaluation windows. The clips never repeat a
-    calibration window."""
+    calibration window. ``max_seconds``: the evaluation windows ``cropped`` to that duration."""
     if split in ("dev", "test"):
         from .bench_inputs import dataset_config
         from .windows import bench_windows
@@ -288,13 +301,13 @@ def agreement_windows(split: str, dataset: str, calib_windows: int, clips: int, 
         taken = {w.window_id for w in calib}
         more = [w for w in bench_windows("dev", data, calib_windows + clips) if w.window_id not in taken][:clips]
         if split == "test":
-            return calib, more, bench_windows("test", data, windows)
+            return calib, more, cropped(bench_windows("test", data, windows), max_seconds)
         taken |= {w.window_id for w in more}
         # round-robin over speakers like the calibration's picks, so the first picks are the ones it took
         picks = bench_windows("dev", data, None if windows is None else len(taken) + windows)
-        return calib, more, [w for w in picks if w.window_id not in taken][:windows]
+        return calib, more, cropped([w for w in picks if w.window_id not in taken][:windows], max_seconds)
     calib, evals = demo_windows()
-    return calib[:calib_windows], demo_clip_windows(clips, model=model), evals[:windows]
+    return calib[:calib_windows], demo_clip_windows(clips, model=model), cropped(evals[:windows], max_seconds)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -321,6 +334,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--probe", choices=[r.value for r in ProbeRule], default=ProbeRule.ANCHOR.value,
                     help="each window's drift probes on the profile's anchor window, or on the calibration window "
                          "or clip nearest to it in duration (paper D.3's duration matching)")
+    ap.add_argument("--max-seconds", type=float, default=None,
+                    help="judge each evaluation window cut to its first this many seconds (the calibration and "
+                         "the probes keep their full windows: the demo's short clips beside a long anchor)")
     ap.add_argument("--out-dir", default="outputs/native/agreement")
     ap.add_argument("--markdown", default=None, help="also write the d3-agreement table into this file "
                                                      "(docs/results.md: machine, command, split, date)")
@@ -333,11 +349,14 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     if args.clips < 0:
         ap.error(f"--clips {args.clips}: give 0 or more single dev windows")
+    if args.max_seconds is not None and not args.max_seconds > 0:
+        ap.error(f"--max-seconds {args.max_seconds}: give a positive duration, or leave it out for whole windows")
     cfg = load_model_config(args.model)
     if args.engine:
         cfg = {**cfg, "engine": args.engine}
     # with a frozen --profile too: the clips stay out of the evaluation windows, and may serve as probes
-    calib, clips, evals = agreement_windows(args.split, args.dataset, args.calib_windows, args.clips, args.windows, cfg)
+    calib, clips, evals = agreement_windows(args.split, args.dataset, args.calib_windows, args.clips, args.windows, cfg,
+                                            args.max_seconds)
     command = "python -m workbench.native.agreement " + shlex.join(argv or sys.argv[1:])
     frame, summary = replay_agreement(calib, evals, cfg, rule,
                                       profile=load_profile(args.profile) if args.profile else None,
@@ -356,12 +375,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         engine = str(cfg.get("engine") or "torch")
         matched = args.probe == ProbeRule.MATCHED.value
         split = ("demo" if args.split == "demo" else f"bench {args.split}") + (
-            " (probes duration-matched)" if matched else "")
+            " (probes duration-matched)" if matched else "") + (
+            f" (cut to their first {args.max_seconds:g} s)" if args.max_seconds else "")
         text = agreement_markdown(frame, summary, split, engine)
         # one section per engine, the dev split's apart from the one the test split reports, and a probe
         # rule other than the default apart from the default's
         section = ("d3-agreement" if engine == "torch" else f"d3-agreement-{engine}") + (
-            "-dev" if args.split == "dev" else "") + ("-matched" if matched else "")
+            "-dev" if args.split == "dev" else "") + ("-matched" if matched else "") + (
+            f"-{args.max_seconds:g}s" if args.max_seconds else "")
         print(f"results table -> {write_section(args.markdown, section, text)}")
 
 
