@@ -74,6 +74,8 @@ def test_the_command_files_the_pairs_and_refuses_a_lone_store(tmp_path, capsys):
     assert f"<!-- {SECTION} -->" in text
     assert sum(line.startswith("| run ") for line in text.splitlines()) == 3  # the three pairs of three runs
     assert "python -m workbench.native.reproducibility" in text and paths[2] in text
+    main([*paths[:2], "--markdown", str(doc), "--section", "d3-reproducibility-other"])
+    assert "<!-- d3-reproducibility-other -->" in doc.read_text() and f"<!-- {SECTION} -->" in doc.read_text()
     with pytest.raises(SystemExit) as stop:
         main(paths[:1])
     assert "one run store compares with nothing" in str(stop.value) and paths[0] in str(stop.value)

@@ -23,7 +23,7 @@ and their pair measures the plans as well as the noise.
 
 ``python -m workbench.native.reproducibility STORE STORE [STORE ...]`` reads ``native_runs.json`` files
 (``workbench.native.agreement --out-dir``, or a demo run's output folder) and prints the pairs;
-``--markdown docs/results.md`` files them as section ``d3-reproducibility``.
+``--markdown docs/results.md`` files them as section ``d3-reproducibility`` (``--section``: another).
 """
 
 from __future__ import annotations
@@ -167,8 +167,8 @@ SHOWN: tuple[tuple[str, str, Callable[[Any], str]], ...] = (
     ("within_run_floor_pct", "within-run floor %", _pct))
 
 
-def markdown(pairs: pl.DataFrame, paths: Sequence[str], command: str) -> str:
-    """The pairs as a docs/results.md section body: machine, command, the stores, date."""
+def markdown(pairs: pl.DataFrame, paths: Sequence[str], command: str, split: str | None = None) -> str:
+    """The pairs as a docs/results.md section body: machine, command, the stores, split, date."""
     from .agreement_report import provenance
     from .bench_report import machine_facts
 
@@ -178,6 +178,8 @@ def markdown(pairs: pl.DataFrame, paths: Sequence[str], command: str) -> str:
             "agreement line names it)",
             f"- command: `{p['command']}`",
             *(f"- run {i}: `{path}`" for i, path in enumerate(paths, 1)),
+            f"- split: {split or 'as each store was measured'}; compared: the windows both stores of a pair "
+            "measured with the same target output",
             f"- date of this comparison: {p['date'][:10]}", "",
             "| " + " | ".join(label for _, label, _ in SHOWN) + " |", "|---" * len(SHOWN) + "|"]
     rows = ["| " + " | ".join(fmt(r[col]) for col, _, fmt in SHOWN) + " |" for r in pairs.iter_rows(named=True)]
@@ -187,7 +189,9 @@ def markdown(pairs: pl.DataFrame, paths: Sequence[str], command: str) -> str:
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description="How far native D.3 medians of the same windows move between runs.")
     ap.add_argument("stores", nargs="+", help="native_runs.json files of the same windows (two or more)")
-    ap.add_argument("--markdown", default=None, help=f"also write section {SECTION} into this file")
+    ap.add_argument("--markdown", default=None, help="also write the pairs as a section of this file")
+    ap.add_argument("--section", default=SECTION, help="the section's name (one per set of windows compared)")
+    ap.add_argument("--split", default=None, help="the stores' split, as the section names it (e.g. 'bench dev')")
     args = ap.parse_args(argv)
     command = "python -m workbench.native.reproducibility " + shlex.join(argv or sys.argv[1:])
     try:
@@ -199,7 +203,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.markdown:
         from workbench.io import write_section
 
-        print(f"results table -> {write_section(args.markdown, SECTION, markdown(pairs, args.stores, command))}")
+        body = markdown(pairs, args.stores, command, args.split)
+        print(f"results table -> {write_section(args.markdown, args.section, body)}")
 
 
 if __name__ == "__main__":
