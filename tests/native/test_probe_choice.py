@@ -90,3 +90,10 @@ def test_the_agreement_command_files_a_matched_probe_run_apart_from_the_defaults
     matched = text[text.index("<!-- d3-agreement-dev-matched -->"):]
     assert "bench dev (probes duration-matched)" in matched
     assert "duration-matched" not in text[:text.index("<!-- d3-agreement-dev-matched -->")]
+    # --max-seconds files the cut windows under their own section too, and a duration of 0 is one usage line
+    agreement.main(["--split", "dev", "--max-seconds", "6", "--markdown", str(doc)])
+    text = doc.read_text()
+    assert text.count("<!-- d3-agreement-dev-6s -->") == 1 and text.count("<!-- d3-agreement-dev -->") == 1
+    assert "bench dev (cut to their first 6 s)" in text[text.index("<!-- d3-agreement-dev-6s -->"):]
+    with pytest.raises(SystemExit):
+        agreement.main(["--split", "dev", "--max-seconds", "0"])
