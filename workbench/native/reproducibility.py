@@ -174,8 +174,8 @@ def markdown(pairs: pl.DataFrame, paths: Sequence[str], command: str, split: str
 
     m, p = machine_facts(), provenance(command)
     head = ["**Native D.3 medians across independent runs of the same windows**", "",
-            f"- machine: {m['cpu']}, {m['cores']} cores (where the stores were measured: each store's own "
-            "agreement line names it)",
+            f"- machine: this comparison ran on {m['cpu']}, {m['cores']} cores; each store was measured on "
+            "the machine its own agreement line names",
             f"- command: `{p['command']}`",
             *(f"- run {i}: `{path}`" for i, path in enumerate(paths, 1)),
             f"- split: {split or 'as each store was measured'}; compared: the windows both stores of a pair "
