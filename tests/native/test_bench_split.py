@@ -169,3 +169,19 @@ def test_agreement_max_seconds_cuts_only_the_judged_windows(tmp_path, monkeypatc
     assert [w.seconds for w in calib] == [w.seconds for w in whole[0]]
     assert evals and all(w.seconds <= 1.0 and w.split == "dev" for w in evals)
     assert all(w.window_id.endswith("[:1s]") for w in evals if len(w.audio) >= 16000)
+
+
+@needs_corpus
+def test_agreement_clip_seconds_cuts_the_calibration_clips_and_keeps_them_out_of_the_judged_windows(tmp_path,
+                                                                                                  monkeypatch):
+    """``--clip-seconds``: the clips the calibration measures are cut (the demo calibrates on short clips),
+    the calibration window is not, and no judged window is a clip, cut or whole."""
+    from workbench.native.agreement import agreement_windows
+
+    monkeypatch.setenv("AS2D_CACHE", str(tmp_path))
+    whole = agreement_windows("dev", "bench_ci", 1, 1, None, {})
+    calib, clips, evals = agreement_windows("dev", "bench_ci", 1, 1, None, {}, clip_seconds=1.0)
+    assert [w.seconds for w in calib] == [w.seconds for w in whole[0]]
+    assert clips and all(w.seconds <= 1.0 and w.split == "dev" for w in clips)
+    assert [w.window_id for w in evals] == [w.window_id for w in whole[2]]
+    assert not {c.window_id.split("[:")[0] for c in clips} & {w.window_id for w in evals}

@@ -285,14 +285,15 @@ def cropped(windows: Sequence[AudioWindow], seconds: float | None) -> list[Audio
 
 
 def agreement_windows(split: str, dataset: str, calib_windows: int, clips: int, windows: int | None,
-                      model: Mapping[str, Any], max_seconds: float | None = None,
+                      model: Mapping[str, Any], max_seconds: float | None = None, clip_seconds: float | None = None,
                       ) -> tuple[list[AudioWindow], list[AudioWindow], list[AudioWindow]]:
     """(calibration windows, single dev windows whose As²d calls the calibration also prices, evaluation
     windows). ``split="test"``: the bench corpus ``dataset``'s dev split calibrates, speaker-disjoint from its
     test split, which is evaluated; ``"dev"``: the same calibration, evaluated on the dev windows it did not
     use (where a change to the D.3 model is chosen before the test split reports it); ``"demo"``: the demo
     corpus's calibration windows and dev clips, and its evaluation windows. The clips never repeat a
-    calibration window. ``max_seconds``: the evaluation windows ``cropped`` to that duration."""
+    calibration window. ``max_seconds``: the evaluation windows ``cropped`` to that duration;
+    ``clip_seconds``: the bench clips too (the demo calibrates on single clips of a few seconds)."""
     if split in ("dev", "test"):
         from .bench_inputs import dataset_config
         from .windows import bench_windows
@@ -301,9 +302,10 @@ def agreement_windows(split: str, dataset: str, calib_windows: int, clips: int, 
         calib = bench_windows("dev", data, calib_windows)
         taken = {w.window_id for w in calib}
         more = [w for w in bench_windows("dev", data, calib_windows + clips) if w.window_id not in taken][:clips]
+        taken |= {w.window_id for w in more}  # by their whole ids: a cut clip stays out of the judged windows
+        more = cropped(more, clip_seconds)
         if split == "test":
             return calib, more, cropped(bench_windows("test", data, windows), max_seconds)
-        taken |= {w.window_id for w in more}
         # round-robin over speakers like the calibration's picks, so the first picks are the ones it took
         picks = bench_windows("dev", data, None if windows is None else len(taken) + windows)
         return calib, more, cropped([w for w in picks if w.window_id not in taken][:windows], max_seconds)
@@ -338,6 +340,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--max-seconds", type=float, default=None,
                     help="judge each evaluation window cut to its first this many seconds (the calibration and "
                          "the probes keep their full windows: the demo's short clips beside a long anchor)")
+    ap.add_argument("--clip-seconds", type=float, default=None,
+                    help="cut each bench clip the calibration measures to its first this many seconds (the demo "
+                         "calibrates on single clips of a few seconds)")
     ap.add_argument("--out-dir", default="outputs/native/agreement")
     ap.add_argument("--markdown", default=None, help="also write the d3-agreement table into this file "
                                                      "(docs/results.md: machine, command, split, date)")
@@ -350,14 +355,15 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     if args.clips < 0:
         ap.error(f"--clips {args.clips}: give 0 or more single dev windows")
-    if args.max_seconds is not None and not args.max_seconds > 0:
-        ap.error(f"--max-seconds {args.max_seconds}: give a positive duration, or leave it out for whole windows")
+    for flag, value in (("--max-seconds", args.max_seconds), ("--clip-seconds", args.clip_seconds)):
+        if value is not None and not value > 0:
+            ap.error(f"{flag} {value}: give a positive duration, or leave it out for whole windows")
     cfg = load_model_config(args.model)
     if args.engine:
         cfg = {**cfg, "engine": args.engine}
     # with a frozen --profile too: the clips stay out of the evaluation windows, and may serve as probes
     calib, clips, evals = agreement_windows(args.split, args.dataset, args.calib_windows, args.clips, args.windows, cfg,
-                                            args.max_seconds)
+                                            args.max_seconds, args.clip_seconds)
     command = "python -m workbench.native.agreement " + shlex.join(argv or sys.argv[1:])
     frame, summary = replay_agreement(calib, evals, cfg, rule,
                                       profile=load_profile(args.profile) if args.profile else None,
@@ -377,13 +383,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         matched = args.probe == ProbeRule.MATCHED.value
         split = ("demo" if args.split == "demo" else f"bench {args.split}") + (
             " (probes duration-matched)" if matched else "") + (
-            f" (cut to their first {args.max_seconds:g} s)" if args.max_seconds else "")
+            f" (cut to their first {args.max_seconds:g} s)" if args.max_seconds else "") + (
+            f" (calibration clips cut to {args.clip_seconds:g} s)" if args.clip_seconds else "")
         text = agreement_markdown(frame, summary, split, engine)
         # one section per engine, the dev split's apart from the one the test split reports, and a probe
         # rule other than the default apart from the default's
         section = ("d3-agreement" if engine == "torch" else f"d3-agreement-{engine}") + (
             "-dev" if args.split == "dev" else "") + ("-matched" if matched else "") + (
-            f"-{args.max_seconds:g}s" if args.max_seconds else "")
+            f"-{args.max_seconds:g}s" if args.max_seconds else "") + (
+            f"-clips{args.clip_seconds:g}s" if args.clip_seconds else "")
         print(f"results table -> {write_section(args.markdown, section, text)}")
 
 
