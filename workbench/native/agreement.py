@@ -52,7 +52,8 @@ own recorded events; the ``d_<term>`` columns, printed per window, charted by ``
 Run ``python -m workbench.native.agreement --reps 5`` (``--split test``: the bench corpus's test split,
 calibrated on its dev split; ``--split dev``: the dev windows that calibration left out, where a change to
 this model is chosen; ``--engine mnn``: the MNN engine with its own host profile; ``--max-seconds S``: each
-judged window cut to its first S seconds, the demo's short clips beside a long anchor window).
+judged window cut to its first S seconds, the demo's short clips beside a long anchor window;
+``--clip-seconds C``: the calibration's clips cut to C seconds, as the demo calibrates).
 """
 
 from __future__ import annotations
