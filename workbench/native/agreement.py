@@ -381,18 +381,17 @@ def main(argv: Sequence[str] | None = None) -> None:
         from workbench.io import write_section
 
         engine = str(cfg.get("engine") or "torch")
-        matched = args.probe == ProbeRule.MATCHED.value
-        split = ("demo" if args.split == "demo" else f"bench {args.split}") + (
-            " (probes duration-matched)" if matched else "") + (
-            f" (cut to their first {args.max_seconds:g} s)" if args.max_seconds else "") + (
-            f" (calibration clips cut to {args.clip_seconds:g} s)" if args.clip_seconds else "")
+        # each departure from the defaults: (in effect, its words in the split line, its section suffix); one
+        # section per engine, the dev split's apart from the test split's, each variant apart from the default
+        variants = [(args.probe == ProbeRule.MATCHED.value, " (probes duration-matched)", "-matched"),
+                    (bool(args.max_seconds), f" (cut to their first {args.max_seconds or 0:g} s)",
+                     f"-{args.max_seconds or 0:g}s"),
+                    (bool(args.clip_seconds), f" (calibration clips cut to {args.clip_seconds or 0:g} s)",
+                     f"-clips{args.clip_seconds or 0:g}s")]
+        split = ("demo" if args.split == "demo" else f"bench {args.split}") + "".join(w for on, w, _ in variants if on)
         text = agreement_markdown(frame, summary, split, engine)
-        # one section per engine, the dev split's apart from the one the test split reports, and a probe
-        # rule other than the default apart from the default's
         section = ("d3-agreement" if engine == "torch" else f"d3-agreement-{engine}") + (
-            "-dev" if args.split == "dev" else "") + ("-matched" if matched else "") + (
-            f"-{args.max_seconds:g}s" if args.max_seconds else "") + (
-            f"-clips{args.clip_seconds:g}s" if args.clip_seconds else "")
+            "-dev" if args.split == "dev" else "") + "".join(x for on, _, x in variants if on)
         print(f"results table -> {write_section(args.markdown, section, text)}")
 
 
