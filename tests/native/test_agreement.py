@@ -9,6 +9,7 @@ from tests.native.test_calibrate import host_cfg, windows  # noqa: F401  (fixtur
 from tests.native.test_native import audio, producer_dir, tiny_dir  # noqa: F401  (fixtures)
 from workbench.native.agreement import AGREEMENT_COLUMNS, replay_agreement, summarize, verdict
 from workbench.native.reprice import reprice
+from workbench.replay.profile import CalibrationCheck
 
 
 def test_agreement_reports_per_window_errors(host_cfg, windows, tmp_path):  # noqa: F811
@@ -83,6 +84,7 @@ def test_agreement_summary_by_hand():
 
     class Profile:
         file = "host.yaml"
+        calibration = None  # a profile whose calibration was never checked for steadiness
 
     s = summarize(frame, Profile())
     assert s["windows"] == 2 and s["matched_windows"] == 1
@@ -145,6 +147,7 @@ def test_the_results_table_names_machine_command_split_and_each_terms_share(tmp_
 
     class Profile:
         file = "host.yaml"
+        calibration = CalibrationCheck(steady=False, spread=1.234, inversions=2)
 
     from workbench.native.agreement import provenance
 
@@ -154,7 +157,11 @@ def test_the_results_table_names_machine_command_split_and_each_terms_share(tmp_
     assert "- split: bench test" in text and f"- run date: {s['date'][:10]}\n" in text and " cores; torch " in text
     assert "| As²d per-window MAE (%) | 22.50 | <= 5 |" in text and "| windows whose outputs matched | 2 / 2 |" in text
     assert f"| {TERMS[0]} | +0.50 | 1.50 |" in text  # (2 - 1) / 2 signed, (2 + 1) / 2 absolute
-    assert text.rstrip().endswith("profile host.yaml")
+    # the profile's calibration moved under it: the table and the D.3 line say so
+    assert ("| calibration steadiness: probe checkpoints (largest / smallest), width inversions | x1.23, 2 | "
+            "<= x1.10, 0 |") in text
+    assert text.rstrip().endswith("profile host.yaml; calibration unsteady (probe checkpoints x1.23, "
+                                  "2 width inversion(s))")
     doc = tmp_path / "results.md"
     doc.write_text("# Results\n\n<!-- d3-agreement -->\nNot measured yet.\n<!-- /d3-agreement -->\n")
     write_section(doc, "d3-agreement", text)

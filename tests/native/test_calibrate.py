@@ -36,7 +36,7 @@ def windows(audio):  # noqa: F811
 
 def test_calibration_writes_a_profile_replay_accepts_with_all_widths(host_cfg, windows, tmp_path):
     profile, raw = calibrate_host(windows[:1], host_cfg, reps=1, widths=range(1, 17), out_dir=tmp_path,
-                                  warmup=0, progress=False)
+                                  warmup=0, progress=False, attempts=1)
     loaded = load_profile(tmp_path / "host.yaml")
     assert loaded.verifier.widths() == tuple(range(1, 17))
     assert all(loaded.verify_ms(k, concurrent=True) > 0 for k in range(1, 17))
@@ -162,7 +162,7 @@ def test_calibration_fits_the_kernel_plan_and_measures_under_it(host_cfg, window
     cfg = {**host_cfg, "target": {**host_cfg["target"], "kernels": "auto"}}
     setup = host_setup(cfg)
     profile, raw = calibrate_host(windows[:1], cfg, reps=1, widths=range(1, 9), warmup=0, setup=setup,
-                                  progress=False)
+                                  progress=False, attempts=1)
     ker = raw.filter(pl.col("kind") == "kernel")
     assert set(ker["kernel"]) == {"plain", "packed"} and set(ker["width"]) == set(range(1, 9))
     costs = {(k, w): statistics.median(ker.filter((pl.col("kernel") == k) & (pl.col("width") == w))["ms"])

@@ -18,6 +18,9 @@ def validate(cfg: DictConfig) -> None:
     reps = cfg.calibration.reps
     if not isinstance(reps, int) or reps < 5:
         raise ConfigError("calibration.reps", f"the protocol needs >= 5 measured repetitions, got {reps!r}")
+    attempts = cfg.calibration.attempts
+    if not isinstance(attempts, int) or attempts < 1:
+        raise ConfigError("calibration.attempts", f"expected a whole number of calibrations >= 1, got {attempts!r}")
     if cfg.calibration.agreement:
         repeat_rule(cfg.calibration, "calibration", "agreement_reps", "agreement_max_reps")
 
@@ -34,8 +37,11 @@ def run(cfg: DictConfig, out: Path) -> JobResult:
     path = Path(c.profile_path or DEVICE_DIR / "host.yaml")
     profile, raw = calibrate_host(calib[: c.windows], model, c.reps, range(1, c.max_width + 1),
                                   out / "calibration", profile_path=path,
-                                  clips=demo_clip_windows(int(c.clips), model=model))
+                                  clips=demo_clip_windows(int(c.clips), model=model), attempts=int(c.attempts))
     metrics = {"host.target_step_ms": profile.target_step_ms, "host.loop_residual_ms": profile.loop_residual_ms}
+    if profile.calibration is not None:
+        metrics |= {"host.calibration_spread": profile.calibration.spread,
+                    "host.calibration_steady": float(profile.calibration.steady)}
     for k in profile.verifier.widths():
         metrics[f"host.verify_ms.K{k}"] = profile.verify_ms(k)
     tables = {"host_samples": raw}

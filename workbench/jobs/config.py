@@ -137,7 +137,7 @@ def _host_profile(cfg: DictConfig) -> DeviceProfile:
     model = OmegaConf.to_container(cfg.model, resolve=True)
     policy = str(cfg.calibration.get("on_mismatch", "calibrate"))
     try:
-        return host_profile(model, policy)  # type: ignore[arg-type]
+        return host_profile(model, policy, attempts=int(cfg.calibration.attempts))  # type: ignore[arg-type]
     except MissingWeightsError as err:  # a fresh machine calibrates with the pair's weights first
         raise ConfigError("model.target", str(err)) from None
     except HostProfileMismatch as err:

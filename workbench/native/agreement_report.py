@@ -19,6 +19,7 @@ from workbench.replay.profile import DeviceProfile
 from .decomposition import TERMS, dominant_term
 from .machine import cpu_model
 from .noise_floor import reps_for
+from .steadiness import STEADY_SPREAD
 
 GOAL_MAE_PCT = 5.0  # D.3 agreement: within 5% (paper: 5.81% on phones)
 GOAL_POOLED_PCT = 2.0  # D.3: the signed pooled error (all windows' tokens over their time) within +-2%
@@ -76,7 +77,23 @@ def summarize(frame: pl.DataFrame, profile: DeviceProfile) -> dict[str, Any]:
             "noise_floor_pct": _mean(frame, "noise_floor_pct"),
             "target_only_noise_floor_pct": _mean(frame, "target_only_noise_floor_pct"),
             "matched_windows": int(frame["matched"].sum()), "profile": profile.file, "goal_mae_pct": GOAL_MAE_PCT,
-            "within_goal": bool(frame["abs_error_pct"].mean() <= GOAL_MAE_PCT)}
+            "within_goal": bool(frame["abs_error_pct"].mean() <= GOAL_MAE_PCT), **_steadiness(profile)}
+
+
+def _steadiness(profile: DeviceProfile) -> dict[str, Any]:
+    """The profile's calibration verdict (``steadiness.py``), absent for a profile never checked."""
+    c = profile.calibration
+    if c is None:
+        return {}
+    return {"calibration_steady": c.steady, "calibration_spread": c.spread, "calibration_inversions": c.inversions}
+
+
+def calibration_note(summary: Mapping[str, Any]) -> str:
+    """``; calibration unsteady (...)`` for the D.3 line when the profile's calibration moved, else ''."""
+    if summary.get("calibration_steady", True):
+        return ""
+    return (f"; calibration unsteady (probe checkpoints x{summary['calibration_spread']:.2f}, "
+            f"{summary['calibration_inversions']} width inversion(s))")
 
 
 def _pooled_pct(rows: pl.DataFrame, col: str) -> float:
@@ -187,7 +204,7 @@ def verdict(summary: Mapping[str, Any]) -> str:
     return (f"D.3 replay vs native: MAE {summary['mae_pct']:.2f}% over {summary['windows']} held-out windows "
             f"(goal <= {summary['goal_mae_pct']:g}%): {ok}; pooled {summary['pooled_error_pct']:+.2f}%, "
             f"target-only MAE {summary['target_only_mae_pct']:.2f}%, {how}; {noise_line(summary)}; "
-            f"profile {summary['profile']}")
+            f"profile {summary['profile']}{calibration_note(summary)}")
 
 
 def agreement_markdown(frame: pl.DataFrame, summary: Mapping[str, Any], split: str, engine: str = "torch") -> str:
@@ -210,7 +227,12 @@ def agreement_markdown(frame: pl.DataFrame, summary: Mapping[str, Any], split: s
             f"| noise floor of the native As²d medians (%), {reps_range(summary)} reps | "
             f"{summary['noise_floor_pct']:.2f} | |",
             f"| noise floor of the native target-only medians (%) | {summary['target_only_noise_floor_pct']:.2f} | |",
-            f"| windows whose outputs matched | {summary['matched_windows']} / {summary['windows']} | all |", ""]
+            f"| windows whose outputs matched | {summary['matched_windows']} / {summary['windows']} | all |"]
+    if "calibration_spread" in summary:
+        head.append(f"| calibration steadiness: probe checkpoints (largest / smallest), width inversions | "
+                    f"x{summary['calibration_spread']:.2f}, {summary['calibration_inversions']} | "
+                    f"<= x{STEADY_SPREAD:.2f}, 0 |")
+    head.append("")
     terms = ["| term | mean signed (points) | mean absolute (points) |", "|---|---|---|"]
     terms += [f"| {t} | {frame[f'd_{t}'].mean():+.2f} | {frame[f'd_{t}'].abs().mean():.2f} |" for t in TERMS]
     return "\n".join(head + terms + ["", f"- {verdict(summary)}"]) + "\n"

@@ -27,6 +27,7 @@ from workbench.replay.profile import DEVICE_DIR, DeviceProfile, load_profile
 
 from .calibrate import CLIP_WINDOWS, calibrate_host
 from .machine import CALIBRATION_VERSION, FIELDS, cpu_model, engine_label, machine_fingerprint
+from .steadiness import CALIBRATION_ATTEMPTS
 from .windows import demo_clip_windows, demo_windows
 
 log = logging.getLogger(__name__)
@@ -143,6 +144,7 @@ def host_profile(
     engine: str | None = None,
     calibrate: Callable[[Path], DeviceProfile] | None = None,
     progress: bool = True,
+    attempts: int = CALIBRATION_ATTEMPTS,
 ) -> DeviceProfile:
     """The host profile of *this* machine (see the module docstring).
 
@@ -172,7 +174,7 @@ def host_profile(
             f"`python -m workbench.native.calibrate --profile {cached}` or set calibration.on_mismatch=calibrate")
     if calibrate is None:
         def calibrate(path: Path) -> DeviceProfile:
-            return quick_calibration(model_cfg, path, progress=progress)
+            return quick_calibration(model_cfg, path, progress=progress, attempts=attempts)
     with calibration_lock(cached):
         prof, _ = _usable(cached, fp)  # the job that held the lock may have measured it meanwhile
         if prof is None:
@@ -200,12 +202,13 @@ def samples_dir(profile_path: str | Path) -> Path:
 
 
 def quick_calibration(model_cfg: Mapping[str, Any], path: str | Path, *, reps: int = QUICK_REPS,
-                      progress: bool = True) -> DeviceProfile:
+                      progress: bool = True, attempts: int = CALIBRATION_ATTEMPTS) -> DeviceProfile:
     """First-use calibration of this machine (dev windows, ``reps`` repetitions), written to ``path``; its
     raw samples and round records go beside it (``samples_dir``), so a fit can be revisited offline."""
     calib, _ = demo_windows()
     profile, _ = calibrate_host(calib[:1], dict(model_cfg), reps, range(1, 17), samples_dir(path), profile_path=path,
-                                progress=progress, clips=demo_clip_windows(CLIP_WINDOWS, model=model_cfg))
+                                progress=progress, clips=demo_clip_windows(CLIP_WINDOWS, model=model_cfg),
+                                attempts=attempts)
     return profile
 
 

@@ -22,6 +22,7 @@ from .episodes import HostSetup
 from .machine import cpu_model, engine_label, machine_fingerprint
 from .publication_curve import GROWTH_SIGNIFICANCE, PublicationCurve, publication_curve
 from .samples import MIN_PER_TOKEN, med
+from .steadiness import RULE as R_STEADY
 from .sweep import PROBE_WIDTHS
 
 LIVE_MIN_CALLS = 5  # fewer native calls at a width than this: the sweep prices it
@@ -56,6 +57,7 @@ RULES = {
                 "interval of the native As2d episodes (slope 0 unless it exceeds twice its standard error; level: the "
                 "median residual); growth.per_token is its slope over its value at ref_tokens, and the "
                 "coexistence factor and startup are read from the same line.",
+    "R_STEADY": R_STEADY,
 }
 
 

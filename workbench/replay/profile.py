@@ -27,6 +27,7 @@ from workbench.models.kernel_plan import PLAN_KERNELS, KernelChoice, KernelPlan
 from .metadata import parse_metadata
 from .profile_model import (
     AspCost,
+    CalibrationCheck,
     ContextFit,
     DeviceProfile,
     MissingWidthError,
@@ -136,7 +137,7 @@ _TOP_REQUIRED = {"schema", "name", "device", "rules", "target_step_ms", "loop_re
                  "queue_ms", "alignment_ms", "verifier", "sources", "serial_drafter"}
 # targets: another pair's cost block on this phone (replay/targets.py)
 _TOP_OPTIONAL = {"description", "asp", "machine", "metadata", "anchor_ms", "anchor_window", "anchor_widths_ms",
-                 "anchor_as2d_ms", "anchor_producer_ms", "kernel_plan", "targets"}
+                 "anchor_as2d_ms", "anchor_producer_ms", "kernel_plan", "targets", "calibration"}
 
 
 def parse_profile(raw: Any, file: str = "<memory>") -> DeviceProfile:
@@ -186,7 +187,18 @@ def parse_profile(raw: Any, file: str = "<memory>") -> DeviceProfile:
         anchor_as2d_ms=_anchor_per_token(r, raw, "anchor_as2d_ms", "an As²d anchor"),
         anchor_producer_ms=_anchor_per_token(r, raw, "anchor_producer_ms", "a producer anchor"),
         kernel_plan=_kernel_plan(r, raw.get("kernel_plan")),
+        calibration=_calibration(r, raw.get("calibration")),
     )
+
+
+def _calibration(r: _Reader, node: Any) -> CalibrationCheck | None:
+    """``calibration: {steady, spread: {v, source}, inversions: {v, derived}}`` (``native/steadiness.py``)."""
+    if node is None:
+        return None
+    r.mapping(node, "calibration", {"steady", "spread", "inversions"})
+    return CalibrationCheck(r.flag(node, "steady", "calibration", True),
+                            r.number(node["spread"], "calibration.spread"),
+                            int(r.number(node["inversions"], "calibration.inversions", integer=True)))
 
 
 def _kernel_plan(r: _Reader, node: Any) -> KernelPlan | None:
@@ -379,6 +391,6 @@ def _anchor_per_token(r: _Reader, raw: Mapping[str, Any], key: str, what: str) -
     return v
 
 
-__all__ = ["DEVICE_DIR", "SCHEMA", "AspCost", "ContextFit", "DeviceProfile", "MissingWidthError", "ProfileError",
-           "Scenario", "SourceCost", "SourceKind", "VerifierCost", "available_profiles", "load_profile",
+__all__ = ["DEVICE_DIR", "SCHEMA", "AspCost", "CalibrationCheck", "ContextFit", "DeviceProfile", "MissingWidthError",
+           "ProfileError", "Scenario", "SourceCost", "SourceKind", "VerifierCost", "available_profiles", "load_profile",
            "parse_profile"]

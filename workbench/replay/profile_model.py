@@ -157,6 +157,17 @@ class VerifierCost:
 
 
 @dataclass(frozen=True, slots=True)
+class CalibrationCheck:
+    """A host calibration's steadiness (``native/steadiness.py``): whether this machine held its speed
+    while it was measured (``spread``: largest probe checkpoint over the smallest; ``inversions``: narrower
+    widths priced above wider ones). An unsteady profile's shape is off, which no drift ratio repairs."""
+
+    steady: bool
+    spread: float
+    inversions: int
+
+
+@dataclass(frozen=True, slots=True)
 class DeviceProfile:
     name: str
     device: str
@@ -192,6 +203,8 @@ class DeviceProfile:
     # Host profiles: how a decoder forward of each width runs cheapest on this machine (kernel and padded
     # width, models.kernel_plan), fitted by its calibration; the verifier costs above were measured under it.
     kernel_plan: KernelPlan | None = None
+    # Host profiles: whether the calibration's checkpoints found this machine steady (None: not checked).
+    calibration: CalibrationCheck | None = None
     # Derived per-object data (replay's resolved prices); never copied by ``replace``, never compared.
     derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -245,5 +258,5 @@ def _span(widths: Mapping[int, float]) -> str:
     return ",".join(f"K{k}" for k in ks)
 
 
-__all__ = ["AspCost", "ContextFit", "DeviceProfile", "MissingWidthError", "ProfileError", "Scenario",
-           "SourceCost", "SourceKind", "VerifierCost"]
+__all__ = ["AspCost", "CalibrationCheck", "ContextFit", "DeviceProfile", "MissingWidthError", "ProfileError",
+           "Scenario", "SourceCost", "SourceKind", "VerifierCost"]
