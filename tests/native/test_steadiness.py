@@ -77,8 +77,8 @@ def test_an_unsteady_calibration_is_measured_again_and_says_so(host_cfg, windows
     verdicts: list[Steadiness] = []
     real_assess = calibrate_mod.assess
 
-    def strict(points, idle):  # the real verdict, judged against a spread no machine meets
-        v = dataclasses.replace(real_assess(points, idle), max_spread=0.5)
+    def strict(points, idle, **kw):  # the real verdict, judged against a spread no machine meets
+        v = dataclasses.replace(real_assess(points, idle, **kw), max_spread=0.5)
         verdicts.append(v)
         return v
 
@@ -105,8 +105,8 @@ def test_a_steady_calibration_is_measured_once(host_cfg, windows, monkeypatch): 
     calls = []
     real_assess = calibrate_mod.assess
 
-    def lenient(points, idle):
-        v = dataclasses.replace(real_assess(points, idle), max_spread=1e9)
+    def lenient(points, idle, **kw):
+        v = dataclasses.replace(real_assess(points, idle, **kw), max_spread=1e9)
         calls.append(v)
         return dataclasses.replace(v, inversions=())
 
@@ -114,3 +114,33 @@ def test_a_steady_calibration_is_measured_once(host_cfg, windows, monkeypatch): 
     profile, _ = calibrate_host(windows[:1], host_cfg, reps=1, widths=range(1, 5), warmup=0, progress=False,
                                 attempts=3)
     assert len(calls) == 1 and profile.calibration is not None and profile.calibration.steady
+
+
+def test_the_command_reads_inversions_of_any_profile_and_files_its_section(tmp_path, capsys):
+    from workbench.native.steadiness import main
+
+    raw = yaml.safe_load((DEVICE_DIR / "host.yaml").read_text())
+    raw.pop("kernel_plan", None)
+    widths = sorted(raw["verifier"]["idle_ms"])
+    for k in widths:  # prices rising with the width, as a steady calibration under a plan gives
+        raw["verifier"]["idle_ms"][k]["v"] = 20.0 + k
+    flat = yaml.safe_load(yaml.safe_dump(raw))
+    flat["kernel_plan"] = {k: {"kernel": "packed", "rows": k, "ms": {"v": 20.0 + k, "source": "test"}} for k in widths}
+    bent = yaml.safe_load(yaml.safe_dump(flat))
+    bent["verifier"]["idle_ms"][1]["v"] = 40.0  # K1 priced far above K2..K8: its calls ran at a slow moment
+    paths = [tmp_path / "flat.yaml", tmp_path / "bent.yaml", tmp_path / "unplanned.yaml"]
+    unplanned = yaml.safe_load(yaml.safe_dump(bent))
+    unplanned.pop("kernel_plan")
+    for path, prof in zip(paths, (flat, bent, unplanned), strict=True):
+        path.write_text(yaml.safe_dump(prof))
+    doc = tmp_path / "results.md"
+    doc.write_text("# Results\n")
+    main([*map(str, paths), "--markdown", str(doc)])
+    out = capsys.readouterr().out.splitlines()
+    assert "flat.yaml" in out[0] and out[0].endswith("not checked; 0 width inversion(s)")
+    assert "bent.yaml" in out[1] and "K1 40.0 ms above K2 22.0 ms" in out[1] and " 0 width" not in out[1]
+    assert "unplanned.yaml" in out[2] and out[2].endswith("width order not judged (no kernel plan)")
+    text = doc.read_text()
+    assert "<!-- calibration-steadiness -->" in text and " cores" in text and "- split:" in text
+    with pytest.raises(SystemExit, match="missing.yaml"):
+        main([str(tmp_path / "missing.yaml")])
