@@ -4,6 +4,7 @@ calibration that measures again while the verdict is unsteady."""
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import logging
 
 import polars as pl
@@ -61,11 +62,12 @@ def test_a_checkpoint_is_the_median_per_width_of_its_calls():
 def test_the_profile_block_has_provenance_and_parses():
     raw = yaml.safe_load((DEVICE_DIR / "host.yaml").read_text())
     raw["rules"] = {**raw["rules"], "R_STEADY": RULES["R_STEADY"]}
-    raw["calibration"] = assess(_points(22.0, 25.0), {1: 37.4, 2: 22.0}).to_profile("2026-01-01")
+    today = dt.date.today().isoformat()
+    raw["calibration"] = assess(_points(22.0, 25.0), {1: 37.4, 2: 22.0}).to_profile(today)
     prof = parse_profile(raw, "host.yaml")
     assert prof.calibration is not None and not prof.calibration.steady
     assert prof.calibration.spread == pytest.approx(25.0 / 22.0, abs=1e-4) and prof.calibration.inversions == 1
-    assert "measured on host 2026-01-01" in prof.provenance["calibration.spread"]
+    assert f"measured on host {today}" in prof.provenance["calibration.spread"]
     assert "measured again" in prof.provenance["calibration.inversions"]  # the stated rule R_STEADY
     raw["calibration"]["why"] = "x"
     with pytest.raises(ProfileError, match="calibration.why"):
@@ -117,7 +119,7 @@ def test_a_steady_calibration_is_measured_once(host_cfg, windows, monkeypatch): 
 
 
 def test_the_command_reads_inversions_of_any_profile_and_files_its_section(tmp_path, capsys):
-    from workbench.native.steadiness import main
+    from workbench.native.steadiness_report import main
 
     raw = yaml.safe_load((DEVICE_DIR / "host.yaml").read_text())
     raw.pop("kernel_plan", None)
