@@ -147,6 +147,9 @@ def test_live_width_prices_are_moved_to_the_reference_context():
     assert moved["v"] == pytest.approx(a + s * ref, abs=1e-3) and "moved to 40" in moved["source"]
     plain = live_widths(rounds, {1: [99.0]}, "today", "calls")[1]
     assert plain["v"] == pytest.approx(a + s * 11.5, abs=1e-3)  # the median position of rounds 1..20
+    # a slope steep enough to carry the calls below zero at ref_tokens prices nothing: the sweep's calls do
+    steep = live_widths(rounds, {1: [99.0]}, "today", "calls", {"ref_tokens": {"v": ref}, "slope_ms": {1: {"v": -5.0}}})
+    assert steep[1]["v"] == 99.0 and "measured on host" in steep[1]["source"]
 
 
 def _as2d_run(producer_finish: float, beside_ms: float, alone_ms: float, calls: int = 12) -> NativeResult:

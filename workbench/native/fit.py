@@ -110,6 +110,7 @@ def live_widths(rounds: pl.DataFrame, sweep: dict[int, list[float]], date: str, 
     With a ``context`` fit (the profile's ``verifier.context`` mapping) each call is first moved along its
     width's slope (``concurrent``: its concurrent slope where fitted) to ``ref_tokens``: replay prices a
     width's cost as its cost there, and the episodes' calls sit wherever the calibration window put them.
+    Moved to zero or below (a steep slope fitted on noise), the width keeps the sweep's price.
 
     Why: the sweep's calls and the episodes' calls at the same width differ (beside the producer
     the sweep's synthetic load stresses the cores differently; idle, the sweep's repeated call on one
@@ -124,7 +125,9 @@ def live_widths(rounds: pl.DataFrame, sweep: dict[int, list[float]], date: str, 
         at = calls.filter(pl.col("width") == k) if calls.height else calls
         live = (1000 * at["call"] - slopes.get(k, 0.0) * (at["pos"] - ref)).to_list() if at.height else []
         moved = f" moved to {ref:g} committed tokens along its slope" if k in slopes else ""
-        if len(live) >= LIVE_MIN_CALLS:
+        # A slope fitted on few or noisy calls can carry their median to zero or below: no price, so the
+        # sweep's measured calls price the width instead.
+        if len(live) >= LIVE_MIN_CALLS and med(live) > 0:
             out[k] = {"v": round(med(live), 4),
                       "source": f"fitted on host {date}, n={len(live)} native {what} at this width{moved}, median "
                                 "(R_LIVE)"}
