@@ -31,7 +31,7 @@ from workbench.replay.profile import parse_profile
 
 from .agreement import agreement_frame
 from .agreement_report import summarize
-from .run_store import load_runs
+from .run_store import RunStore, load_runs
 
 SECTION = "d3-profile-swap"
 EACH_SOURCE = "*"  # a path step standing for every producer source both profiles price
@@ -95,8 +95,7 @@ def swapped(base: dict[str, Any], other: dict[str, Any], group: FieldGroup) -> d
     return out
 
 
-def _row(store: str, variant: str, raw: dict[str, Any]) -> dict[str, Any]:
-    runs = load_runs(store)
+def _row(store: str, runs: RunStore, variant: str, raw: dict[str, Any]) -> dict[str, Any]:
     profile = parse_profile(raw, file=f"{variant} profile")
     s = summarize(agreement_frame(runs.episodes, runs.inputs, profile), profile)
     return {"store": store, "profile": variant, "mae_pct": s["mae_pct"], "pooled_pct": s["pooled_error_pct"],
@@ -108,15 +107,16 @@ def swap_table(stores: Sequence[str], other: dict[str, Any], base: dict[str, Any
     """Per store: the D.3 MAE, pooled and target-only errors under the base, each one-group swap and ``other``."""
     rows = []
     for store in stores:
-        b = base if base is not None else _stored(store)
-        rows.append(_row(store, "base", b))
-        rows += [_row(store, f"base + other's {g.name}", swapped(b, other, g)) for g in groups]
-        rows.append(_row(store, "other", other))
+        runs = load_runs(store)  # once per store: every variant re-prices the same runs
+        b = base if base is not None else _stored(store, runs)
+        rows.append(_row(store, runs, "base", b))
+        rows += [_row(store, runs, f"base + other's {g.name}", swapped(b, other, g)) for g in groups]
+        rows.append(_row(store, runs, "other", other))
     return pl.DataFrame(rows)
 
 
-def _stored(store: str) -> dict[str, Any]:
-    text = load_runs(store).profile_yaml
+def _stored(store: str, runs: RunStore) -> dict[str, Any]:
+    text = runs.profile_yaml
     if text is None:
         raise WorkbenchError("the run store keeps no profile", store, "pass --base with the profile it was priced by")
     return yaml.safe_load(text)

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .steadiness import ORDER_TOLERANCE, inversions
+from .steadiness import ORDER_TOLERANCE, assess
 
 SECTION = "calibration-steadiness"
 
@@ -26,7 +26,7 @@ def profile_rows(paths: Sequence[str]) -> list[dict[str, Any]]:
     for path in paths:
         prof = load_profile(path)
         idle = {k: prof.verify_ms(k) for k in prof.verifier.widths()}
-        found = inversions(idle) if prof.kernel_plan is not None else ()
+        found = assess((), idle, planned=prof.kernel_plan is not None).inversions
         worst = max(found, key=lambda i: i.ratio) if found else None
         check = prof.calibration
         rows.append({"profile": path, "recorded": ("not checked" if check is None else
