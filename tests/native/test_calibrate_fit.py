@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import statistics
 
+import numpy as np
 import polars as pl
 import pytest
 import yaml
@@ -115,18 +116,45 @@ def test_k1_slope_comes_from_target_only_runs_with_one_level_per_run():
             t += (A[1] + lvl + SLOPE[1] * (i + 1) + (COLD if i == 0 else 0.0)) / 1000
             rows.append({"window_id": "w", "rep": rep, "round": i, "t_end": t})
     to = pl.DataFrame(rows)
-    assert within_run_slope(round_times(to)) == (pytest.approx(SLOPE[1], abs=1e-6), 87)
+    slope, n, judged = within_run_slope(round_times(to))
+    assert (slope, n) == (pytest.approx(SLOPE[1], abs=1e-6), 87) and "excludes 0" in judged
     sweep = _sweep().with_columns(pl.when(pl.col("width") == 1).then(pl.col("ms") + 0.2 * pl.col("offset"))
                                   .otherwise(pl.col("ms")).alias("ms"))
     fit = context_fit(sweep, to, "today")
     assert fit.context["slope_ms"][1]["v"] == pytest.approx(SLOPE[1], abs=1e-4)
-    assert "one level per run" in fit.context["slope_ms"][1]["source"]
+    assert "Sen's slope" in fit.context["slope_ms"][1]["source"]
     assert fit.context["slope_ms"][4]["v"] == pytest.approx(SLOPE[4], abs=1e-3)  # other widths: the sweep's
     assert fit.step["v"] == pytest.approx(A[1] + SLOPE[1] * 33, abs=1e-3)
     # too few rounds: the sweep's slope stays
     assert within_run_slope(round_times(to.filter(pl.col("round") < 5))) is None
     short = context_fit(sweep, to.filter(pl.col("round") < 5), "today")
     assert short.context["slope_ms"][1]["v"] == pytest.approx(SLOPE[1] + 0.2, abs=1e-3)
+
+
+def _noisy_runs(slope: float, stall_round: int | None = None) -> pl.DataFrame:
+    """Three target-only runs of 60 rounds, ``A[1] + slope * pos`` with seeded noise; ``stall_round``: a
+    VM pause makes that round of the first run 100 ms dearer."""
+    rng = np.random.default_rng(7)
+    rows = []
+    for rep in range(3):
+        t = 0.0
+        for i in range(60):
+            t += (A[1] + slope * (i + 1) + rng.normal(0.0, 1.0) + (100.0 if i == stall_round and rep == 0 else 0.0)) / 1000
+            rows.append({"window_id": "w", "rep": rep, "round": i, "t_end": t})
+    return round_times(pl.DataFrame(rows))
+
+
+def test_k1_slope_ignores_a_stalled_round_and_keeps_no_slope_from_noise():
+    """Sen's slope: one stalled round late in a run tilts a least-squares line, not the median of the
+    pairwise slopes; rounds with no trend give 0 (their rank interval holds 0), a real trend is kept."""
+    flat = within_run_slope(_noisy_runs(0.0))
+    assert flat is not None and flat[0] == 0.0 and "inside" in flat[2]
+    stalled = within_run_slope(_noisy_runs(0.0, stall_round=55))
+    assert stalled is not None and stalled[0] == 0.0
+    r = _noisy_runs(0.0, stall_round=55).filter(pl.col("round") > 0)
+    assert abs(np.polyfit(r["pos"].to_numpy(), r["dur"].to_numpy(), 1)[0]) > 0.03  # what least squares makes of it
+    steep = within_run_slope(_noisy_runs(0.2, stall_round=55))
+    assert steep is not None and steep[0] == pytest.approx(0.2, abs=0.03) and "excludes 0" in steep[2]
 
 
 def test_live_width_prices_are_moved_to_the_reference_context():

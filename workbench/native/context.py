@@ -10,11 +10,14 @@ first call after a window's prefill is slower (caches cold after idle). From cal
   over at least ``SLOPE_MIN_SAMPLES`` samples, else it is 0 (the rule R_GROWTH applies to the
   producer): the sweep has three offsets, and a slope its noise made is extrapolated over every
   call of a window, far enough on a cheap model to price a call below zero;
-* K1's slope, where the native target-only runs give enough rounds, from those rounds instead: a
-  least-squares slope with one level per run (``within_run_slope``). A decode loop's consecutive
-  calls see one machine speed; the sweep's few offsets, repeated minutes apart on a VM whose speed
-  drifts, mostly measure the drift, and a wrong K1 slope misprices every window shorter or longer
-  than the calibration window;
+* K1's slope, where the native target-only runs give enough rounds, from those rounds instead:
+  Sen's slope (the median of the pairwise slopes between rounds of one run, so each run keeps its own
+  level), kept only when its rank confidence interval (``SLOPE_SIGNIFICANCE`` standard deviations of
+  Kendall's statistic, summed over runs) excludes 0 (``within_run_slope``). A decode loop's
+  consecutive calls see one machine speed; the sweep's few offsets, repeated minutes apart on a VM
+  whose speed drifts, mostly measure the drift. A least-squares line follows one stalled round (a VM
+  pause mid-run): with a run's rounds in context order, the stall tilts the whole line, and a wrong K1
+  slope misprices every window shorter or longer than the calibration window;
 * the target-only step at ``ref_tokens``: median over native target-only rounds (after the first)
   of the charged round time moved to ``ref_tokens`` along the K1 slope;
 * the cold-call surcharge: median excess of each run's first round over that line;
@@ -83,15 +86,33 @@ def round_times(rounds: pl.DataFrame) -> pl.DataFrame:
         (pl.col("round") + 1).cast(pl.Float64).alias("pos"))
 
 
-def within_run_slope(rounds: pl.DataFrame) -> tuple[float, int] | None:
-    """Least-squares slope (ms per committed token) of target-only round times on their context length,
-    one level per run (``rounds``: as ``round_times`` returns them; a run's first round left out: cold).
-    ``(slope, rounds used)``, or None with fewer than ``WITHIN_RUN_MIN_ROUNDS`` rounds or no spread."""
+def within_run_slope(rounds: pl.DataFrame) -> tuple[float, int, str] | None:
+    """Sen's slope (ms per committed token) of target-only round times on their context length over
+    pairs of rounds within one run (``rounds``: as ``round_times`` returns them; a run's first round left
+    out: cold), kept when its rank confidence interval excludes 0, else 0. ``(slope, rounds used, how
+    it was judged)``, or None with fewer than ``WITHIN_RUN_MIN_ROUNDS`` rounds or no spread."""
     r = rounds.filter(pl.col("round") > 0)
     if r.height < WITHIN_RUN_MIN_ROUNDS:
         return None
-    line = _within_run_line(r, pl.col("pos"), pl.col("dur"))
-    return None if line is None else (line[0], r.height)
+    pairs, var = [], 0.0
+    for _, g in r.group_by(*RUN_KEYS):
+        x, y = g["pos"].to_numpy().astype(float), g["dur"].to_numpy().astype(float)
+        i, j = np.triu_indices(len(x), 1)
+        dx = x[j] - x[i]
+        pairs.append((y[j] - y[i])[dx != 0] / dx[dx != 0])
+        n = len(x)
+        var += n * (n - 1) * (2 * n + 5) / 18  # Kendall's S under no trend, runs independent
+    slopes = np.sort(np.concatenate(pairs))
+    if slopes.size == 0:
+        return None
+    half = SLOPE_SIGNIFICANCE * np.sqrt(var) / 2  # ranks either side of the median (Sen's interval)
+    lo = slopes[max(0, int(np.floor((slopes.size - 1) / 2 - half)))]
+    hi = slopes[min(slopes.size - 1, int(np.ceil((slopes.size - 1) / 2 + half)))]
+    slope = float(np.median(slopes))
+    if lo <= 0.0 <= hi:
+        return 0.0, r.height, (f"slope {slope:+.4g} with 0 inside its {SLOPE_SIGNIFICANCE:g}-sigma rank "
+                               f"interval [{lo:+.4g}, {hi:+.4g}]: 0")
+    return slope, r.height, f"rank interval [{lo:+.4g}, {hi:+.4g}] excludes 0"
 
 
 def _within_run_line(frame: pl.DataFrame, x: pl.Expr, y: pl.Expr) -> tuple[float, float] | None:
@@ -155,8 +176,8 @@ def context_fit(sweep: pl.DataFrame, target_only_rounds: pl.DataFrame, date: str
     r = round_times(target_only_rounds)
     live = within_run_slope(r)
     if live is not None:
-        slopes[1] = {"v": round(live[0], 5), "source": f"{src}, n={live[1]} native target-only rounds, least "
-                                                       "squares on context length with one level per run"}
+        slopes[1] = {"v": round(live[0], 5), "source": f"{src}, n={live[1]} native target-only rounds, Sen's "
+                                                       f"slope on context length within runs, {live[2]}"}
     s1 = slopes.get(1, {"v": 0.0})["v"]
     dur_ms, pos = r["dur"].to_numpy(), r["pos"].to_numpy()
     first = r["round"].to_numpy() == 0
