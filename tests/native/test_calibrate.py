@@ -6,13 +6,16 @@ import statistics
 
 import polars as pl
 import pytest
+import yaml
 
 from tests.native.test_native import audio, producer_dir, tiny_dir  # noqa: F401  (fixtures)
 from workbench.models.kernel_plan import fit_plan
+from workbench.native import fit as fit_module
 from workbench.native.calibrate import calibrate_host
 from workbench.native.episodes import SAMPLE_SCHEMA, host_setup, native_episodes, publication_rows
 from workbench.native.fingerprint import machine_fingerprint
 from workbench.native.fit import LIVE_MIN_CALLS, with_positions
+from workbench.native.refit import changes, main, refit
 from workbench.native.report import episode_report
 from workbench.native.windows import AudioWindow
 from workbench.replay.profile import load_profile
@@ -34,9 +37,17 @@ def windows(audio):  # noqa: F811
             AudioWindow("eval", ("b",), audio[::-1].copy(), split="test")]
 
 
-def test_calibration_writes_a_profile_replay_accepts_with_all_widths(host_cfg, windows, tmp_path):
-    profile, raw = calibrate_host(windows[:1], host_cfg, reps=1, widths=range(1, 17), out_dir=tmp_path,
+@pytest.fixture(scope="module")
+def calibrated(host_cfg, windows, tmp_path_factory):
+    """One tiny calibration with widths 1..16, its out-dir kept: (profile, raw samples, out-dir)."""
+    out = tmp_path_factory.mktemp("calibration")
+    profile, raw = calibrate_host(windows[:1], host_cfg, reps=1, widths=range(1, 17), out_dir=out,
                                   warmup=0, progress=False, attempts=1)
+    return profile, raw, out
+
+
+def test_calibration_writes_a_profile_replay_accepts_with_all_widths(calibrated):
+    profile, raw, tmp_path = calibrated
     loaded = load_profile(tmp_path / "host.yaml")
     assert loaded.verifier.widths() == tuple(range(1, 17))
     assert all(loaded.verify_ms(k, concurrent=True) > 0 for k in range(1, 17))
@@ -102,6 +113,34 @@ def test_calibration_writes_a_profile_replay_accepts_with_all_widths(host_cfg, w
     assert set(loaded.anchor_widths_ms) == {1, 4, 8}
     for k, ms in loaded.anchor_widths_ms.items():
         assert ms == pytest.approx(statistics.median(calls.filter(pl.col("width") == k)["ms"].to_list()), abs=1e-4)
+
+
+def test_refit_from_stored_samples_reproduces_the_fit_and_follows_a_changed_rule(calibrated, tmp_path, monkeypatch,
+                                                                               capsys):
+    """``refit`` fits the calibration again from its kept samples: under today's rules nothing moves, and
+    the calibration's date, header and steadiness verdict stay; a changed rule moves exactly the fields it
+    governs (every width priced from live calls falls back to the sweep)."""
+    _, _, out = calibrated
+    stored = yaml.safe_load((out / "host.yaml").read_text())
+    again = refit(out / "host.yaml")
+    assert changes(stored, again) == []
+    assert again["machine"] == stored["machine"] and again["calibration"] == stored["calibration"]
+    assert "refit" in again["description"]
+    monkeypatch.setattr(fit_module, "LIVE_MIN_CALLS", 10**6)
+    main([str(out / "host.yaml"), "--out-dir", str(tmp_path)])
+    written = tmp_path / f"{out.name}.yaml"
+    moved = changes(stored, yaml.safe_load(written.read_text()))
+    assert moved and all(field.startswith(("verifier.", "target_step_ms", "asp.")) for field, _, _ in moved)
+    assert any(field.startswith("verifier.idle_ms.") for field, _, _ in moved)
+    printed = capsys.readouterr().out
+    assert f"{len(moved)} value(s) moved" in printed and moved[0][0] in printed
+    assert load_profile(written).verifier.widths() == tuple(range(1, 17))
+    # a profile without its samples is refused in one line naming the file and the fix
+    lone = tmp_path / "lone" / "host.yaml"
+    lone.parent.mkdir()
+    lone.write_text((out / "host.yaml").read_text())
+    with pytest.raises(SystemExit, match=r"lone/host.yaml: no raw samples .*Fix: .*calibrate"):
+        main([str(lone), "--out-dir", str(tmp_path / "x")])
 
 
 def test_publication_rows_price_the_producer_as_it_ran():

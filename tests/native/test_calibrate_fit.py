@@ -139,7 +139,8 @@ def _noisy_runs(slope: float, stall_round: int | None = None) -> pl.DataFrame:
     for rep in range(3):
         t = 0.0
         for i in range(60):
-            t += (A[1] + slope * (i + 1) + rng.normal(0.0, 1.0) + (100.0 if i == stall_round and rep == 0 else 0.0)) / 1000
+            stall = 100.0 if i == stall_round and rep == 0 else 0.0
+            t += (A[1] + slope * (i + 1) + rng.normal(0.0, 1.0) + stall) / 1000
             rows.append({"window_id": "w", "rep": rep, "round": i, "t_end": t})
     return round_times(pl.DataFrame(rows))
 

@@ -9,7 +9,7 @@ episodes) and the episodes' round records, and returns the profile mapping in th
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import numpy as np
 import polars as pl
@@ -60,6 +60,20 @@ RULES = {
     "R_STEADY": R_STEADY,
 }
 
+
+
+class FitNames(Protocol):
+    """What the fit needs of the calibrated pair beyond its samples: a ``HostSetup``, or the names a
+    stored profile records (``refit.py``)."""
+
+    @property
+    def source(self) -> str: ...
+
+    @property
+    def serial_source(self) -> str | None: ...
+
+    @property
+    def batch_tokens(self) -> int: ...
 
 
 class Fit:
@@ -235,7 +249,7 @@ def _coexistence(f: Fit, op_idle: float, per_tok_conc: list[float],
                       "(target running / idle)"}
 
 
-def producer_part(f: Fit, setup: HostSetup, has_conf: bool) -> dict[str, Any]:
+def producer_part(f: Fit, setup: FitNames, has_conf: bool) -> dict[str, Any]:
     """``sources:``: the producer (idle per-forward service, coexistence, startup, publication) and the
     serial drafter (its draft forward inside the verifier's loop)."""
     per_tok = f.kind("producer_pass").filter(pl.col("tokens") >= MIN_PER_TOKEN).with_columns(
@@ -269,7 +283,7 @@ def producer_part(f: Fit, setup: HostSetup, has_conf: bool) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------- ASP, anchor
-def asp_part(f: Fit, sources: dict[str, Any], setup: HostSetup) -> dict[str, Any]:
+def asp_part(f: Fit, sources: dict[str, Any], setup: FitNames) -> dict[str, Any]:
     """ASP's paired-branch and probability-row costs (non-negative least squares on draft time) and the
     batched KV refresh (R_REFRESH)."""
     f_ms = sources[cast(str, setup.serial_source)]["forward_ms"]["v"]
@@ -322,13 +336,30 @@ def anchor_part(f: Fit) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------- the profile
-def fit_profile(raw: pl.DataFrame, rounds: pl.DataFrame, setup: HostSetup, date: str,
-                has_conf: bool) -> dict[str, Any]:
-    """The profile mapping (replay schema) from raw samples and episode rounds; medians throughout."""
+def fitted_parts(raw: pl.DataFrame, rounds: pl.DataFrame, names: FitNames, date: str,
+                 has_conf: bool) -> dict[str, Any]:
+    """Every fitted field of the profile (drift anchor, kernel plan, step, loop, verifier, sources, ASP)
+    from raw samples and episode rounds; medians throughout. ``date``: the calibration's day, named in
+    every ``source``."""
     f = Fit(raw, rounds, date)
     verifier, step = verifier_part(f)
-    sources = producer_part(f, setup, has_conf)
+    sources = producer_part(f, names, has_conf)
     plan = kernel_plan_part(f)
+    return {
+        **anchor_part(f),
+        **({"kernel_plan": plan} if plan is not None else {}),
+        "target_step_ms": step,
+        **loop_part(f),
+        "verifier": verifier,
+        "sources": sources,
+        "serial_drafter": names.serial_source,
+        "asp": asp_part(f, sources, names),
+    }
+
+
+def fit_profile(raw: pl.DataFrame, rounds: pl.DataFrame, setup: HostSetup, date: str,
+                has_conf: bool) -> dict[str, Any]:
+    """The profile mapping (replay schema): this machine's header, the rules, and ``fitted_parts``."""
     return {
         "schema": SCHEMA, "name": "host", "device": f"this host ({cpu_model()})",
         "machine": machine_fingerprint(engine_label(setup.pair.config)),
@@ -336,16 +367,9 @@ def fit_profile(raw: pl.DataFrame, rounds: pl.DataFrame, setup: HostSetup, date:
                         f"(batch {setup.batch_tokens}) on {setup.producer_spec.placement}; serial drafter "
                         f"{setup.serial_source}. Measured by workbench.native.calibrate; ms per operation."),
         "rules": dict(RULES),
-        **anchor_part(f),
-        **({"kernel_plan": plan} if plan is not None else {}),
-        "target_step_ms": step,
-        **loop_part(f),
-        "verifier": verifier,
-        "sources": sources,
-        "serial_drafter": setup.serial_source,
-        "asp": asp_part(f, sources, setup),
+        **fitted_parts(raw, rounds, setup, date, has_conf),
     }
 
 
 __all__ = ["IDLE_SCHEMES", "LIVE_MIN_CALLS", "RULES", "fit_profile", "kernel_costs", "live_widths",
-           "with_positions"]
+           "with_positions", "FitNames", "fitted_parts"]
