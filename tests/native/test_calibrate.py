@@ -141,6 +141,8 @@ def test_refit_from_stored_samples_reproduces_the_fit_and_follows_a_changed_rule
     lone.write_text((out / "host.yaml").read_text())
     with pytest.raises(SystemExit, match=r"lone/host.yaml: no raw samples .*Fix: .*calibrate"):
         main([str(lone), "--out-dir", str(tmp_path / "x")])
+    with pytest.raises(SystemExit, match=r"missing.yaml: cannot read a host profile .*Fix: "):
+        main([str(tmp_path / "missing.yaml"), "--out-dir", str(tmp_path / "x")])
 
 
 def test_publication_rows_price_the_producer_as_it_ran():

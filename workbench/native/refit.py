@@ -40,6 +40,7 @@ from .run_store import load_runs
 SAMPLES, ROUNDS = "host_samples.parquet", "host_rounds.parquet"
 SECTION = "refit-dev"
 DATE = re.compile(r"on host (\d{4}-\d{2}-\d{2})")
+HEADER = ("schema", "name", "device", "machine", "description")  # kept as calibration wrote them
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,17 +84,31 @@ def calibration_date(profile: dict[str, Any]) -> str:
                          "refit reads a profile written by python -m workbench.native.calibrate")
 
 
+def read_profile(path: Path) -> dict[str, Any]:
+    """A stored host profile's mapping, or one line naming the file and the fix."""
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as err:
+        raise WorkbenchError(f"cannot read a host profile ({err})", str(path),
+                             "pass a host.yaml written by python -m workbench.native.calibrate") from err
+    if not isinstance(raw, dict) or not isinstance(raw.get("sources"), dict):
+        raise WorkbenchError("not a host profile (no sources)", str(path),
+                             "pass a host.yaml written by python -m workbench.native.calibrate")
+    return raw
+
+
 def refit(profile_path: str | Path) -> dict[str, Any]:
-    """The stored profile with every fitted field fitted again from its samples under today's rules."""
+    """The stored profile with every fitted field fitted again from its samples under today's rules; a
+    field today's fit no longer writes is dropped."""
     path = Path(profile_path)
-    old = yaml.safe_load(path.read_text())
+    old = read_profile(path)
     d = sample_dir(path)
     raw = pl.read_parquet(d / SAMPLES)
     raw = raw.filter(pl.col("kind") != "checkpoint")  # the steadiness check's calls: no field reads them
     names = stored_names(old)
     has_conf = bool(old["sources"][names.source].get("confidence", False))
     parts = fitted_parts(raw, pl.read_parquet(d / ROUNDS), names, calibration_date(old), has_conf)
-    header = {k: v for k, v in old.items() if k not in parts and k not in ("rules", "calibration")}
+    header = {k: old[k] for k in HEADER if k in old}
     header["description"] = f"{old.get('description', '')} Refitted from its stored samples by workbench.native.refit."
     new = {**header, "rules": dict(RULES), **parts, **({"calibration": old["calibration"]} if "calibration" in old
                                                         else {})}
@@ -180,7 +195,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     pairs = []
     try:
         for path in args.profiles:
-            old, new = yaml.safe_load(Path(path).read_text()), refit(path)
+            old, new = read_profile(Path(path)), refit(path)
             moved = changes(old, new)
             out = write_profile(new, Path(args.out_dir) / f"{label(path)}.yaml")
             print(f"wrote {out}: {len(moved)} value(s) moved by today's fit rules")
