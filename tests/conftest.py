@@ -7,6 +7,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from tests.loopback_fixtures import adb_server, loopback  # noqa: F401  (fixtures: one adb server per session)
+from workbench.native.fingerprint import PROFILE_DIR_ENV
 
 settings.register_profile(
     "default",
@@ -113,7 +114,9 @@ def demo_store(tmp_path_factory):
                 [sys.executable, "-m", "workbench.run", "experiment=demo", "dataset.max_windows=4",
                  "native.max_windows=1", "native.repeats=1", "budgets=[1,3,7]", f"tracking.uri=sqlite:///{db}",
                  f"hydra.run.dir={d}/out"],
-                cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True, timeout=3000)
+                cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True, timeout=3000,
+                # its calibration runs beside other tests: never this machine's cached profile
+                env={**os.environ, PROFILE_DIR_ENV: str(d / "host_profiles")})
             assert res.returncode == 0, res.stderr[-4000:]
             said.write_text(res.stdout)  # written last: its presence means the demo finished
     return d, db, said.read_text()

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from workbench.native.fingerprint import PROFILE_DIR_ENV
+
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
 
@@ -134,9 +136,9 @@ def test_notebooks_run_on_the_reduced_demo_runs(name, demo_store, tmp_path, monk
 
     from tests.notebook_exec import execute_notebook
 
-    _, db, _ = demo_store
+    d, db, _ = demo_store
     for k, v in {"MLFLOW_TRACKING_URI": f"sqlite:///{db}", "AS2D_NOTEBOOK_EXPERIMENT": "as2d-demo",
-                 "AS2D_FIGURES_DIR": str(tmp_path)}.items():
+                 "AS2D_FIGURES_DIR": str(tmp_path), PROFILE_DIR_ENV: str(d / "host_profiles")}.items():
         monkeypatch.setenv(k, v)  # the kernel inherits the environment at launch
     nb = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
     execute_notebook(nb, NOTEBOOKS)

@@ -142,3 +142,18 @@ def test_two_jobs_on_an_empty_cache_calibrate_once(tmp_path, weights):
     assert sum("waiting for another job's calibration" in e for _, e in outs) == 1
     files = {ln.split(" ", 1)[1] for o, _ in outs for ln in o.splitlines() if ln.startswith("profile ")}
     assert len(files) == 1  # both priced with the same profile
+
+
+def test_a_profile_dir_of_its_own_keeps_a_run_off_this_machines_calibrations(monkeypatch, tmp_path):
+    """``$AS2D_PROFILE_DIR`` (the test suite's reduced demo sets it): calibrations are cached and found
+    there, not under ``$AS2D_CACHE/host_profiles``, which stays as it was."""
+    from workbench.native.fingerprint import PROFILE_DIR_ENV, profile_cache_dir
+
+    monkeypatch.setenv("AS2D_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv(PROFILE_DIR_ENV, raising=False)
+    assert profile_cache_dir() == tmp_path / "cache" / "host_profiles"
+    monkeypatch.setenv(PROFILE_DIR_ENV, str(tmp_path / "own"))
+    model = _model(tmp_path / "weights")
+    (tmp_path / "weights").mkdir()
+    path = cached_profile_path(machine_fingerprint(), model)
+    assert path.parent == tmp_path / "own" and not (tmp_path / "cache" / "host_profiles").exists()

@@ -115,7 +115,7 @@ def _measured_on(path: Path) -> str:
 
 def _host_curves(max_k: int) -> tuple[list[tuple[str, dict[int, float]]], list[str]]:
     """The host's R(K) curves, each named by where its numbers come from: the committed reference file and
-    every calibration cached on this machine (``$AS2D_CACHE/host_profiles``), with machine and date."""
+    every calibration cached on this machine (``fingerprint.profile_cache_dir``), with machine and date."""
     from workbench.native.fingerprint import cpu_model, profile_cache_dir
     from workbench.replay.profile import DEVICE_DIR, load_profile
 
@@ -126,7 +126,7 @@ def _host_curves(max_k: int) -> tuple[list[tuple[str, dict[int, float]]], list[s
         cpu = (load_profile(f).machine or {}).get("cpu")
         files.append((f"{'this' if cpu == cpu_model() else 'another'} machine's calibration {f.stem}", f))
     if not cached:
-        notes.append("no host calibration cached on this machine ($AS2D_CACHE/host_profiles): `make demo` "
+        notes.append(f"no host calibration cached on this machine ({profile_cache_dir()}): `make demo` "
                      "or `python -m workbench.run experiment=calibrate_host` measures one")
     for what, path in files:
         if not path.is_file():

@@ -5,9 +5,11 @@ disagrees with native timing by tens of percent (D.3). The profile records a fin
 core count, usable threads, torch version, engine and the target's kernels, calibration version):
 a profile from an older calibration, or measured with other kernels, prices wrongly too.
 ``host_profile`` returns the committed ``conf/device/host.yaml`` only when its fingerprint is this
-machine's; otherwise a profile cached for this fingerprint under ``$AS2D_CACHE/host_profiles/``;
-otherwise it calibrates quickly (and caches) or refuses with one line, as ``on_mismatch`` says.
-It never prices with another machine's costs.
+machine's; otherwise a profile cached for this fingerprint under ``$AS2D_CACHE/host_profiles/``
+(``$AS2D_PROFILE_DIR`` instead when set: a run whose calibration must not become this machine's, such
+as the test suite's reduced demo, measured while other tests load the cores); otherwise it calibrates
+quickly (and caches) or refuses with one line, as ``on_mismatch`` says. It never prices with another
+machine's costs.
 """
 
 from __future__ import annotations
@@ -53,10 +55,16 @@ def differences(recorded: Mapping[str, Any] | None, fp: Mapping[str, Any]) -> li
     return [f"{k}: {recorded.get(k)!r} != {fp.get(k)!r}" for k in FIELDS if recorded.get(k) != fp.get(k)]
 
 
+PROFILE_DIR_ENV = "AS2D_PROFILE_DIR"
+
+
 def profile_cache_dir() -> Path:
+    """Where this machine's host calibrations are cached: ``$AS2D_PROFILE_DIR``, else
+    ``$AS2D_CACHE/host_profiles``."""
     from workbench.models.cache import cache_root
 
-    return cache_root() / "host_profiles"
+    own = os.environ.get(PROFILE_DIR_ENV)
+    return Path(own) if own else cache_root() / "host_profiles"
 
 
 PAIR_FIELDS = ("dtype", "quantize", "kernels", "device", "vocabulary")  # per role: each changes a cost
