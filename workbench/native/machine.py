@@ -24,9 +24,10 @@ FIELDS = ("cpu", "cores", "threads", "torch", "engine", "calibration")
 # beside the producer from only the As2d calls that started while it ran, fit.beside_producer;
 # 10: a width's sweep slope only where it is significant, context.significant_line; 11: the producer priced
 # per drafter forward, fit R_OPS; 12: its prompt prefill before the clock, R_PREFILL; 13: As²d's live calls
-# on single dev clips too, and the line of calls beside the producer, context.concurrent_lines): older cached
+# on single dev clips too, and the line of calls beside the producer, context.concurrent_lines; 14: K1's slope
+# as Sen's slope within runs, kept only past its rank interval, context.within_run_slope): older cached
 # profiles are then measured again.
-CALIBRATION_VERSION = 13
+CALIBRATION_VERSION = 14
 
 # CPUs this process may use, read once at import (``producer.ALLOWED_CPUS``): calibration and runs pin
 # themselves to one core (placements), which must not change which machine this is.
