@@ -95,11 +95,16 @@ def swapped(base: dict[str, Any], other: dict[str, Any], group: FieldGroup) -> d
     return out
 
 
-def _row(store: str, runs: RunStore, variant: str, raw: dict[str, Any]) -> dict[str, Any]:
-    profile = parse_profile(raw, file=f"{variant} profile")
+def d3_errors(runs: RunStore, raw: dict[str, Any], name: str) -> dict[str, float]:
+    """The stored runs' D.3 MAE, pooled and target-only errors (%) under the profile mapping ``raw``."""
+    profile = parse_profile(raw, file=f"{name} profile")
     s = summarize(agreement_frame(runs.episodes, runs.inputs, profile), profile)
-    return {"store": store, "profile": variant, "mae_pct": s["mae_pct"], "pooled_pct": s["pooled_error_pct"],
+    return {"mae_pct": s["mae_pct"], "pooled_pct": s["pooled_error_pct"],
             "target_only_mae_pct": s["target_only_mae_pct"]}
+
+
+def _row(store: str, runs: RunStore, variant: str, raw: dict[str, Any]) -> dict[str, Any]:
+    return {"store": store, "profile": variant, **d3_errors(runs, raw, variant)}
 
 
 def swap_table(stores: Sequence[str], other: dict[str, Any], base: dict[str, Any] | None = None,
@@ -122,14 +127,15 @@ def _stored(store: str, runs: RunStore) -> dict[str, Any]:
     return yaml.safe_load(text)
 
 
-def _read(path: str) -> dict[str, Any]:
+def read_profile(path: str | Path) -> dict[str, Any]:
+    """A host profile's mapping, or one line naming the file and the fix."""
     try:
         raw = yaml.safe_load(Path(path).read_text())
     except (OSError, yaml.YAMLError) as err:
-        raise WorkbenchError(f"cannot read a host profile ({err})", path,
+        raise WorkbenchError(f"cannot read a host profile ({err})", str(path),
                              "pass a host.yaml written by calibration") from err
-    if not isinstance(raw, dict):
-        raise WorkbenchError("not a profile mapping", path, "pass a host.yaml written by calibration")
+    if not isinstance(raw, dict) or not isinstance(raw.get("sources"), dict):
+        raise WorkbenchError("not a host profile (no sources)", str(path), "pass a host.yaml written by calibration")
     return raw
 
 
@@ -162,7 +168,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = ap.parse_args(argv)
     command = "python -m workbench.native.profile_swap " + shlex.join(argv or sys.argv[1:])
     try:
-        table = swap_table(args.stores, _read(args.other), _read(args.base) if args.base else None)
+        table = swap_table(args.stores, read_profile(args.other), read_profile(args.base) if args.base else None)
     except WorkbenchError as err:
         sys.exit(err.headline())
     with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=200, float_precision=2, fmt_str_lengths=80):

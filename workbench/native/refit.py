@@ -31,10 +31,9 @@ import yaml
 from workbench.errors import WorkbenchError
 from workbench.replay.profile import parse_profile
 
-from .agreement import agreement_frame
-from .agreement_report import summarize
 from .calibrate import write_profile
 from .fit import RULES, fitted_parts
+from .profile_swap import d3_errors, read_profile
 from .run_store import load_runs
 
 SAMPLES, ROUNDS = "host_samples.parquet", "host_rounds.parquet"
@@ -84,24 +83,11 @@ def calibration_date(profile: dict[str, Any]) -> str:
                          "refit reads a profile written by python -m workbench.native.calibrate")
 
 
-def read_profile(path: Path) -> dict[str, Any]:
-    """A stored host profile's mapping, or one line naming the file and the fix."""
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as err:
-        raise WorkbenchError(f"cannot read a host profile ({err})", str(path),
-                             "pass a host.yaml written by python -m workbench.native.calibrate") from err
-    if not isinstance(raw, dict) or not isinstance(raw.get("sources"), dict):
-        raise WorkbenchError("not a host profile (no sources)", str(path),
-                             "pass a host.yaml written by python -m workbench.native.calibrate")
-    return raw
-
-
-def refit(profile_path: str | Path) -> dict[str, Any]:
-    """The stored profile with every fitted field fitted again from its samples under today's rules; a
-    field today's fit no longer writes is dropped."""
+def refit(profile_path: str | Path, old: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The stored profile (``old``: its mapping, when already read) with every fitted field fitted again
+    from its samples under today's rules; a field today's fit no longer writes is dropped."""
     path = Path(profile_path)
-    old = read_profile(path)
+    old = old if old is not None else read_profile(path)
     d = sample_dir(path)
     raw = pl.read_parquet(d / SAMPLES)
     raw = raw.filter(pl.col("kind") != "checkpoint")  # the steadiness check's calls: no field reads them
@@ -145,14 +131,11 @@ def price_table(pairs: Sequence[tuple[str, dict[str, Any], dict[str, Any]]], sto
     under its refit (``pairs``: label, stored, refitted)."""
     rows = []
     for store in stores:
-        runs = load_runs(store)
+        runs = load_runs(store)  # once per store: every profile re-prices the same runs
         for name, old, new in pairs:
             row: dict[str, Any] = {"calibration": name, "store": store}
             for tag, raw in (("stored", old), ("refit", new)):
-                prof = parse_profile(raw, file=f"{name} ({tag})")
-                s = summarize(agreement_frame(runs.episodes, runs.inputs, prof), prof)
-                row |= {f"{tag}_mae_pct": s["mae_pct"], f"{tag}_pooled_pct": s["pooled_error_pct"],
-                        f"{tag}_target_only_mae_pct": s["target_only_mae_pct"]}
+                row |= {f"{tag}_{k}": v for k, v in d3_errors(runs, raw, f"{name} ({tag})").items()}
             rows.append(row)
     return pl.DataFrame(rows)
 
@@ -195,7 +178,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     pairs = []
     try:
         for path in args.profiles:
-            old, new = read_profile(Path(path)), refit(path)
+            old = read_profile(path)
+            new = refit(path, old)
             moved = changes(old, new)
             out = write_profile(new, Path(args.out_dir) / f"{label(path)}.yaml")
             print(f"wrote {out}: {len(moved)} value(s) moved by today's fit rules")
