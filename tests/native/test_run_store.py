@@ -102,6 +102,22 @@ def test_the_command_prints_the_verdict_of_a_store(tmp_path, capsys, host):
     assert "D.3 replay vs native" in out and "w2" in out
 
 
+def test_several_stores_write_their_judged_and_median_run_errors_as_a_results_section(tmp_path, capsys, host):
+    ep, inputs = episodes()
+    a = save_runs(tmp_path / "a" / "native_runs.json", ep, inputs, str(host))
+    b = save_runs(tmp_path / "b" / "native_runs.json", ep, inputs, str(host))
+    doc = tmp_path / "results.md"
+    doc.write_text("# Results\n")
+    main([str(a), str(b), "--markdown", str(doc), "--split", "bench dev"])
+    out, text = capsys.readouterr().out, doc.read_text()
+    assert out.count("D.3 replay vs native") == 2 and "results table ->" in out
+    _, summary = reprice(a)
+    row = (f"| `{a}` | {summary['median_run_mae_pct']:.2f} → {summary['mae_pct']:.2f} | "
+           f"{summary['median_run_pooled_pct']:+.2f} → {summary['pooled_error_pct']:+.2f} |")
+    assert row in text and f"`{b}`" in text and "bench dev" in text and "cores" in text
+    assert text.startswith("# Results\n")
+
+
 @pytest.mark.parametrize("text", ["{not json", json.dumps({"format": 99}), json.dumps([1, 2])])
 def test_a_file_that_is_no_run_store_is_refused_with_one_line(tmp_path, text):
     bad = tmp_path / "native_runs.json"

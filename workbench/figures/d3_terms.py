@@ -1,8 +1,10 @@
 """D.3 decomposition chart: each window's signed replay-vs-native TPS error, stacked by term.
 
 The terms (``workbench.native.decomposition.TERMS``: publication curve, readiness, verify cost
-concurrent / idle, loop work, drain) are in signed-TPS-error points and sum to the window's error,
-drawn as a black tick. Reads the ``agreement`` table (columns ``d_<term>``) of a demo run, or the
+concurrent / idle, loop work, drain) are in signed-TPS-error points and sum to the median run's error,
+drawn as a black tick; the window's judged error (each repetition against its own probes, the median of
+those) is a red point beside it where the table has both. Reads the ``agreement`` table (columns
+``d_<term>``) of a demo run, or the
 ``agreement.parquet`` + ``agreement_summary.json`` that ``python -m workbench.native.agreement`` writes.
 """
 
@@ -31,8 +33,15 @@ def terms_long(err: pl.DataFrame) -> pl.DataFrame:
         index="window_id", variable_name="term", value_name="pct")
 
 
+def decomposed(err: pl.DataFrame) -> str:
+    """The error column the terms add up to: the median run's, or the judged one in an older table."""
+    col = "median_run_signed_error_pct"
+    return col if col in err.columns and err[col].null_count() < err.height else "signed_error_pct"
+
+
 def terms_chart(err: pl.DataFrame, subtitle: str | None = None) -> alt.LayerChart:
-    """Stacked signed bars per window (one colour per term) and the window's total error as a tick."""
+    """Stacked signed bars per window (one colour per term), the median run's error (their sum) as a tick,
+    and the judged error as a point when it is another column."""
     order = [LABELS[t] for t in TERMS]
     bars = alt.Chart(terms_long(err)).mark_bar().encode(
         x=alt.X("window_id:N", title="Held-out window", sort=None, axis=alt.Axis(labelAngle=-30)),
@@ -41,14 +50,24 @@ def terms_chart(err: pl.DataFrame, subtitle: str | None = None) -> alt.LayerChar
         order=alt.Order("term_order:Q"),
         tooltip=["window_id", "term", alt.Tooltip("pct:Q", format="+.2f")],
     ).transform_calculate(term_order=" + ".join(f"(datum.term == '{t}') * {i}" for i, t in enumerate(order)))
-    total = alt.Chart(err.select("window_id", "signed_error_pct")).mark_tick(color="black", thickness=2,
-                                                                              size=28).encode(
-        x=alt.X("window_id:N", sort=None), y="signed_error_pct:Q",
-        tooltip=["window_id", alt.Tooltip("signed_error_pct:Q", format="+.2f", title="signed error")])
+    col = decomposed(err)
+    total = alt.Chart(err.select("window_id", pl.col(col).alias("error"))).mark_tick(
+        color="black", thickness=2, size=28).encode(
+        x=alt.X("window_id:N", sort=None), y="error:Q",
+        tooltip=["window_id", alt.Tooltip("error:Q", format="+.2f", title="median run's error (the terms' sum)")])
     zero = alt.Chart(pl.DataFrame({"y": [0.0]})).mark_rule(color="gray").encode(y="y:Q")
+    layers = [bars, zero, total]
+    if col != "signed_error_pct":
+        layers.append(alt.Chart(err.select("window_id", "signed_error_pct")).mark_point(
+            color="red", filled=True, size=50).encode(
+            x=alt.X("window_id:N", sort=None), y="signed_error_pct:Q",
+            tooltip=["window_id", alt.Tooltip("signed_error_pct:Q", format="+.2f",
+                                              title="judged error (each repetition at its own probes)")]))
     title = alt.TitleParams("D.3 decomposition: signed error per window, stacked by term",
-                            subtitle=[subtitle] if subtitle else [])
-    return alt.layer(bars, zero, total).properties(width=460, height=280, title=title)
+                            subtitle=[*([subtitle] if subtitle else []),
+                                      *(["tick: the median run's error (the terms' sum); red: the judged error"]
+                                        if len(layers) > 3 else [])])
+    return alt.LayerChart(layer=layers).properties(width=460, height=280, title=title)
 
 
 def from_agreement_files(out_dir: str | Path) -> Result:
@@ -61,10 +80,11 @@ def from_agreement_files(out_dir: str | Path) -> Result:
     if not has_terms(err):
         raise ValueError(f"{out / 'agreement.parquet'} has no decomposition columns (d_<term>): rerun "
                          "python -m workbench.native.agreement")
-    cols = ["window_id", "signed_error_pct", *(f"d_{t}" for t in TERMS), "d_publication_lag_ms"]
+    cols = ["window_id", "signed_error_pct", *([decomposed(err)] if decomposed(err) != "signed_error_pct" else []),
+            *(f"d_{t}" for t in TERMS), "d_publication_lag_ms"]
     return Result("d3", {"terms": terms_chart(err, subtitle)}, {"this run: decomposition": err.select(cols)},
                   [], [f"MAE {summary['mae_pct']:.2f}%, pooled {summary['pooled_error_pct']:+.2f}% over "
                        f"{summary['windows']} windows"])
 
 
-__all__ = ["LABELS", "TERMS", "from_agreement_files", "has_terms", "terms_chart", "terms_long"]
+__all__ = ["LABELS", "TERMS", "decomposed", "from_agreement_files", "has_terms", "terms_chart", "terms_long"]

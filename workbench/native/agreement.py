@@ -4,16 +4,15 @@ The host profile is frozen from the calibration windows first. Then, on *differe
 target-only and As²d run natively (warm-up, ``reps`` measured repetitions, order alternating). Replay
 re-prices the native runs' own token trajectories -- the target-only output as reference, the
 native producer's published token stream as the source -- with the frozen profile, never with
-measured times. Signed TPS error is ``100 (TPS_replay / TPS_native - 1)`` against the median-latency
-native As²d run; the mean absolute error averages its magnitude over windows; the pooled error
-pools tokens and time. Stage decompositions (D/V/O/H) of both sides show where an error comes from.
+measured times. Signed TPS error is ``100 (TPS_replay / TPS_native - 1)`` per repetition, a window's the
+median over its repetitions; the mean absolute error averages its magnitude over windows; the pooled error
+pools time. Stage decompositions (D/V/O/H) of both sides show where an error comes from.
 
 **Drift anchor** (``replay/drift.py``): just before each measured repetition, one target-only run on the
 profile's calibration window measures how much this machine's speed has moved since calibration, over
-the frozen profile's own price of that statistic (``anchors.py``). Target-only is priced at the median of
-the window's probes (``window_anchoring.py``); As²d at the probes of the repetition whose replay is the median
-one (``median_repetition``): the native side is a median of runs at their own speeds, and near a
-readiness threshold replay is not monotonic in the speed. With a profile that anchors the producer
+the frozen profile's own price of that statistic (``anchors.py``). A window's error is the median over its
+repetitions of each one's error against a replay at its own probes (``interleaved.py``): a probe and the run
+after it see one machine speed. With a profile that anchors the producer
 (``anchor_producer_ms``), the As²d probe run's producer measures its own core's drift, and the
 producer's times are scaled by that ratio instead: a VM's two vCPUs drift apart, even in opposite
 directions, and one ratio for both misprices the producer against the target
@@ -85,6 +84,7 @@ from .calibrate import CLIP_WINDOWS, calibrate_host
 from .decomposition import TERMS, decompose, replay_native_run
 from .driver import NativeHost, NativeResult
 from .episodes import Episodes, HostSetup, host_setup, median_run, native_episodes
+from .interleaved import interleaved_errors
 from .noise_floor import NOISE_GOAL_PCT, RepeatRule, median_noise_pct
 from .probe_choice import ProbeChoice, ProbeRule
 from .run_store import ReplayInputs, absorb, save_runs
@@ -93,7 +93,8 @@ from .window_anchoring import NO_PROBES, Anchored, WindowProbes, anchored, concu
 from .windows import SAMPLE_RATE, AudioWindow, demo_clip_windows, demo_windows
 
 AGREEMENT_COLUMNS = ("window_id", "tokens", "tps_native", "tps_replay", "signed_error_pct", "abs_error_pct",
-                     "time_native", "time_replay", "target_only_error_pct", "drift_ratio", "width_shape",
+                     "time_native", "time_replay", "target_only_error_pct", "median_run_signed_error_pct",
+                     "median_run_target_only_error_pct", "drift_ratio", "width_shape",
                      "width_signed_error_pct", "drift_ratio_as2d", "as2d_anchor_signed_error_pct",
                      "drift_ratio_producer", "producer_anchor_signed_error_pct", "one_ratio_signed_error_pct",
                      "drift_ratio_concurrent", "idle_ratio_concurrent_signed_error_pct",
@@ -135,9 +136,11 @@ def window_agreement(inputs: ReplayInputs, profile: DeviceProfile, window_id: st
     ``probes.producer_ms`` when given (each process by the drift of the core it runs on, ``replay/drift.py``;
     one ratio for both is reported beside), the verify calls beside the producer by ``probes.concurrent_ratio``
     when given (the target's idle ratio for them is reported beside). Beside the verdict too: each width by its
-    own drift, As²d by its own probe. With ``probes.reps`` As²d
-    is judged at the probes of the repetition whose replay is the median one (``median_repetition``);
-    target-only at the median probe. The target-only reference is the first run's output (all runs are
+    own drift, As²d by its own probe. With ``probes.reps`` (one per repetition) both schemes are judged
+    as interleaved ratios, each repetition against a replay at its own probes (``interleaved.py``); the
+    median run's error, As²d at the probes of the repetition whose replay is the median one
+    (``median_repetition``) and target-only at the median probe, is kept beside (``median_run_*``) and is
+    what the decomposition's terms add up to. The target-only reference is the first run's output (all runs are
     audited against it, and against ``reference``, the unplanned target's output, when given:
     ``Episodes.references``)."""
     ref = target_only[0].output
@@ -162,12 +165,19 @@ def window_agreement(inputs: ReplayInputs, profile: DeviceProfile, window_id: st
         res, err, to_err = errors(a.judged)
         if a.to_ratio is not None:
             to_err = errors(scaled(profile, a.to_ratio))[2]
+    med_err, med_to = err, to_err
+    inter = None if probes.target_ms is None else interleaved_errors(
+        profile, probes.reps, probes.concurrent_ratio, [r.time for r in as2d], [r.time for r in target_only],
+        lambda p: errors(p)[0].time, lambda p: replay(cast(Window, window), ReplayConfig("target_only"), p).time)
+    if inter is not None:  # each repetition against its own probes: the judged error (interleaved.py)
+        err, to_err = inter.as2d_pct, inter.target_only_pct
     terms = decompose(cast(Window, window), med, a.judged, source, inputs.settings)  # errors() set it
     return {
         "window_id": window_id, "tokens": len(ref), "tps_native": nat, "tps_replay": res.tps,
         "signed_error_pct": err, "abs_error_pct": abs(err),
         "time_native": med.time, "time_replay": res.time,
-        "target_only_error_pct": to_err, "drift_ratio": a.ratio, "width_shape": a.shape_at,
+        "target_only_error_pct": to_err, "median_run_signed_error_pct": med_err,
+        "median_run_target_only_error_pct": med_to, "drift_ratio": a.ratio, "width_shape": a.shape_at,
         "width_signed_error_pct": a.width_err, "drift_ratio_as2d": a.a2_ratio,
         "as2d_anchor_signed_error_pct": a.a2_err,
         "drift_ratio_producer": a.p_ratio, "producer_anchor_signed_error_pct": None if a.p_ratio is None else err,

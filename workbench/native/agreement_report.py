@@ -59,10 +59,9 @@ def noise_line(summary: Mapping[str, Any]) -> str:
 
 
 def summarize(frame: pl.DataFrame, profile: DeviceProfile) -> dict[str, Any]:
-    tok = frame["tokens"].sum()
-    pooled = (tok / frame["time_replay"].sum()) / (tok / frame["time_native"].sum())
     return {"windows": frame.height, "mae_pct": float(frame["abs_error_pct"].mean()),
-            "signed_mean_pct": float(frame["signed_error_pct"].mean()), "pooled_error_pct": 100 * (pooled - 1),
+            "signed_mean_pct": float(frame["signed_error_pct"].mean()),
+            "pooled_error_pct": _pooled_pct(frame, "signed_error_pct"), **_median_run(frame),
             "target_only_mae_pct": float(frame["target_only_error_pct"].abs().mean()),
             "anchored": bool((frame["drift_ratio"] != 1.0).any()),
             "frozen_mae_pct": float(frame["frozen_signed_error_pct"].abs().mean()),
@@ -101,6 +100,16 @@ def _pooled_pct(rows: pl.DataFrame, col: str) -> float:
     ``signed = T_native / T_replay - 1``, all windows' time pooled (their tokens cancel)."""
     replay_s = (rows["time_native"] / (1 + rows[col] / 100)).sum()
     return 100 * (rows["time_native"].sum() / replay_s - 1)
+
+
+def _median_run(frame: pl.DataFrame) -> dict[str, Any]:
+    """Beside the verdict: the errors against the median native run instead of each repetition against its
+    own probes (``interleaved.py``); absent in a frame written before the judged error was interleaved."""
+    col = "median_run_signed_error_pct"
+    if col not in frame.columns or frame[col].null_count() == frame.height:
+        return {}
+    return {"median_run_mae_pct": float(frame[col].abs().mean()), "median_run_pooled_pct": _pooled_pct(frame, col),
+            "median_run_target_only_mae_pct": float(frame["median_run_target_only_error_pct"].abs().mean())}
 
 
 def _calibrated_anchor(frame: pl.DataFrame) -> dict[str, Any]:
@@ -151,20 +160,29 @@ def _producer_anchor(frame: pl.DataFrame) -> dict[str, Any]:
             "one_ratio_pooled_pct": _pooled_pct(rows, col)}
 
 
+def decomposed_error(frame: pl.DataFrame) -> str:
+    """The column the decomposition's terms add up to: the median run's error (``interleaved.py``), or the
+    judged one in a frame written before the two differed."""
+    col = "median_run_signed_error_pct"
+    return col if col in frame.columns and frame[col].null_count() < frame.height else "signed_error_pct"
+
+
 def decomposition_lines(frame: pl.DataFrame) -> list[str]:
-    """The D.3 decomposition as text: per window its signed error and each term (signed-TPS-error points,
-    they sum to the error), then each term's mean signed and mean absolute share, and the carrier."""
+    """The D.3 decomposition as text: per window the median run's signed error (``decomposed_error``) and
+    each term (signed-TPS-error points, they sum to it), then each term's mean signed and mean absolute
+    share, and the carrier."""
     cols = [f"d_{t}" for t in TERMS]
+    e = decomposed_error(frame)
     head = f"{'window':<16}{'error':>8}" + "".join(f"{t[:12]:>13}" for t in TERMS) + f"{'pub lag ms':>11}{'first':>8}"
-    out = ["D.3 decomposition (signed TPS error points; the terms sum to the error):", head]
+    out = ["D.3 decomposition of the median runs (signed TPS error points; the terms sum to the error):", head]
     for r in frame.iter_rows(named=True):
-        out.append(f"{str(r['window_id'])[:15]:<16}{r['signed_error_pct']:>+8.2f}"
+        out.append(f"{str(r['window_id'])[:15]:<16}{r[e]:>+8.2f}"
                    + "".join(f"{r[c]:>+13.2f}" for c in cols) + f"{r['d_publication_lag_ms']:>+11.1f}"
                    + f"{r.get('d_first_publication_lag_ms') or 0.0:>+8.1f}")
     if frame.height:
-        out.append(f"{'mean':<16}{frame['signed_error_pct'].mean():>+8.2f}"
+        out.append(f"{'mean':<16}{frame[e].mean():>+8.2f}"
                    + "".join(f"{frame[c].mean():>+13.2f}" for c in cols))
-        out.append(f"{'mean |.|':<16}{frame['abs_error_pct'].mean():>8.2f}"
+        out.append(f"{'mean |.|':<16}{frame[e].abs().mean():>8.2f}"
                    + "".join(f"{frame[c].abs().mean():>13.2f}" for c in cols))
         rows = [{t: r[f"d_{t}"] for t in TERMS} for r in frame.iter_rows(named=True)]
         out.append(f"largest term: {dominant_term(rows)}; readiness (rounds with nothing ready) native "
@@ -198,6 +216,10 @@ def verdict(summary: Mapping[str, Any]) -> str:
             own += (f"; the calls beside the producer by the target's idle ratio: MAE "
                     f"{summary['idle_ratio_concurrent_mae_pct']:.2f}%, pooled "
                     f"{summary['idle_ratio_concurrent_pooled_pct']:+.2f}%")
+        if "median_run_mae_pct" in summary:
+            own += (f"; against the median run: MAE {summary['median_run_mae_pct']:.2f}%, pooled "
+                    f"{summary['median_run_pooled_pct']:+.2f}%, target-only "
+                    f"{summary['median_run_target_only_mae_pct']:.2f}%")
         how = (f"drift-anchored (the target's core x{summary['drift_min']:.2f}-x{summary['drift_max']:.2f} of the "
                f"profile's price{cores}{own}{widths}; frozen profile: MAE {summary['frozen_mae_pct']:.2f}%, "
                f"target-only {summary['frozen_target_only_mae_pct']:.2f}%)")

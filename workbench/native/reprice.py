@@ -1,11 +1,14 @@
 """Re-price stored native D.3 runs under replay's cost model as it is now (paper D.3).
 
-``python -m workbench.native.reprice outputs/.../native_runs.json`` reads a run store (``run_store.py``,
+``python -m workbench.native.reprice outputs/.../native_runs.json [...]`` reads run stores (``run_store.py``,
 written by ``workbench.native.agreement`` and by the demo) and applies the D.3 rule again: the same
-median-latency native runs, the same drift probes, the frozen profile stored with them (or
-``--profile``). No model runs and no clock is read, so it takes seconds: a change to how replay prices
-the producer, the verifier or the loop is judged on the runs it must predict before any new
+native runs, the same drift probes, the frozen profile stored with them (or ``--profile``). No model
+runs and no clock is read, so it takes seconds: a change to how replay prices the producer, the
+verifier or the loop is judged on the runs it must predict before any new
 measurement. The native side is the stored measurement; only the replay side changes.
+
+``--markdown F`` (several stores) writes each store's judged errors beside the median run's
+(``interleaved.py``) as a section of ``F``, naming the machine, command, split and date.
 
 ``--sensitivity`` re-prices the runs again with the target's drift ratio moved by a few percent each way
 (``SENSITIVITY``; the producer keeps its own ratio). A window whose error jumps between neighbouring
@@ -78,24 +81,66 @@ def sensitivity(path: str | Path, profile: DeviceProfile | None = None,
     return pl.DataFrame({"window_id": ids, **cols, "max_step_pts": steps})
 
 
+SECTION = "interleaved-dev"  # the results section ``--markdown`` writes by default
+
+
+def markdown(rows: Sequence[tuple[str, dict]], command: str, split: str | None) -> str:
+    """Each store's judged D.3 errors (each repetition at its own probes) beside the median run's, as a
+    docs/results.md section body: machine, command, split, date."""
+    from .bench_report import machine_facts
+
+    m, p = machine_facts(), provenance(command)
+    head = ["**D.3 of stored native runs: each repetition at its own probes (judged) and the median run**", "",
+            f"- machine: this re-pricing ran on {m['cpu']}, {m['cores']} cores (no model runs); the stores were "
+            "measured on the machines their agreement lines name",
+            f"- command: `{p['command']}`", f"- split of the stores: {split or 'as each store was measured'}",
+            f"- date of this re-pricing: {p['date'][:10]}", "",
+            "| store | As²d MAE % median run → judged | pooled % median run → judged | "
+            "target-only MAE % median run → judged |", "|---|---|---|---|"]
+    keys = (("median_run_mae_pct", "mae_pct"), ("median_run_pooled_pct", "pooled_error_pct"),
+            ("median_run_target_only_mae_pct", "target_only_mae_pct"))
+    body = [f"| `{store}` | " + " | ".join(f"{s[a]:+.2f} → {s[b]:+.2f}" if "pooled" in a else f"{s[a]:.2f} → {s[b]:.2f}"
+                                          for a, b in keys) + " |" for store, s in rows]
+    body.append("| mean (pooled: of its size) | " + " | ".join(
+        f"{sum(abs(s[a]) for _, s in rows) / len(rows):.2f} → {sum(abs(s[b]) for _, s in rows) / len(rows):.2f}"
+        for a, b in keys) + " |")
+    return "\n".join(head + body) + "\n"
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description="Re-price stored native D.3 runs under replay's current model.")
-    ap.add_argument("store", help="a native_runs.json (workbench.native.agreement --out-dir, or a demo run's output)")
+    ap.add_argument("stores", nargs="+",
+                    help="native_runs.json files (workbench.native.agreement --out-dir, or a demo run's output)")
     ap.add_argument("--profile", default=None, help="price with this profile instead of the stored one")
     ap.add_argument("--json", action="store_true", help="also print the summary as JSON")
     ap.add_argument("--sensitivity", action="store_true",
                     help="also print each window's error with the target's drift ratio moved by "
                          + ", ".join(f"x{f:g}" for f in SENSITIVITY))
+    ap.add_argument("--markdown", default=None, help="also write every store's judged and median-run errors "
+                                                     "as a section of this file")
+    ap.add_argument("--section", default=SECTION, help="the section's name")
+    ap.add_argument("--split", default=None, help="the stores' split, as the section names it (e.g. 'bench dev')")
     args = ap.parse_args(argv)
+    command = "python -m workbench.native.reprice " + shlex.join(argv or sys.argv[1:])
+    rows = [(store, _one(store, args, command)) for store in args.stores]
+    if args.markdown:
+        from workbench.io import write_section
+
+        print(f"results table -> {write_section(args.markdown, args.section, markdown(rows, command, args.split))}")
+
+
+def _one(store: str, args: argparse.Namespace, command: str) -> dict:
+    """Re-price one store, print its table, decomposition and verdict; its summary."""
     try:
         profile = load_profile(args.profile) if args.profile else None
-        frame, summary = reprice(args.store, profile)
-        moved = sensitivity(args.store, profile) if args.sensitivity else None
+        frame, summary = reprice(store, profile)
+        moved = sensitivity(store, profile) if args.sensitivity else None
     except WorkbenchError as err:
         sys.exit(err.headline())
     except ValueError as err:  # a profile that cannot price these runs (e.g. probes but no anchor)
-        sys.exit(f"{args.store}: {err}")
-    summary.update(provenance("python -m workbench.native.reprice " + shlex.join(argv or sys.argv[1:])))
+        sys.exit(f"{store}: {err}")
+    summary.update(provenance(command))
+    print(f"== {store}")
     with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=200, float_precision=2):
         print(frame.select(SHOWN))
         if moved is not None:
@@ -105,6 +150,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(json.dumps(summary, indent=1, default=str))
     print("\n".join(decomposition_lines(frame)))
     print(verdict(summary))
+    return summary
 
 
 if __name__ == "__main__":

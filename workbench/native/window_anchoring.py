@@ -105,11 +105,18 @@ def median_repetition(profile: DeviceProfile, rep_probes: Sequence[tuple[float, 
     the median of the replays at each repetition's speed. ``replay_time``: As²d's replayed time under a
     profile; a producer probe of ``None`` prices the producer by the target's ratio; ``concurrent_ratio``
     prices the verify calls beside the producer in every repetition's replay alike."""
-    pairs = [(drift_ratio(profile, t), None if p is None or profile.anchor_producer_ms is None
-              else producer_drift_ratio(profile, p)) for t, p in rep_probes]
+    pairs = repetition_ratios(profile, rep_probes)
     times = [replay_time(scaled(profile, r, source_ratio=pr, concurrent_ratio=concurrent_ratio)) for r, pr in pairs]
     order = sorted(range(len(pairs)), key=times.__getitem__)
     return pairs[order[len(order) // 2]]
+
+
+def repetition_ratios(profile: DeviceProfile, rep_probes: Sequence[tuple[float, float | None]],
+                      ) -> list[tuple[float, float | None]]:
+    """Each repetition's (target, producer) drift ratios from its (target, producer) probes; the producer's
+    is None (priced by the target's) without a producer probe or a profile that anchors the producer."""
+    return [(drift_ratio(profile, t), None if p is None or profile.anchor_producer_ms is None
+             else producer_drift_ratio(profile, p)) for t, p in rep_probes]
 
 
 def window_probes(ep: Episodes, window_id: str) -> WindowProbes:
