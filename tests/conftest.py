@@ -1,6 +1,8 @@
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -29,6 +31,22 @@ ALLOWED_CI_SKIPS = frozenset({
 })
 
 _unexpected_skips: list[str] = []
+_suite_profiles: list[str] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Every host calibration the suite measures (under its own load) goes to one folder of this run, never
+    to this machine's cache (``$AS2D_PROFILE_DIR``, ``fingerprint.profile_cache_dir``): the next ``make demo``
+    would price with it. Set on the controller; xdist workers start after this and inherit it. Tests of
+    the cache's own layout unset it."""
+    if not hasattr(config, "workerinput"):
+        _suite_profiles.append(tempfile.mkdtemp(prefix="as2d-suite-profiles-"))
+        os.environ[PROFILE_DIR_ENV] = _suite_profiles[-1]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for d in _suite_profiles:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def _in_ci() -> bool:

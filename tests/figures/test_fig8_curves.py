@@ -11,6 +11,7 @@ import pytest
 
 from workbench.figures import analysis as A
 from workbench.figures.families import fig8_batching_saving
+from workbench.native.fingerprint import PROFILE_DIR_ENV
 from workbench.replay.profile import DEVICE_DIR, available_profiles, load_profile
 
 DATE = r"(measured \d{4}-\d{2}-\d{2}|date not recorded)"
@@ -18,6 +19,7 @@ DATE = r"(measured \d{4}-\d{2}-\d{2}|date not recorded)"
 
 def _curves(monkeypatch: pytest.MonkeyPatch, cache: Path) -> pl.DataFrame:
     monkeypatch.setenv("AS2D_CACHE", str(cache))
+    monkeypatch.delenv(PROFILE_DIR_ENV, raising=False)  # the suite's own calibration folder (conftest)
     (table,) = fig8_batching_saving().tables.values()
     return table.select("provenance", "device")
 

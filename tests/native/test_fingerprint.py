@@ -12,6 +12,7 @@ import yaml
 from workbench.native.fingerprint import (
     CALIBRATION_VERSION,
     FIELDS,
+    PROFILE_DIR_ENV,
     HostProfileMismatch,
     cached_profile_path,
     differences,
@@ -39,6 +40,7 @@ def _write(path, machine, anchored=True):
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
     monkeypatch.setenv("AS2D_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv(PROFILE_DIR_ENV, raising=False)  # the suite's own calibration folder (conftest)
     return tmp_path / "cache"
 
 
@@ -138,7 +140,8 @@ def test_replay_job_on_another_machines_host_profile_refuses_in_one_line_before_
     res = subprocess.run([sys.executable, "-m", "workbench.run", "device=host", "calibration.on_mismatch=refuse",
                           f"tracking.uri=sqlite:///{db}", f"hydra.run.dir={tmp_path}/out"],
                          cwd=DEVICE_DIR.parents[1], capture_output=True, text=True, timeout=300,
-                         env={**os.environ, "AS2D_CACHE": env_cache})
+                         env={**{k: v for k, v in os.environ.items() if k != PROFILE_DIR_ENV},
+                              "AS2D_CACHE": env_cache})
     assert res.returncode == 2, res.stderr[-2000:]
     (line,) = [ln for ln in res.stderr.splitlines() if ln.startswith("config error")]
     assert line.startswith("config error: calibration.on_mismatch:") and "another machine" in line

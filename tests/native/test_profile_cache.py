@@ -14,7 +14,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from workbench.native.fingerprint import cached_profile_path, host_profile, machine_fingerprint, priced_profiles
+from workbench.native.fingerprint import (
+    PROFILE_DIR_ENV,
+    cached_profile_path,
+    host_profile,
+    machine_fingerprint,
+    priced_profiles,
+)
 from workbench.replay.profile import DEVICE_DIR, load_profile
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,6 +46,7 @@ def _write(path: Path):
 @pytest.fixture
 def weights(tmp_path, monkeypatch):
     monkeypatch.setenv("AS2D_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv(PROFILE_DIR_ENV, raising=False)  # the suite's own calibration folder (conftest)
     d = tmp_path / "weights"
     d.mkdir()
     (d / "config.json").write_text('{"model_type": "whisper"}')
@@ -147,7 +154,7 @@ def test_two_jobs_on_an_empty_cache_calibrate_once(tmp_path, weights):
 def test_a_profile_dir_of_its_own_keeps_a_run_off_this_machines_calibrations(monkeypatch, tmp_path):
     """``$AS2D_PROFILE_DIR`` (the test suite's reduced demo sets it): calibrations are cached and found
     there, not under ``$AS2D_CACHE/host_profiles``, which stays as it was."""
-    from workbench.native.fingerprint import PROFILE_DIR_ENV, profile_cache_dir
+    from workbench.native.fingerprint import profile_cache_dir
 
     monkeypatch.setenv("AS2D_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv(PROFILE_DIR_ENV, raising=False)
