@@ -40,6 +40,18 @@ def _mean(frame: pl.DataFrame, col: str) -> float:
     return statistics.fmean(vals) if vals else math.nan
 
 
+def repricing_head(title: str, command: str, split: str | None, measured: str) -> list[str]:
+    """The head of a docs/results.md section that re-prices stored runs (no model runs): title, the machine
+    this re-pricing ran on and where the stored runs were ``measured``, command, split, date."""
+    from .bench_report import machine_facts
+
+    m, p = machine_facts(), provenance(command)
+    return [f"**{title}**", "", f"- machine: this re-pricing ran on {m['cpu']}, {m['cores']} cores (no model runs); "
+            f"{measured}", f"- command: `{p['command']}`",
+            f"- split of the stores: {split or 'as each store was measured'}",
+            f"- date of this re-pricing: {p['date'][:10]}", ""]
+
+
 def reps_range(summary: Mapping[str, Any]) -> str:
     """The repetitions per window: ``5``, or ``5-12`` where a repeat rule measured some windows more."""
     lo, hi = int(summary.get("reps", 0)), int(summary.get("reps_max", 0))

@@ -142,15 +142,11 @@ def price_table(pairs: Sequence[tuple[str, dict[str, Any], dict[str, Any]]], sto
 
 def markdown(table: pl.DataFrame, command: str, split: str | None) -> str:
     """The stored-against-refitted prices as a docs/results.md section body: machine, command, date."""
-    from .agreement_report import provenance
-    from .bench_report import machine_facts
+    from .agreement_report import repricing_head
 
-    m, p = machine_facts(), provenance(command)
-    head = ["**D.3 of stored native runs under stored calibrations, as fitted then and refitted now**", "",
-            f"- machine: this re-pricing ran on {m['cpu']}, {m['cores']} cores (no model runs); calibrations and "
-            "stores were measured on the machines their profiles and agreement lines name",
-            f"- command: `{p['command']}`", f"- split of the stores: {split or 'as each store was measured'}",
-            f"- date of this re-pricing: {p['date'][:10]}", "",
+    head = [*repricing_head("D.3 of stored native runs under stored calibrations, as fitted then and refitted now",
+                            command, split, "calibrations and stores were measured on the machines their profiles "
+                                            "and agreement lines name"),
             "| calibration | store | As²d MAE % stored → refit | pooled % stored → refit | "
             "target-only MAE % stored → refit |", "|---|---|---|---|---|"]
     rows = [f"| {r['calibration']} | `{r['store']}` | {r['stored_mae_pct']:.2f} → {r['refit_mae_pct']:.2f} | "

@@ -33,7 +33,7 @@ from workbench.errors import WorkbenchError
 from workbench.replay.profile import DeviceProfile, load_profile, parse_profile
 
 from .agreement import agreement_frame
-from .agreement_report import decomposition_lines, provenance, summarize, verdict
+from .agreement_report import decomposition_lines, provenance, repricing_head, summarize, verdict
 from .run_store import RunStore, load_runs
 
 SHOWN = ("window_id", "tokens", "signed_error_pct", "target_only_error_pct", "one_ratio_signed_error_pct",
@@ -87,14 +87,8 @@ SECTION = "interleaved-dev"  # the results section ``--markdown`` writes by defa
 def markdown(rows: Sequence[tuple[str, dict]], command: str, split: str | None) -> str:
     """Each store's judged D.3 errors (each repetition at its own probes) beside the median run's, as a
     docs/results.md section body: machine, command, split, date."""
-    from .bench_report import machine_facts
-
-    m, p = machine_facts(), provenance(command)
-    head = ["**D.3 of stored native runs: each repetition at its own probes (judged) and the median run**", "",
-            f"- machine: this re-pricing ran on {m['cpu']}, {m['cores']} cores (no model runs); the stores were "
-            "measured on the machines their agreement lines name",
-            f"- command: `{p['command']}`", f"- split of the stores: {split or 'as each store was measured'}",
-            f"- date of this re-pricing: {p['date'][:10]}", "",
+    head = [*repricing_head("D.3 of stored native runs: each repetition at its own probes (judged) and the median run",
+                            command, split, "the stores were measured on the machines their agreement lines name"),
             "| store | As²d MAE % median run → judged | pooled % median run → judged | "
             "target-only MAE % median run → judged |", "|---|---|---|---|"]
     keys = (("median_run_mae_pct", "mae_pct"), ("median_run_pooled_pct", "pooled_error_pct"),
