@@ -150,12 +150,16 @@ def window_agreement(inputs: ReplayInputs, profile: DeviceProfile, window_id: st
     nat = len(ref) / med.time
     window: Window | None = None
 
-    def errors(p: DeviceProfile) -> tuple[ReplayResult, float, float]:
+    def as2d_replay(p: DeviceProfile) -> ReplayResult:
         nonlocal window
         window, res = replay_native_run(med, ref, p, source=source, settings=inputs.settings,
                                         eos_id=inputs.eos_id, vocab_size=inputs.vocab_size,
                                         max_output=inputs.max_output, window_id=window_id)
-        to_replay = replay(window, ReplayConfig("target_only"), p)
+        return res
+
+    def errors(p: DeviceProfile) -> tuple[ReplayResult, float, float]:
+        res = as2d_replay(p)
+        to_replay = replay(cast(Window, window), ReplayConfig("target_only"), p)
         return res, 100 * (res.tps / nat - 1), 100 * (t_to / to_replay.time - 1)
 
     res, frozen_err, frozen_to = errors(profile)
@@ -168,7 +172,7 @@ def window_agreement(inputs: ReplayInputs, profile: DeviceProfile, window_id: st
     med_err, med_to = err, to_err
     inter = None if probes.target_ms is None else interleaved_errors(
         profile, probes.reps, probes.concurrent_ratio, [r.time for r in as2d], [r.time for r in target_only],
-        lambda p: errors(p)[0].time, lambda p: replay(cast(Window, window), ReplayConfig("target_only"), p).time)
+        lambda p: as2d_replay(p).time, lambda p: replay(cast(Window, window), ReplayConfig("target_only"), p).time)
     if inter is not None:  # each repetition against its own probes: the judged error (interleaved.py)
         err, to_err = inter.as2d_pct, inter.target_only_pct
     terms = decompose(cast(Window, window), med, a.judged, source, inputs.settings)  # errors() set it
