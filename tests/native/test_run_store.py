@@ -13,7 +13,7 @@ import yaml
 from workbench.errors import DataError, WorkbenchError
 from workbench.native.agreement import agreement_frame
 from workbench.native.driver import NativeResult
-from workbench.native.episodes import Episodes
+from workbench.native.episodes import Episodes, producer_token_ms
 from workbench.native.reprice import main, reprice
 from workbench.native.run_store import ReplayInputs, load_runs, run_from_json, run_to_json, save_runs
 from workbench.replay.profile import DEVICE_DIR, load_profile
@@ -61,6 +61,13 @@ def test_a_run_round_trips_through_json_with_its_records_and_producer_stream():
     assert back == dataclasses.replace(run, origin=back.origin)  # origin is NaN on both (NaN != NaN)
     slim = run_from_json(run_to_json(run, full=False))
     assert slim.output == run.output and slim.time == run.time and slim.records == ()
+    # a slim run keeps how fast its producer ran: its interval per operation, as the full run's
+    assert slim.producer_times == run.producer_times and slim.producer_ops == run.producer_ops
+    assert producer_token_ms(slim.producer_times, slim.producer_ops) is not None
+    assert producer_token_ms(slim.producer_times, slim.producer_ops) == producer_token_ms(run.producer_times,
+                                                                                           run.producer_ops)
+    to = run_from_json(run_to_json(NativeResult("w", "target_only", REFERENCE, (), (), 1.0, 1.0), full=False))
+    assert to.producer_times == () and "producer_times" not in run_to_json(to, full=False)
 
 
 def test_stored_runs_reprice_to_the_agreement_of_the_runs_in_memory(tmp_path, host):

@@ -2,10 +2,11 @@
 must predict (``python -m workbench.native.reprice``), without measuring them again.
 
 A run store holds, per window, what the D.3 rule reads (``agreement.window_agreement``): every
-target-only and As²d run's output and decode time, the median-latency As²d run in full (its round
-records, stage intervals, the producer's published tokens, their publication times and drafter
-forwards), the drift probes taken before each repetition (their ratios and their runs' calls and
-publications), and the unplanned target's reference output.
+target-only and As²d run's output and decode time, every As²d run's producer publication times and
+operations (how fast its producer ran), the median-latency As²d run in full (its round records, stage
+intervals, the producer's published tokens and drafter forwards), the drift probes taken before each
+repetition (their ratios and their runs' calls and publications), and the unplanned target's reference
+output.
 Beside them: the replay inputs of the setup (``ReplayInputs``) and the frozen profile's YAML text, so a
 store re-prices on its own. Other methods' runs and the slower As²d runs' rounds are not kept: D.3
 replays only the median run. JSON, never pickle: a store crosses the run boundary.
@@ -59,10 +60,13 @@ def _nan(x: float | None) -> float:
 
 def run_to_json(run: NativeResult, full: bool) -> dict[str, Any]:
     """One native run as JSON. ``full=False`` keeps what D.3 reads of a run it does not replay: its
-    output and times."""
+    output and times, and the producer's publication times and operations, which say how fast the
+    producer ran in that run (``episodes.producer_token_ms``) beside the drift probes taken around it."""
     out: dict[str, Any] = {"window_id": run.window_id, "scheme": run.scheme, "output": list(run.output),
                            "time": run.time, "t_eos": run.t_eos, "cleanup": run.cleanup, "capped": run.capped}
     if not full:
+        if run.producer_times:
+            out.update(producer_times=list(run.producer_times), producer_ops=list(run.producer_ops))
         return out
     records = []
     for rec in run.records:
