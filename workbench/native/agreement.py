@@ -157,10 +157,12 @@ def window_agreement(inputs: ReplayInputs, profile: DeviceProfile, window_id: st
                                         max_output=inputs.max_output, window_id=window_id)
         return res
 
+    def target_only_time(p: DeviceProfile) -> float:  # on the window as2d_replay built
+        return replay(cast(Window, window), ReplayConfig("target_only"), p).time
+
     def errors(p: DeviceProfile) -> tuple[ReplayResult, float, float]:
         res = as2d_replay(p)
-        to_replay = replay(cast(Window, window), ReplayConfig("target_only"), p)
-        return res, 100 * (res.tps / nat - 1), 100 * (t_to / to_replay.time - 1)
+        return res, 100 * (res.tps / nat - 1), 100 * (t_to / target_only_time(p) - 1)
 
     res, frozen_err, frozen_to = errors(profile)
     a, err, to_err = Anchored(profile), frozen_err, frozen_to
@@ -172,10 +174,10 @@ def window_agreement(inputs: ReplayInputs, profile: DeviceProfile, window_id: st
     med_err, med_to = err, to_err
     inter = None if probes.target_ms is None else interleaved_errors(
         profile, probes.reps, probes.concurrent_ratio, [r.time for r in as2d], [r.time for r in target_only],
-        lambda p: as2d_replay(p).time, lambda p: replay(cast(Window, window), ReplayConfig("target_only"), p).time)
+        lambda p: as2d_replay(p).time, target_only_time)
     if inter is not None:  # each repetition against its own probes: the judged error (interleaved.py)
         err, to_err = inter.as2d_pct, inter.target_only_pct
-    terms = decompose(cast(Window, window), med, a.judged, source, inputs.settings)  # errors() set it
+    terms = decompose(cast(Window, window), med, a.judged, source, inputs.settings)  # as2d_replay set it
     return {
         "window_id": window_id, "tokens": len(ref), "tps_native": nat, "tps_replay": res.tps,
         "signed_error_pct": err, "abs_error_pct": abs(err),
