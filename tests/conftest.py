@@ -31,7 +31,7 @@ ALLOWED_CI_SKIPS = frozenset({
 })
 
 _unexpected_skips: list[str] = []
-_suite_profiles: list[str] = []
+_suite_profiles: list[tuple[str, str | None]] = []
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -40,12 +40,19 @@ def pytest_configure(config: pytest.Config) -> None:
     would price with it. Set on the controller; xdist workers start after this and inherit it. Tests of
     the cache's own layout unset it."""
     if not hasattr(config, "workerinput"):
-        _suite_profiles.append(tempfile.mkdtemp(prefix="as2d-suite-profiles-"))
-        os.environ[PROFILE_DIR_ENV] = _suite_profiles[-1]
+        _suite_profiles.append((tempfile.mkdtemp(prefix="as2d-suite-profiles-"), os.environ.get(PROFILE_DIR_ENV)))
+        os.environ[PROFILE_DIR_ENV] = _suite_profiles[-1][0]
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    for d in _suite_profiles:
+    """Puts back the folder that was set before: a pytest run in process (``tests/test_ci_guard.py`` runs
+    this conftest inside a worker) must not leave the outer suite pointing at its deleted folder."""
+    while _suite_profiles:
+        d, before = _suite_profiles.pop()
+        if before is None:
+            os.environ.pop(PROFILE_DIR_ENV, None)
+        else:
+            os.environ[PROFILE_DIR_ENV] = before
         shutil.rmtree(d, ignore_errors=True)
 
 
