@@ -132,10 +132,10 @@ def _measure(setup: HostSetup, calib: Sequence[AudioWindow], clips: Sequence[Aud
     rows += publication_samples(batch=setup.batch_tokens)
     raw = pl.DataFrame(rows, schema=SAMPLE_SCHEMA)
     rounds_df = pl.concat(rounds, how="diagonal_relaxed")
-    profile = fit_profile(raw.filter(pl.col("kind") != "checkpoint"), rounds_df, setup, date, has_conf)
+    profile = fit_profile(raw, rounds_df, setup, date, has_conf)
     idle = {int(k): float(v["v"]) for k, v in profile["verifier"]["idle_ms"].items()}
     steadiness = assess(points, idle, planned="kernel_plan" in profile)
-    profile["calibration"] = steadiness.to_profile(date)
+    profile["calibration"] = {**steadiness.to_profile(date), **profile.get("calibration", {})}
     return _Attempt(profile, raw, rounds_df, steadiness)
 
 

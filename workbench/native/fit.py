@@ -22,6 +22,9 @@ from .episodes import HostSetup
 from .machine import cpu_model, engine_label, machine_fingerprint
 from .publication_curve import GROWTH_SIGNIFICANCE, PublicationCurve, publication_curve
 from .samples import MIN_PER_TOKEN, med
+from .stage_speed import RULE as R_STAGE
+from .stage_speed import at_anchor_speed
+from .stage_speed import to_profile as stage_block
 from .steadiness import RULE as R_STEADY
 from .sweep import PROBE_WIDTHS
 
@@ -58,6 +61,7 @@ RULES = {
                 "median residual); growth.per_token is its slope over its value at ref_tokens, and the "
                 "coexistence factor and startup are read from the same line.",
     "R_STEADY": R_STEADY,
+    "R_STAGE": R_STAGE,
 }
 
 
@@ -339,9 +343,11 @@ def anchor_part(f: Fit) -> dict[str, Any]:
 def fitted_parts(raw: pl.DataFrame, rounds: pl.DataFrame, names: FitNames, date: str,
                  has_conf: bool) -> dict[str, Any]:
     """Every fitted field of the profile (drift anchor, kernel plan, step, loop, verifier, sources, ASP)
-    from raw samples and episode rounds; medians throughout. ``date``: the calibration's day, named in
-    every ``source``."""
-    f = Fit(raw, rounds, date)
+    from raw samples (in the order they were timed, the steadiness checkpoints among them) and episode
+    rounds, brought to the drift anchor's speed first (R_STAGE; ``calibration.stage_factors`` says by how
+    much); medians throughout. ``date``: the calibration's day, named in every ``source``."""
+    raw, rounds, factors = at_anchor_speed(raw, rounds)
+    f = Fit(raw.filter(pl.col("kind") != "checkpoint"), rounds, date)
     verifier, step = verifier_part(f)
     sources = producer_part(f, names, has_conf)
     plan = kernel_plan_part(f)
@@ -354,6 +360,7 @@ def fitted_parts(raw: pl.DataFrame, rounds: pl.DataFrame, names: FitNames, date:
         "sources": sources,
         "serial_drafter": names.serial_source,
         "asp": asp_part(f, sources, names),
+        **({"calibration": {"stage_factors": stage_block(factors, date)}} if factors else {}),
     }
 
 

@@ -90,14 +90,15 @@ def refit(profile_path: str | Path, old: dict[str, Any] | None = None) -> dict[s
     old = old if old is not None else read_profile(path)
     d = sample_dir(path)
     raw = pl.read_parquet(d / SAMPLES)
-    raw = raw.filter(pl.col("kind") != "checkpoint")  # the steadiness check's calls: no field reads them
     names = stored_names(old)
     has_conf = bool(old["sources"][names.source].get("confidence", False))
     parts = fitted_parts(raw, pl.read_parquet(d / ROUNDS), names, calibration_date(old), has_conf)
     header = {k: old[k] for k in HEADER if k in old}
     header["description"] = f"{old.get('description', '')} Refitted from its stored samples by workbench.native.refit."
-    new = {**header, "rules": dict(RULES), **parts, **({"calibration": old["calibration"]} if "calibration" in old
-                                                        else {})}
+    # the steadiness verdict as measured; the stage factors as today's rule finds them
+    kept = {k: v for k, v in old.get("calibration", {}).items() if k != "stage_factors"}
+    merged = {**kept, **parts.pop("calibration", {})} if kept else {}
+    new = {**header, "rules": dict(RULES), **parts, **({"calibration": merged} if merged else {})}
     parse_profile(new, file=f"{path} (refitted)")  # what replay will read must parse
     return new
 

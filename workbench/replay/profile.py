@@ -192,13 +192,18 @@ def parse_profile(raw: Any, file: str = "<memory>") -> DeviceProfile:
 
 
 def _calibration(r: _Reader, node: Any) -> CalibrationCheck | None:
-    """``calibration: {steady, spread: {v, source}, inversions: {v, derived}}`` (``native/steadiness.py``)."""
+    """``calibration: {steady, spread: {v, source}, inversions: {v, derived}, stage_factors: {stage: {v,
+    source}}}`` (``native/steadiness.py``, ``native/stage_speed.py``; stage_factors optional)."""
     if node is None:
         return None
-    r.mapping(node, "calibration", {"steady", "spread", "inversions"})
+    r.mapping(node, "calibration", {"steady", "spread", "inversions"}, {"stage_factors"})
+    stages = node.get("stage_factors") or {}
+    if not isinstance(stages, dict):
+        raise r.fail("calibration.stage_factors", f"expected a mapping of stage to factor, got {type(stages).__name__}")
     return CalibrationCheck(r.flag(node, "steady", "calibration", True),
                             r.number(node["spread"], "calibration.spread"),
-                            int(r.number(node["inversions"], "calibration.inversions", integer=True)))
+                            int(r.number(node["inversions"], "calibration.inversions", integer=True)),
+                            {str(k): r.number(v, f"calibration.stage_factors.{k}") for k, v in stages.items()})
 
 
 def _kernel_plan(r: _Reader, node: Any) -> KernelPlan | None:

@@ -160,11 +160,14 @@ class VerifierCost:
 class CalibrationCheck:
     """A host calibration's steadiness (``native/steadiness.py``): whether this machine held its speed
     while it was measured (``spread``: largest probe checkpoint over the smallest; ``inversions``: narrower
-    widths priced above wider ones). An unsteady profile's shape is off, which no drift ratio repairs."""
+    widths priced above wider ones). An unsteady profile's shape is off, which no drift ratio repairs;
+    ``stage_factors``: what each stage's samples were multiplied by to bring them to the drift anchor's
+    speed (``native/stage_speed.py``; empty: left as measured, as phone calibrations are)."""
 
     steady: bool
     spread: float
     inversions: int
+    stage_factors: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
