@@ -99,7 +99,10 @@ def test_an_unsteady_calibration_is_measured_again_and_says_so(host_cfg, windows
     assert profile.calibration is not None and profile.calibration.spread == pytest.approx(kept.spread, abs=1e-4)
     # the checkpoints are raw samples of their own kind, after each stage; no profile field reads them
     stages = raw.filter(pl.col("kind") == "checkpoint")["scheme"].unique().to_list()
-    assert set(stages) == {"start", "calib sweeps", "calib episodes"}
+    assert set(stages) == {"start", "calib idle sweeps", "calib sweeps", "calib episodes"}
+    # every stage's samples were brought to the anchor's speed (R_STAGE): the anchor's own stage by 1
+    assert set(written["stage_factors"]) == {"start", "calib idle sweeps", "calib sweeps", "calib episodes", "end"}
+    assert written["stage_factors"]["calib episodes"]["v"] == 1.0 and profile.calibration.stage_factors
     assert "n=1," in profile.provenance["anchor_widths_ms.1"]  # the sweep's one call, not the checkpoints' five
 
 

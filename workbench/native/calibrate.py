@@ -31,7 +31,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,11 +67,13 @@ def _install_plan(setup: HostSetup, rows: list[dict[str, Any]]) -> None:
         setup.pair.use_kernel_plan(fit_plan(costs))
 
 
-def _window_samples(setup: HostSetup, w: AudioWindow, widths: list[int], reps: int,
-                    warmup: int) -> tuple[list[dict[str, Any]], bool]:
-    """The sweeps of one calibration window: idle widths, producer passes, widths beside the producer."""
+def _window_samples(setup: HostSetup, w: AudioWindow, widths: list[int], reps: int, warmup: int,
+                    mark: Callable[[list[dict[str, Any]]], None]) -> tuple[list[dict[str, Any]], bool]:
+    """The sweeps of one calibration window: idle widths, producer passes, widths beside the producer;
+    ``mark`` times a checkpoint into the rows between the idle sweep and the producer's (R_STAGE)."""
     setup.verifier.apply()
     rows = verify_sweep(setup.pair, w, widths, reps, warmup, concurrent=False)
+    mark(rows)
     with ProducerLoad(setup.producer_spec, w.audio, setup.max_output) as load:
         passes, has_conf = load.passes(reps + warmup)
         rows += [_pass_row(w, n, s, i - warmup, False) for i, (n, s) in enumerate(passes) if i >= warmup]
@@ -113,7 +115,10 @@ def _measure(setup: HostSetup, calib: Sequence[AudioWindow], clips: Sequence[Aud
     rounds: list[pl.DataFrame] = []
     bar = tqdm(total=len(calib) * 3 + (1 if clips else 0), desc="host calibration", disable=not progress)
     for w in calib:
-        more, has_conf = _window_samples(setup, w, widths, reps, warmup)
+        def mark(more: list[dict[str, Any]], w: AudioWindow = w) -> None:
+            points.append(_checkpoint(setup, calib[0], f"{w.window_id} idle sweeps", more))
+
+        more, has_conf = _window_samples(setup, w, widths, reps, warmup, mark)
         rows += more
         points.append(_checkpoint(setup, calib[0], f"{w.window_id} sweeps", rows))
         bar.update(2)

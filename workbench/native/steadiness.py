@@ -8,7 +8,8 @@ every window. Two checks say whether a calibration was steady:
 
 * **checkpoints** -- the drift probe's idle calls (``sweep.PROBE_WIDTHS`` at offset 0 on the anchor
   window, ``CHECK_CALLS`` calls each) timed again after the kernel plan is installed, after each
-  calibration window's sweeps and episodes, and after the clips. Each checkpoint's level is the
+  calibration window's idle sweep, its sweeps beside the producer and its episodes, and after the clips
+  (``stage_speed.py`` also brings each stage's samples to the anchor's speed by them). Each checkpoint's level is the
   geometric mean over widths of its medians; the **spread** is the largest level over the smallest.
   Steady: spread <= ``STEADY_SPREAD``.
 * **width order** -- under a kernel plan, in the fitted idle prices a forward of more rows is never
