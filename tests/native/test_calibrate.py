@@ -17,6 +17,7 @@ from workbench.native.fingerprint import machine_fingerprint
 from workbench.native.fit import LIVE_MIN_CALLS, with_positions
 from workbench.native.refit import changes, main, refit
 from workbench.native.report import episode_report
+from workbench.native.stage_speed import at_anchor_speed
 from workbench.native.windows import AudioWindow
 from workbench.replay.profile import load_profile
 
@@ -71,6 +72,11 @@ def test_calibration_writes_a_profile_replay_accepts_with_all_widths(calibrated)
     assert src.startup_ms >= 0 and loaded.anchor_window == "calib"
     # the driver runs the producer's prompt prefill before the clock (A.3): replay charges it nothing
     assert src.prefilled and "before the clock" in loaded.provenance["sources.tiny-producer.prefilled"]
+    # every price below is read from the samples brought to the anchor's speed (R_STAGE), as the fit reads them
+    raw, _, factors = at_anchor_speed(raw, pl.read_parquet(tmp_path / "host_rounds.parquet"))
+    assert loaded.calibration is not None and dict(loaded.calibration.stage_factors) == {f.stage: f.factor
+                                                                                          for f in factors}
+    assert factors and {f.stage for f in factors if f.factor == 1.0} >= {"calib episodes"}
     to = raw.filter((pl.col("kind") == "episode") & (pl.col("scheme") == "target_only"))
     assert loaded.anchor_ms == pytest.approx(sorted((to["ms"] / to["rounds"]).to_list())[to.height // 2], abs=1e-4)
     a2 = raw.filter((pl.col("kind") == "episode") & (pl.col("scheme") == "as2d"))  # As²d's own anchor, per token

@@ -79,8 +79,8 @@ def test_the_factors_are_a_profile_field_with_provenance():
     assert set(block) == {"start", "calib00 sweeps", "calib00 episodes", "clips", "end"}
     assert all("R_STAGE" in v["source"] and "DAY" in v["source"] for v in block.values())
     profile = yaml.safe_load((Path(__file__).parents[2] / "conf/device/xiaomi_14.yaml").read_text())
-    profile["calibration"] = {"steady": False, "spread": {"v": 1.6, "source": "t"}, "inversions": {"v": 0, "source": "t"},
-                              "stage_factors": block}
+    profile["calibration"] = {"steady": False, "spread": {"v": 1.6, "source": "t"},
+                              "inversions": {"v": 0, "source": "t"}, "stage_factors": block}
     check = parse_profile(profile, file="t.yaml").calibration
     assert check is not None and check.stage_factors["start"] == block["start"]["v"]
     profile["calibration"]["stage_factors"] = {"start": 0.9}

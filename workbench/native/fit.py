@@ -341,12 +341,13 @@ def anchor_part(f: Fit) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------- the profile
 def fitted_parts(raw: pl.DataFrame, rounds: pl.DataFrame, names: FitNames, date: str,
-                 has_conf: bool) -> dict[str, Any]:
+                 has_conf: bool, stage_speed: bool = True) -> dict[str, Any]:
     """Every fitted field of the profile (drift anchor, kernel plan, step, loop, verifier, sources, ASP)
     from raw samples (in the order they were timed, the steadiness checkpoints among them) and episode
     rounds, brought to the drift anchor's speed first (R_STAGE; ``calibration.stage_factors`` says by how
-    much); medians throughout. ``date``: the calibration's day, named in every ``source``."""
-    raw, rounds, factors = at_anchor_speed(raw, rounds)
+    much; ``stage_speed=False``: as timed, to judge the rule on stored samples); medians throughout.
+    ``date``: the calibration's day, named in every ``source``."""
+    raw, rounds, factors = at_anchor_speed(raw, rounds) if stage_speed else (raw, rounds, ())
     f = Fit(raw.filter(pl.col("kind") != "checkpoint"), rounds, date)
     verifier, step = verifier_part(f)
     sources = producer_part(f, names, has_conf)

@@ -83,16 +83,17 @@ def calibration_date(profile: dict[str, Any]) -> str:
                          "refit reads a profile written by python -m workbench.native.calibrate")
 
 
-def refit(profile_path: str | Path, old: dict[str, Any] | None = None) -> dict[str, Any]:
+def refit(profile_path: str | Path, old: dict[str, Any] | None = None, stage_speed: bool = True) -> dict[str, Any]:
     """The stored profile (``old``: its mapping, when already read) with every fitted field fitted again
-    from its samples under today's rules; a field today's fit no longer writes is dropped."""
+    from its samples under today's rules (``stage_speed=False``: all but R_STAGE, the samples as timed);
+    a field today's fit no longer writes is dropped."""
     path = Path(profile_path)
     old = old if old is not None else read_profile(path)
     d = sample_dir(path)
     raw = pl.read_parquet(d / SAMPLES)
     names = stored_names(old)
     has_conf = bool(old["sources"][names.source].get("confidence", False))
-    parts = fitted_parts(raw, pl.read_parquet(d / ROUNDS), names, calibration_date(old), has_conf)
+    parts = fitted_parts(raw, pl.read_parquet(d / ROUNDS), names, calibration_date(old), has_conf, stage_speed)
     header = {k: old[k] for k in HEADER if k in old}
     header["description"] = f"{old.get('description', '')} Refitted from its stored samples by workbench.native.refit."
     # the steadiness verdict as measured; the stage factors as today's rule finds them
@@ -168,6 +169,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--stores", nargs="*", default=[],
                     help="native_runs.json files to price under each stored and refitted profile")
     ap.add_argument("--markdown", default=None, help="also write the price table as a section of this file")
+    ap.add_argument("--no-stage-speed", action="store_true",
+                    help="fit the samples as timed, without bringing each stage to the anchor's speed (R_STAGE)")
     ap.add_argument("--section", default=SECTION, help="the section's name")
     ap.add_argument("--split", default=None, help="the stores' split, as the section names it (e.g. 'bench dev')")
     args = ap.parse_args(argv)
@@ -176,7 +179,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         for path in args.profiles:
             old = read_profile(path)
-            new = refit(path, old)
+            new = refit(path, old, stage_speed=not args.no_stage_speed)
             moved = changes(old, new)
             out = write_profile(new, Path(args.out_dir) / f"{label(path)}.yaml")
             print(f"wrote {out}: {len(moved)} value(s) moved by today's fit rules")
