@@ -12,6 +12,7 @@ whose value the rules moved, and writes ``D/<name>.yaml``.
 ``--stores S ...`` prices stored native runs (``native_runs.json``) under each stored profile and its
 refit (``--markdown F`` writes the table as a section): a change to a fit rule is judged on stored runs
 before any new measurement, on every calibration that kept its samples. Judge a rule on dev stores only.
+``--no-stage-speed`` fits the samples as timed, leaving out R_STAGE (``stage_speed.py``), to judge that rule.
 """
 
 from __future__ import annotations
