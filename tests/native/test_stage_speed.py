@@ -49,7 +49,7 @@ def test_each_stage_is_brought_to_the_speed_of_the_anchors_episodes():
     want = {"start": ref / 40.0, "calib00 sweeps": ref / math.sqrt(40.0 * 36.0), "calib00 episodes": 1.0,
             "clips": ref / 25.0, "end": ref / 25.0}
     assert {f.stage: f.factor for f in factors} == pytest.approx(want, abs=1e-4)
-    ms = dict(zip(out["kind"], out["ms"], strict=False))  # the last row of each kind
+    ms = dict(zip(out["kind"], out["ms"], strict=True))  # the last row of each kind
     assert ms["kernel"] == pytest.approx(10.0 * want["start"], rel=1e-3)
     assert ms["verify"] == pytest.approx(10.0 * want["calib00 sweeps"], rel=1e-3)
     assert ms["producer_interval"] == 10.0  # the anchor's own stage: as measured
