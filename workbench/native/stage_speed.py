@@ -43,21 +43,24 @@ class StageFactor:
 def stage_factors(raw: pl.DataFrame) -> tuple[pl.Series, tuple[StageFactor, ...]]:
     """Each row's stage index (``-1`` for checkpoint rows) and every stage's factor (module rule); no
     factors without checkpoints or the anchor's target-only episodes."""
-    is_cp = pl.col("kind") == "checkpoint"
-    starts = raw.select((is_cp & ~(is_cp.shift(1, fill_value=False)
-                                   & (pl.col("scheme") == pl.col("scheme").shift(1)).fill_null(False)))
-                        .cum_sum().alias("block"), is_cp.alias("cp"))
-    blocks = starts["block"].to_list()
-    cps = starts["cp"].to_list()
-    n = max(blocks, default=0)
-    stage = pl.Series("stage", [-1 if c else b for b, c in zip(blocks, cps, strict=True)], dtype=pl.Int64)
+    stages: list[int] = []  # per row: the checkpoint blocks begun before it; -1 on a checkpoint's own rows
+    blocks: list[tuple[str, list[dict]]] = []  # each checkpoint block: its stage name and its calls
+    prev = None
+    for row in raw.iter_rows(named=True):
+        if row["kind"] != "checkpoint":
+            stages.append(len(blocks))
+        else:
+            if prev is None or prev["kind"] != "checkpoint" or prev["scheme"] != row["scheme"]:
+                blocks.append((str(row["scheme"]), []))
+            blocks[-1][1].append(row)
+            stages.append(-1)
+        prev = row
+    stage = pl.Series("stage", stages, dtype=pl.Int64)
+    n = len(blocks)
     if n == 0:
         return stage, ()
-    levels, names = [], []
-    for k in range(1, n + 1):
-        rows = raw.filter(pl.Series([c and b == k for b, c in zip(blocks, cps, strict=True)]))
-        names.append(str(rows["scheme"][0]))
-        levels.append(checkpoint(names[-1], rows.to_dicts()).level)
+    names = [name for name, _ in blocks]
+    levels = [checkpoint(name, rows).level for name, rows in blocks]
 
     def speed(s: int) -> float:  # stage s lies between checkpoint blocks s and s + 1 (1-based)
         side = [levels[b - 1] for b in (s, s + 1) if 1 <= b <= n]
