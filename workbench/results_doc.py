@@ -29,6 +29,19 @@ RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results.md"
 RUN_COLUMNS = ("device", "method", "tps", "speedup", "acceptance", "coverage", "readiness", "slowdown_share")
 
 
+def fragment_body(text: str) -> str:
+    """A fragment's table: a command's ``--markdown FILE`` writes its section between its own markers, and
+    placing it under another name (``d3-agreement-xeon``) keeps only what lies between them, so the
+    document never holds a section inside a section. A fragment without markers is placed as it is."""
+    names = sections(text)
+    if len(names) == 1:
+        start, end = f"<!-- {names[0]} -->", f"<!-- /{names[0]} -->"
+        inner = text.strip()
+        if inner.startswith(start) and inner.endswith(end):
+            return inner[len(start):-len(end)].strip("\n")
+    return text
+
+
 def sections(doc: str) -> list[str]:
     """The section names of a results document, in order."""
     return re.findall(rf"<!-- ({SECTION_NAME.pattern}) -->", doc)
@@ -82,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--doc", default=str(RESULTS), help="the results document (default docs/results.md)")
     args = ap.parse_args(argv)
     if args.markdown:
-        body = Path(args.markdown).read_text()
+        body = fragment_body(Path(args.markdown).read_text())
     else:
         if not args.command or not args.split:
             ap.error("--run needs --command and --split: every table names both")

@@ -11,7 +11,7 @@ import pytest
 from workbench.errors import DataError
 from workbench.io import replace_section
 from workbench.io import section_markers as markers
-from workbench.results_doc import RESULTS, main, sections
+from workbench.results_doc import RESULTS, fragment_body, main, sections
 
 DOC = "# Results\n\nintro\n\n<!-- a -->\nold a\n<!-- /a -->\n\nbetween\n\n<!-- b -->\nold b\n<!-- /b -->\ntail\n"
 
@@ -28,6 +28,19 @@ def test_a_missing_section_is_appended_and_a_bad_name_refused():
     assert new.startswith(DOC.rstrip()) and new.endswith("<!-- c-1 -->\nc body\n<!-- /c-1 -->\n")
     with pytest.raises(DataError, match="section name"):
         markers("no spaces")
+
+
+def test_a_fragment_placed_under_another_name_keeps_no_markers_of_its_own(tmp_path: Path):
+    frag = tmp_path / "frag.md"
+    frag.write_text("<!-- d3-agreement -->\n**table**\n| a |\n<!-- /d3-agreement -->\n")
+    doc = tmp_path / "results.md"
+    doc.write_text(DOC)
+    main(["b", "--markdown", str(frag), "--doc", str(doc)])
+    assert sections(doc.read_text()) == ["a", "b"]  # no section inside b
+    assert "<!-- b -->\n**table**\n| a |\n<!-- /b -->" in doc.read_text()
+    assert fragment_body("plain\n") == "plain\n"  # a fragment without markers is placed as it is
+    two = "<!-- a -->\nx\n<!-- /a -->\n<!-- b -->\ny\n<!-- /b -->"
+    assert fragment_body(two) == two  # two sections are not one table: left whole
 
 
 def test_a_run_becomes_a_table_under_its_machine_command_split_and_date(tmp_path: Path, capsys):
