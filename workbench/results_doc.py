@@ -23,7 +23,7 @@ from pathlib import Path
 import polars as pl
 
 from workbench.errors import DataError
-from workbench.io import SECTION_NAME, write_section
+from workbench.io import SECTION_NAME, section_markers, write_section
 
 RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results.md"
 RUN_COLUMNS = ("device", "method", "tps", "speedup", "acceptance", "coverage", "readiness", "slowdown_share")
@@ -35,7 +35,7 @@ def fragment_body(text: str) -> str:
     document never holds a section inside a section. A fragment without markers is placed as it is."""
     names = sections(text)
     if len(names) == 1:
-        start, end = f"<!-- {names[0]} -->", f"<!-- /{names[0]} -->"
+        start, end = section_markers(names[0])
         inner = text.strip()
         if inner.startswith(start) and inner.endswith(end):
             return inner[len(start):-len(end)].strip("\n")
